@@ -1,0 +1,424 @@
+/*
+ * Plexus runtime C API.
+ *
+ * Plexus runs replicated, sharded and pipelined training programs on ordinary CPUs with
+ * the IPU programming model of PopXL / PopTorch (see the seeds and DESIGN.md): build an
+ * IR of tensors and ops, differentiate it, compile it into a session, and run it with
+ * host arrays feeding host-to-device streams.
+ *
+ * ABI rules (DESIGN.md, "The C ABI"):
+ * - Every fallible function returns plx_status; PLX_OK is 0. On error, out-parameters are
+ *   left untouched and plx_last_error() gives a message naming the argument at fault.
+ * - Handles are opaque pointers made by plx_<object>_create and released by
+ *   plx_<object>_destroy, which accepts NULL. Tensors and streams are 64-bit ids owned by
+ *   their IR; an id from another IR is rejected.
+ * - Options structs begin with `size_t struct_size`; fill them with their _init function.
+ *   Fields are only ever appended, so callers built against older headers keep working.
+ * - Enum values are fixed-width integers with explicit values, never reused.
+ * - Dims are int64_t, counts size_t, byte sizes size_t, strings UTF-8 and NUL-terminated.
+ * - No C++ exception and no abort() crosses this boundary; bad input never crashes.
+ *
+ * Changelog (PLX_API_VERSION):
+ *   1  IR, ops by name, autodiff, sessions, device iterations, IDX datasets.
+ */
+#ifndef PLEXUS_PLEXUS_H
+#define PLEXUS_PLEXUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define PLX_API __declspec(dllexport)
+#else
+#define PLX_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of this header's API; compare with plx_version() at run time. */
+#define PLX_API_VERSION 1
+
+/** Largest tensor rank. */
+#define PLX_MAX_RANK 8
+
+/* ---- Status and errors ------------------------------------------------------------ */
+
+/** Result of every fallible call. */
+typedef int32_t plx_status;
+enum {
+  PLX_OK = 0,
+  PLX_ERR_INVALID_ARGUMENT = 1,  /**< NULL pointer, bad value, wrong buffer size, ... */
+  PLX_ERR_UNKNOWN_OP = 2,        /**< no op registered under that name */
+  PLX_ERR_SHAPE_MISMATCH = 3,    /**< shapes break an op's rule or a host array's shape */
+  PLX_ERR_DTYPE_MISMATCH = 4,    /**< dtypes break an op's rule */
+  PLX_ERR_NOT_FOUND = 5,         /**< id of a tensor, stream or device that does not exist */
+  PLX_ERR_OUT_OF_DEVICE_MEMORY = 6, /**< the memory plan exceeds a device's capacity */
+  PLX_ERR_INVALID_GROUPING = 7,  /**< a replica grouping does not fit the replication factor */
+  PLX_ERR_IO = 8,                /**< a file could not be opened, read or written */
+  PLX_ERR_BAD_FORMAT = 9,        /**< a file's content is not what its format requires */
+  PLX_ERR_RUNTIME = 10,          /**< a kernel failed while running (e.g. label out of range) */
+  PLX_ERR_PLUGIN = 11,           /**< a plugin is missing, incompatible or failed */
+  PLX_ERR_TIMEOUT = 12,          /**< a wait exceeded its limit */
+  PLX_ERR_CANCELLED = 13,        /**< the operation was cancelled */
+  PLX_ERR_UNSUPPORTED = 14,      /**< valid request this build or machine cannot serve */
+  PLX_ERR_BUFFER_TOO_SMALL = 15, /**< an output buffer is too small; the size needed is returned */
+  PLX_ERR_INTERNAL = 99          /**< a bug in Plexus; please report the message */
+};
+
+/**
+ * Message of the last failed call on this thread ("" when none failed yet).
+ *
+ * @return UTF-8 text owned by Plexus, valid until the next Plexus call on this thread.
+ * Thread safety: per thread.
+ */
+PLX_API const char* plx_last_error(void);
+
+/**
+ * Short name of a status ("PLX_ERR_SHAPE_MISMATCH"); "PLX_ERR_UNKNOWN_STATUS" for others.
+ * @return Static string.
+ */
+PLX_API const char* plx_status_name(plx_status status);
+
+/** PLX_API_VERSION of the library loaded at run time. Never fails. */
+PLX_API uint32_t plx_version(void);
+
+/* ---- Data types and attributes ------------------------------------------------------ */
+
+/** Element type of a tensor. */
+typedef int32_t plx_dtype;
+enum { PLX_DTYPE_FLOAT32 = 1, PLX_DTYPE_INT32 = 2, PLX_DTYPE_UINT8 = 3 };
+
+/** Kind of an op attribute value. */
+typedef int32_t plx_attr_kind;
+enum { PLX_ATTR_INT = 1, PLX_ATTR_FLOAT = 2, PLX_ATTR_INTS = 3, PLX_ATTR_STRING = 4 };
+
+/**
+ * One op attribute: `name` and the field selected by `kind` (`i`, `f`, `ints`/`num_ints`
+ * or `s`). All pointers are borrowed for the duration of the call. Build them with
+ * plx_attr_int() and friends below.
+ */
+typedef struct plx_attr {
+  const char* name;
+  plx_attr_kind kind;
+  int64_t i;
+  double f;
+  const int64_t* ints;
+  size_t num_ints;
+  const char* s;
+} plx_attr;
+
+/** An int attribute. */
+static inline plx_attr plx_attr_int(const char* name, int64_t value) {
+  plx_attr a = {name, PLX_ATTR_INT, value, 0.0, NULL, 0, NULL};
+  return a;
+}
+/** A float attribute (stored as double, converted to the op's precision). */
+static inline plx_attr plx_attr_float(const char* name, double value) {
+  plx_attr a = {name, PLX_ATTR_FLOAT, 0, value, NULL, 0, NULL};
+  return a;
+}
+/** An int-list attribute; `values` is borrowed. */
+static inline plx_attr plx_attr_ints(const char* name, const int64_t* values, size_t count) {
+  plx_attr a = {name, PLX_ATTR_INTS, 0, 0.0, values, count, NULL};
+  return a;
+}
+/** A string attribute; `value` is borrowed. */
+static inline plx_attr plx_attr_string(const char* name, const char* value) {
+  plx_attr a = {name, PLX_ATTR_STRING, 0, 0.0, NULL, 0, value};
+  return a;
+}
+
+/* ---- IR ----------------------------------------------------------------------------- */
+
+/** A program under construction: tensors, ops, streams. */
+typedef struct plx_ir plx_ir;
+/** Id of a tensor in an IR (opaque; 0 is never a valid id). */
+typedef uint64_t plx_tensor;
+/** Id of a host/device stream in an IR (opaque; 0 is never a valid id). */
+typedef uint64_t plx_stream;
+
+/**
+ * Creates an empty IR.
+ *
+ * @param out_ir Receives the IR; release it with plx_ir_destroy().
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (out_ir is NULL).
+ * Thread safety: an IR must not be used from several threads at once.
+ */
+PLX_API plx_status plx_ir_create(plx_ir** out_ir);
+
+/** Releases an IR and its ids; NULL is ignored. Sessions created from it stay valid. */
+PLX_API void plx_ir_destroy(plx_ir* ir);
+
+/**
+ * Adds a variable: a tensor resident on every device between runs, initialised from host
+ * data (PopXL popxl.variable).
+ *
+ * @param ir         IR to add to. Borrowed.
+ * @param name       UTF-8, unique among the IR's variables and streams. Copied.
+ * @param dtype      PLX_DTYPE_*.
+ * @param shape      Dims [d0, ..., d(rank-1)], row-major, each >= 1. Borrowed.
+ * @param rank       0..PLX_MAX_RANK (0 = scalar; shape may then be NULL).
+ * @param data       Initial values: product(shape) elements of dtype. Copied.
+ * @param data_bytes Size of `data` in bytes; must equal product(shape) * dtype size.
+ * @param out_tensor Receives the variable's id.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype, rank or dim, duplicate
+ *         name, data_bytes wrong). On error nothing is added.
+ */
+PLX_API plx_status plx_ir_add_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
+                                       size_t rank, const void* data, size_t data_bytes, plx_tensor* out_tensor);
+
+/**
+ * Adds a constant tensor (read-only, resident on every device).
+ * Parameters and errors as plx_ir_add_variable(), without a name.
+ */
+PLX_API plx_status plx_ir_add_constant(plx_ir* ir, plx_dtype dtype, const int64_t* shape, size_t rank,
+                                       const void* data, size_t data_bytes, plx_tensor* out_tensor);
+
+/**
+ * Adds a host-to-device stream and the tensor it fills at the start of every step
+ * (PopXL h2d_stream + host_load).
+ *
+ * @param name       UTF-8, unique among variables and streams. Copied.
+ * @param dtype      PLX_DTYPE_*.
+ * @param shape      Per-step, per-replica shape S. Borrowed. rank 0..PLX_MAX_RANK.
+ * @param out_stream Receives the stream id (used to pass host arrays to plx_session_run).
+ * @param out_tensor Receives the tensor holding the current step's data.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype/shape, duplicate name).
+ */
+PLX_API plx_status plx_ir_add_h2d_stream(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
+                                         size_t rank, plx_stream* out_stream, plx_tensor* out_tensor);
+
+/**
+ * Adds a device-to-host stream that copies `tensor` to the host each step, at this point
+ * of the program (PopXL d2h_stream + host_store): ops added later do not affect the
+ * value copied.
+ *
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, duplicate name, id of another
+ *         IR); PLX_ERR_NOT_FOUND (no such tensor).
+ */
+PLX_API plx_status plx_ir_add_d2h_stream(plx_ir* ir, const char* name, plx_tensor tensor, plx_stream* out_stream);
+
+/**
+ * Adds an op by registered name ("matmul", "add", "gelu", "softmax_cross_entropy", ...;
+ * docs/ops.md lists every op, its inputs, attributes, shapes and gradient). Shapes and
+ * dtypes are inferred and checked now.
+ *
+ * @param op           Op name. Borrowed.
+ * @param inputs       Input ids, `num_inputs` of them. Borrowed.
+ * @param attrs        Attributes, `num_attrs` of them (NULL when 0). Borrowed.
+ * @param outputs      Receives up to `max_outputs` output ids (may be NULL when 0).
+ * @param num_outputs  Receives the op's output count (may be NULL).
+ * @return PLX_OK; PLX_ERR_UNKNOWN_OP; PLX_ERR_INVALID_ARGUMENT (NULL pointer, wrong input
+ *         count, unknown or mistyped attribute, id of another IR, in-place op on a
+ *         constant, max_outputs too small); PLX_ERR_NOT_FOUND (no such tensor);
+ *         PLX_ERR_SHAPE_MISMATCH / PLX_ERR_DTYPE_MISMATCH (the message names the op, its
+ *         input types and the rule broken). On error nothing is added.
+ */
+PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* inputs, size_t num_inputs,
+                                 const plx_attr* attrs, size_t num_attrs, plx_tensor* outputs, size_t max_outputs,
+                                 size_t* num_outputs);
+
+/**
+ * Reverse-mode autodiff (PopXL autodiff): appends the ops computing the gradient of the
+ * sum of `loss` with respect to each tensor in `wrt` and returns those gradients, each of
+ * the same shape as its tensor. Never inserts a collective (DESIGN.md, RTS).
+ *
+ * @param loss     float32 tensor (usually a scalar).
+ * @param wrt      Tensors to differentiate with respect to, `num_wrt` >= 1. Borrowed.
+ * @param out_grads Receives `num_wrt` gradient ids.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, non-float tensor, loss not
+ *         depending on a wrt tensor, an op on the path without a gradient: the message
+ *         names it); PLX_ERR_NOT_FOUND.
+ */
+PLX_API plx_status plx_ir_autodiff(plx_ir* ir, plx_tensor loss, const plx_tensor* wrt, size_t num_wrt,
+                                   plx_tensor* out_grads);
+
+/**
+ * Type of a tensor.
+ *
+ * @param out_dtype May be NULL.
+ * @param out_shape Receives up to `max_rank` dims (may be NULL when max_rank is 0).
+ * @param out_rank  Receives the rank (may be NULL).
+ * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT (ir NULL, id of another IR);
+ *         PLX_ERR_BUFFER_TOO_SMALL (rank > max_rank; out_rank is still set).
+ */
+PLX_API plx_status plx_ir_get_tensor_type(const plx_ir* ir, plx_tensor tensor, plx_dtype* out_dtype,
+                                          int64_t* out_shape, size_t max_rank, size_t* out_rank);
+
+/* ---- Sessions ------------------------------------------------------------------------- */
+
+/** A compiled IR bound to virtual devices, with variables resident between runs. */
+typedef struct plx_session plx_session;
+
+/** Session options. Initialise with plx_session_options_init(), then change fields. */
+typedef struct plx_session_options {
+  size_t struct_size;            /**< sizeof(plx_session_options), set by _init */
+  int64_t device_iterations;     /**< steps per plx_session_run call, >= 1 (default 1) */
+  int64_t device_memory_bytes;   /**< arena capacity per device in bytes; 0 = no limit (default) */
+  int32_t threads_per_device;    /**< BLIS threads per device; 0 = cores / devices (default) */
+} plx_session_options;
+
+/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+PLX_API void plx_session_options_init(plx_session_options* options);
+
+/**
+ * Compiles `ir` into a session: schedules the ops, plans each device's memory (liveness-
+ * based reuse), chooses BLIS kernels per GEMM shape, allocates the devices and loads the
+ * variables. The session copies what it needs: `ir` may be changed or destroyed after.
+ *
+ * @param options NULL for defaults.
+ * @param out_session Receives the session; release with plx_session_destroy().
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad option, struct_size too
+ *         small); PLX_ERR_OUT_OF_DEVICE_MEMORY (names the device, the bytes needed and
+ *         the capacity); PLX_ERR_UNSUPPORTED (BLIS_ARCH_TYPE invalid for this CPU).
+ */
+PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
+                                      plx_session** out_session);
+
+/** Destroys a session, waiting for a run in progress; NULL is ignored. */
+PLX_API void plx_session_destroy(plx_session* session);
+
+/**
+ * A caller's array for one stream. Host arrays have shape [device_iterations] + S for a
+ * stream of shape S, the leading dim left out when device_iterations is 1
+ * (seed 000, "Data input shape"); plx_session_get_host_shape() tells the exact shape.
+ */
+typedef struct plx_host_array {
+  plx_stream stream;
+  plx_dtype dtype;
+  void* data;            /**< inputs are read, outputs written; borrowed for the call */
+  const int64_t* shape;  /**< borrowed */
+  size_t rank;
+} plx_host_array;
+
+/**
+ * Runs device_iterations steps. Blocks until done.
+ *
+ * @param inputs  One array per host-to-device stream (all are required).
+ * @param outputs Arrays for device-to-host streams (any subset; others are discarded).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, missing or duplicate stream,
+ *         wrong direction, id of another IR); PLX_ERR_NOT_FOUND (no such stream);
+ *         PLX_ERR_SHAPE_MISMATCH / PLX_ERR_DTYPE_MISMATCH (names the stream, the expected
+ *         and the given shape); PLX_ERR_RUNTIME (a kernel failed; the message names the
+ *         op). After a run error variables may hold a partly updated step.
+ * Thread safety: calls on one session are serialised.
+ */
+PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* inputs, size_t num_inputs,
+                                   const plx_host_array* outputs, size_t num_outputs);
+
+/**
+ * Shape of the host array a stream expects or fills in plx_session_run().
+ * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL
+ *         (out_rank is still set).
+ */
+PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_stream stream, int64_t* out_shape,
+                                              size_t max_rank, size_t* out_rank);
+
+/**
+ * Copies a variable's current value from the device to `data` (PopXL weights_to_host).
+ *
+ * @param tensor     A variable of the IR the session was made from.
+ * @param data_bytes Must equal the variable's size in bytes.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, wrong size, id of
+ *         another IR); PLX_ERR_NOT_FOUND.
+ */
+PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_tensor tensor, void* data,
+                                             size_t data_bytes);
+
+/** Writes a variable's value on every device (weights_from_host). Errors as reading. */
+PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
+                                              size_t data_bytes);
+
+/** Number of virtual devices of a session. */
+PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count);
+
+/** Memory of one virtual device, in bytes. */
+typedef struct plx_memory_stats {
+  size_t struct_size;          /**< set by the caller to sizeof(plx_memory_stats) */
+  int64_t arena_bytes;         /**< device arena size: what the memory plan needs */
+  int64_t variable_bytes;      /**< variables and constants, resident between runs */
+  int64_t current_bytes;       /**< bytes live now (variable_bytes between runs) */
+  int64_t peak_bytes;          /**< most bytes live at once since the session was created */
+  int64_t planned_peak_bytes;  /**< most bytes live at once in one step, per the plan */
+} plx_memory_stats;
+
+/**
+ * Fills `out_stats` (set its struct_size first) for device `device`.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small);
+ *         PLX_ERR_NOT_FOUND (no such device).
+ */
+PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size_t device,
+                                                plx_memory_stats* out_stats);
+
+/**
+ * A JSON report of the compiled session: devices, memory plan, and each GEMM's chosen
+ * BLIS kernel set, thread count and measured speed.
+ *
+ * @param buffer   Receives the NUL-terminated text (may be NULL when capacity is 0).
+ * @param capacity Bytes available in `buffer`.
+ * @param out_size Receives the bytes needed including the NUL (may be NULL).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL (out_size tells).
+ */
+PLX_API plx_status plx_session_get_report(const plx_session* session, char* buffer, size_t capacity,
+                                          size_t* out_size);
+
+/* ---- Runtime information ------------------------------------------------------------ */
+
+/**
+ * One line describing the runtime on this machine: version, BLIS version and flavour,
+ * CPU features, the BLIS kernel sets Plexus chooses from and how it chooses
+ * ("measured per GEMM shape", or "BLIS_ARCH_TYPE=6 (zen3)" when the user forced one).
+ * Buffer protocol as plx_session_get_report().
+ */
+PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size);
+
+/* ---- Datasets (IDX files: MNIST, Fashion-MNIST) ------------------------------------- */
+
+/** Images and labels read from a pair of IDX files, in host memory. */
+typedef struct plx_dataset plx_dataset;
+
+/**
+ * Reads an IDX images file and its labels file, raw or gzip-compressed.
+ *
+ * @param images_path, labels_path UTF-8 paths. Borrowed.
+ * @param out_dataset Receives the dataset; release with plx_dataset_destroy().
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL); PLX_ERR_IO (cannot open or read: the
+ *         message names the file); PLX_ERR_BAD_FORMAT (wrong magic number, unsupported
+ *         element type, truncated data, trailing bytes, or image and label counts that
+ *         disagree: the message names the file(s) and what is wrong).
+ */
+PLX_API plx_status plx_dataset_load_idx(const char* images_path, const char* labels_path,
+                                        plx_dataset** out_dataset);
+
+/** Releases a dataset; NULL is ignored. */
+PLX_API void plx_dataset_destroy(plx_dataset* dataset);
+
+/**
+ * Describes a dataset.
+ *
+ * @param out_num_samples Number of images (= labels). May be NULL.
+ * @param out_image_dtype Element type of the images file (MNIST: PLX_DTYPE_UINT8). May be NULL.
+ * @param out_image_shape Receives up to `max_rank` dims of ONE image (MNIST: [28, 28]).
+ * @param out_image_rank  Receives that rank. May be NULL.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL.
+ */
+PLX_API plx_status plx_dataset_get_info(const plx_dataset* dataset, int64_t* out_num_samples,
+                                        plx_dtype* out_image_dtype, int64_t* out_image_shape, size_t max_rank,
+                                        size_t* out_image_rank);
+
+/**
+ * Pointers to the dataset's elements, valid until plx_dataset_destroy(): images
+ * [num_samples] + image shape of the image dtype, labels [num_samples] of the label dtype
+ * (MNIST: uint8), row-major, host byte order.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (dataset NULL).
+ */
+PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void** out_images,
+                                        const void** out_labels, plx_dtype* out_label_dtype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLEXUS_PLEXUS_H */

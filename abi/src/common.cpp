@@ -1,0 +1,164 @@
+// Status names, last-error storage, argument checks and id encoding shared by the API.
+#include <cstring>
+
+#include "abi/src/handles.h"
+
+namespace plexus::abi {
+
+namespace {
+thread_local std::string last_error;
+constexpr uint64_t kStreamBit = uint64_t{1} << 31;
+}  // namespace
+
+plx_status set_error(plx_status status, const std::string& message) noexcept {
+  try {
+    last_error = message;
+  } catch (...) {
+    last_error.clear();
+  }
+  return status;
+}
+
+void require(const void* p, const char* function, const char* what) {
+  if (p == nullptr) ir::fail(ir::ErrorCode::InvalidArgument, std::string(function) + ": " + what + " is NULL");
+}
+
+plx_tensor encode_tensor(const ir::Graph& g, ir::TensorId id) {
+  return (uint64_t{g.tag()} << 32) | static_cast<uint32_t>(id);
+}
+
+plx_stream encode_stream(const ir::Graph& g, ir::StreamId id) {
+  return (uint64_t{g.tag()} << 32) | kStreamBit | static_cast<uint32_t>(id);
+}
+
+namespace {
+
+uint32_t decode(const ir::Graph& g, uint64_t id, bool stream, const std::string& what) {
+  const char* kind = stream ? "stream" : "tensor";
+  const auto tag = static_cast<uint32_t>(id >> 32);
+  const auto low = static_cast<uint32_t>(id);
+  if (id == 0) ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + kind + " id 0 is not a valid id");
+  if (((low & kStreamBit) != 0) != stream) {
+    ir::fail(ir::ErrorCode::InvalidArgument,
+             what + ": id " + std::to_string(id) + " is a " + (stream ? "tensor" : "stream") + " id, not a " + kind + " id");
+  }
+  if (tag != g.tag()) {
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + kind + " id " + std::to_string(id) +
+                                                 " belongs to another IR (IR #" + std::to_string(tag) + ", not #" +
+                                                 std::to_string(g.tag()) + ")");
+  }
+  return low & ~static_cast<uint32_t>(kStreamBit);
+}
+
+}  // namespace
+
+ir::TensorId decode_tensor(const ir::Graph& g, plx_tensor id, const std::string& what) {
+  const auto index = static_cast<ir::TensorId>(decode(g, id, false, what));
+  if (static_cast<size_t>(index) >= g.num_tensors()) {
+    ir::fail(ir::ErrorCode::NotFound, what + ": tensor id " + std::to_string(id) + " does not exist in this IR");
+  }
+  return index;
+}
+
+ir::StreamId decode_stream(const ir::Graph& g, plx_stream id, const std::string& what) {
+  const auto index = static_cast<ir::StreamId>(decode(g, id, true, what));
+  if (static_cast<size_t>(index) >= g.num_streams()) {
+    ir::fail(ir::ErrorCode::NotFound, what + ": stream id " + std::to_string(id) + " does not exist in this IR");
+  }
+  return index;
+}
+
+ir::DType to_dtype(plx_dtype dtype, const std::string& what) {
+  if (!ir::is_valid_dtype(dtype)) {
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": dtype " + std::to_string(dtype) +
+                                                 " is not a PLX_DTYPE_* value");
+  }
+  return static_cast<ir::DType>(dtype);
+}
+
+ir::Shape to_shape(const int64_t* shape, size_t rank, const std::string& what) {
+  if (rank > ir::kMaxRank) {
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": rank " + std::to_string(rank) + " exceeds PLX_MAX_RANK (" +
+                                                 std::to_string(ir::kMaxRank) + ")");
+  }
+  if (rank > 0 && shape == nullptr) ir::fail(ir::ErrorCode::InvalidArgument, what + ": shape is NULL but rank is " + std::to_string(rank));
+  return ir::Shape(shape, shape + rank);
+}
+
+void copy_shape(const ir::Shape& shape, int64_t* out_shape, size_t max_rank, size_t* out_rank) {
+  if (out_rank) *out_rank = shape.size();
+  if (out_shape == nullptr) return;  // the caller only asks for the rank
+  if (shape.size() > max_rank) {
+    ir::fail(ir::ErrorCode::BufferTooSmall, "shape has rank " + std::to_string(shape.size()) +
+                                                " but the buffer holds " + std::to_string(max_rank) + " dims");
+  }
+  if (!shape.empty()) {
+    std::memcpy(out_shape, shape.data(), shape.size() * sizeof(int64_t));
+  }
+}
+
+void copy_text(const std::string& text, char* buffer, size_t capacity, size_t* out_size) {
+  if (out_size) *out_size = text.size() + 1;
+  if (capacity < text.size() + 1) {
+    ir::fail(ir::ErrorCode::BufferTooSmall, "text needs " + std::to_string(text.size() + 1) + " bytes, buffer has " +
+                                                std::to_string(capacity));
+  }
+  std::memcpy(buffer, text.c_str(), text.size() + 1);
+}
+
+}  // namespace plexus::abi
+
+extern "C" {
+
+PLX_API const char* plx_last_error(void) { return plexus::abi::last_error.c_str(); }
+
+PLX_API uint32_t plx_version(void) { return PLX_API_VERSION; }
+
+PLX_API const char* plx_status_name(plx_status status) {
+  switch (status) {
+    case PLX_OK: return "PLX_OK";
+    case PLX_ERR_INVALID_ARGUMENT: return "PLX_ERR_INVALID_ARGUMENT";
+    case PLX_ERR_UNKNOWN_OP: return "PLX_ERR_UNKNOWN_OP";
+    case PLX_ERR_SHAPE_MISMATCH: return "PLX_ERR_SHAPE_MISMATCH";
+    case PLX_ERR_DTYPE_MISMATCH: return "PLX_ERR_DTYPE_MISMATCH";
+    case PLX_ERR_NOT_FOUND: return "PLX_ERR_NOT_FOUND";
+    case PLX_ERR_OUT_OF_DEVICE_MEMORY: return "PLX_ERR_OUT_OF_DEVICE_MEMORY";
+    case PLX_ERR_INVALID_GROUPING: return "PLX_ERR_INVALID_GROUPING";
+    case PLX_ERR_IO: return "PLX_ERR_IO";
+    case PLX_ERR_BAD_FORMAT: return "PLX_ERR_BAD_FORMAT";
+    case PLX_ERR_RUNTIME: return "PLX_ERR_RUNTIME";
+    case PLX_ERR_PLUGIN: return "PLX_ERR_PLUGIN";
+    case PLX_ERR_TIMEOUT: return "PLX_ERR_TIMEOUT";
+    case PLX_ERR_CANCELLED: return "PLX_ERR_CANCELLED";
+    case PLX_ERR_UNSUPPORTED: return "PLX_ERR_UNSUPPORTED";
+    case PLX_ERR_BUFFER_TOO_SMALL: return "PLX_ERR_BUFFER_TOO_SMALL";
+    case PLX_ERR_INTERNAL: return "PLX_ERR_INTERNAL";
+    default: return "PLX_ERR_UNKNOWN_STATUS";
+  }
+}
+
+}  // extern "C"
+
+namespace {
+using plexus::ir::ErrorCode;
+static_assert(static_cast<int>(ErrorCode::InvalidArgument) == PLX_ERR_INVALID_ARGUMENT);
+static_assert(static_cast<int>(ErrorCode::UnknownOp) == PLX_ERR_UNKNOWN_OP);
+static_assert(static_cast<int>(ErrorCode::ShapeMismatch) == PLX_ERR_SHAPE_MISMATCH);
+static_assert(static_cast<int>(ErrorCode::DTypeMismatch) == PLX_ERR_DTYPE_MISMATCH);
+static_assert(static_cast<int>(ErrorCode::NotFound) == PLX_ERR_NOT_FOUND);
+static_assert(static_cast<int>(ErrorCode::OutOfDeviceMemory) == PLX_ERR_OUT_OF_DEVICE_MEMORY);
+static_assert(static_cast<int>(ErrorCode::InvalidGrouping) == PLX_ERR_INVALID_GROUPING);
+static_assert(static_cast<int>(ErrorCode::Io) == PLX_ERR_IO);
+static_assert(static_cast<int>(ErrorCode::BadFormat) == PLX_ERR_BAD_FORMAT);
+static_assert(static_cast<int>(ErrorCode::Runtime) == PLX_ERR_RUNTIME);
+static_assert(static_cast<int>(ErrorCode::Plugin) == PLX_ERR_PLUGIN);
+static_assert(static_cast<int>(ErrorCode::Timeout) == PLX_ERR_TIMEOUT);
+static_assert(static_cast<int>(ErrorCode::Cancelled) == PLX_ERR_CANCELLED);
+static_assert(static_cast<int>(ErrorCode::Unsupported) == PLX_ERR_UNSUPPORTED);
+static_assert(static_cast<int>(ErrorCode::BufferTooSmall) == PLX_ERR_BUFFER_TOO_SMALL);
+static_assert(static_cast<int>(ErrorCode::Internal) == PLX_ERR_INTERNAL);
+static_assert(static_cast<int>(plexus::ir::DType::Float32) == PLX_DTYPE_FLOAT32);
+static_assert(static_cast<int>(plexus::ir::DType::Int32) == PLX_DTYPE_INT32);
+static_assert(static_cast<int>(plexus::ir::DType::UInt8) == PLX_DTYPE_UINT8);
+static_assert(PLX_MAX_RANK == plexus::ir::kMaxRank);
+}  // namespace

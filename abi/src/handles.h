@@ -1,0 +1,68 @@
+// Handle structs behind the C API's opaque types, id encoding, and the one place where
+// core exceptions become plx_status codes.
+#pragma once
+
+#include <plexus/plexus.h>
+
+#include <memory>
+#include <string>
+
+#include "core/data/idx_reader.h"
+#include "core/ir/error.h"
+#include "core/ir/graph.h"
+#include "core/runtime/session.h"
+
+struct plx_ir {
+  plexus::ir::Graph graph;
+};
+
+struct plx_session {
+  std::unique_ptr<plexus::runtime::Session> session;
+};
+
+struct plx_dataset {
+  plexus::data::IdxDataset data;
+};
+
+namespace plexus::abi {
+
+/// Records `message` as this thread's last error and returns `status`.
+plx_status set_error(plx_status status, const std::string& message) noexcept;
+
+/// Runs `body`, translating every exception into a status and last-error message.
+template <class F>
+plx_status guarded(F&& body) noexcept {
+  try {
+    body();
+    return PLX_OK;
+  } catch (const ir::Error& e) {
+    return set_error(static_cast<plx_status>(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    return set_error(PLX_ERR_INTERNAL, "out of host memory");
+  } catch (const std::exception& e) {
+    return set_error(PLX_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return set_error(PLX_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+/// Throws InvalidArgument "<function>: <what> is NULL" when `p` is null.
+void require(const void* p, const char* function, const char* what);
+
+// Ids: high 32 bits = the IR's tag, low 32 bits = index; bit 31 of the low half marks streams.
+plx_tensor encode_tensor(const ir::Graph& g, ir::TensorId id);
+plx_stream encode_stream(const ir::Graph& g, ir::StreamId id);
+ir::TensorId decode_tensor(const ir::Graph& g, plx_tensor id, const std::string& what);
+ir::StreamId decode_stream(const ir::Graph& g, plx_stream id, const std::string& what);
+
+ir::DType to_dtype(plx_dtype dtype, const std::string& what);
+ir::Shape to_shape(const int64_t* shape, size_t rank, const std::string& what);
+
+/// Copies `shape` into a caller's buffer: BufferTooSmall when it does not fit (out_rank
+/// is still set). A NULL out_shape asks for the rank only.
+void copy_shape(const ir::Shape& shape, int64_t* out_shape, size_t max_rank, size_t* out_rank);
+
+/// Copies `text` with its NUL into a caller's buffer, same protocol as copy_shape.
+void copy_text(const std::string& text, char* buffer, size_t capacity, size_t* out_size);
+
+}  // namespace plexus::abi

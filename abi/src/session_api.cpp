@@ -1,0 +1,187 @@
+// C API: sessions, runs, variables, memory statistics and reports.
+#include <nlohmann/json.hpp>
+
+#include "abi/src/handles.h"
+#include "core/ops/blis_runtime.h"
+
+using namespace plexus;
+using abi::guarded;
+using abi::require;
+
+namespace {
+
+// Reads the fields the caller's struct has; later fields keep their defaults.
+runtime::SessionOptions to_options(const plx_session_options* o) {
+  runtime::SessionOptions out;
+  if (o == nullptr) return out;
+  const size_t min_size = offsetof(plx_session_options, threads_per_device) + sizeof(int32_t);
+  if (o->struct_size < min_size) {
+    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: options->struct_size is " +
+                                                 std::to_string(o->struct_size) + ", at least " +
+                                                 std::to_string(min_size) + " expected (call plx_session_options_init)");
+  }
+  if (o->device_memory_bytes < 0) {
+    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: options->device_memory_bytes is " +
+                                                 std::to_string(o->device_memory_bytes) + ", must be >= 0");
+  }
+  out.device_iterations = o->device_iterations;
+  out.device_memory_bytes = static_cast<size_t>(o->device_memory_bytes);
+  out.threads_per_device = o->threads_per_device;
+  return out;
+}
+
+std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
+                                          const char* what) {
+  if (count > 0) require(arrays, "plx_session_run", what);
+  std::vector<runtime::HostArray> out;
+  for (size_t i = 0; i < count; ++i) {
+    const plx_host_array& a = arrays[i];
+    const std::string label = std::string("plx_session_run ") + what + "[" + std::to_string(i) + "]";
+    const ir::StreamId s = abi::decode_stream(g, a.stream, label);
+    const std::string named = label + " (stream '" + g.stream(s).name + "')";
+    out.push_back({s, a.data, abi::to_dtype(a.dtype, named), abi::to_shape(a.shape, a.rank, named)});
+  }
+  return out;
+}
+
+std::string report(const runtime::Session& s) {
+  nlohmann::json j;
+  j["device_iterations"] = s.options().device_iterations;
+  j["threads_per_device"] = s.options().threads_per_device;
+  j["num_ops"] = s.graph().num_ops();
+  j["devices"] = nlohmann::json::array();
+  for (size_t d = 0; d < s.num_devices(); ++d) {
+    const runtime::DeviceMemoryStats m = s.memory_stats(d);
+    j["devices"].push_back({{"index", d},
+                            {"arena_bytes", m.arena_bytes},
+                            {"variable_bytes", m.variable_bytes},
+                            {"planned_peak_bytes", m.planned_peak_bytes},
+                            {"peak_bytes", m.peak_bytes}});
+  }
+  j["kernels"] = s.notes();
+  const ops::BlisInfo blis = ops::blis_info();
+  j["blis"] = {{"version", blis.version},
+               {"flavour", blis.flavour},
+               {"default", blis.blis_default},
+               {"candidates", blis.candidates},
+               {"selection", blis.selection}};
+  return j.dump(2);
+}
+
+}  // namespace
+
+extern "C" {
+
+PLX_API void plx_session_options_init(plx_session_options* options) {
+  if (options == nullptr) return;
+  const runtime::SessionOptions defaults;
+  options->struct_size = sizeof(plx_session_options);
+  options->device_iterations = defaults.device_iterations;
+  options->device_memory_bytes = static_cast<int64_t>(defaults.device_memory_bytes);
+  options->threads_per_device = defaults.threads_per_device;
+}
+
+PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
+                                      plx_session** out_session) {
+  return guarded([&] {
+    require(ir, "plx_session_create", "ir");
+    require(out_session, "plx_session_create", "out_session");
+    auto session = std::make_unique<runtime::Session>(ir->graph, to_options(options));
+    *out_session = new plx_session{std::move(session)};
+  });
+}
+
+PLX_API void plx_session_destroy(plx_session* session) { delete session; }
+
+PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* inputs, size_t num_inputs,
+                                   const plx_host_array* outputs, size_t num_outputs) {
+  return guarded([&] {
+    require(session, "plx_session_run", "session");
+    const ir::Graph& g = session->session->graph();
+    const auto ins = to_arrays(g, inputs, num_inputs, "inputs");
+    const auto outs = to_arrays(g, outputs, num_outputs, "outputs");
+    session->session->run(ins, outs);
+  });
+}
+
+PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_stream stream, int64_t* out_shape,
+                                              size_t max_rank, size_t* out_rank) {
+  return guarded([&] {
+    require(session, "plx_session_get_host_shape", "session");
+    const ir::StreamId s = abi::decode_stream(session->session->graph(), stream, "plx_session_get_host_shape");
+    abi::copy_shape(session->session->host_shape(s), out_shape, max_rank, out_rank);
+  });
+}
+
+PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_tensor tensor, void* data,
+                                             size_t data_bytes) {
+  return guarded([&] {
+    require(session, "plx_session_read_variable", "session");
+    require(data, "plx_session_read_variable", "data");
+    const ir::TensorId t = abi::decode_tensor(session->session->graph(), tensor, "plx_session_read_variable");
+    session->session->read_variable(t, {static_cast<std::byte*>(data), data_bytes});
+  });
+}
+
+PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
+                                              size_t data_bytes) {
+  return guarded([&] {
+    require(session, "plx_session_write_variable", "session");
+    require(data, "plx_session_write_variable", "data");
+    const ir::TensorId t = abi::decode_tensor(session->session->graph(), tensor, "plx_session_write_variable");
+    session->session->write_variable(t, {static_cast<const std::byte*>(data), data_bytes});
+  });
+}
+
+PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count) {
+  return guarded([&] {
+    require(session, "plx_session_num_devices", "session");
+    require(out_count, "plx_session_num_devices", "out_count");
+    *out_count = session->session->num_devices();
+  });
+}
+
+PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size_t device,
+                                                plx_memory_stats* out_stats) {
+  return guarded([&] {
+    const char* fn = "plx_session_get_memory_stats";
+    require(session, fn, "session");
+    require(out_stats, fn, "out_stats");
+    const size_t min_size = offsetof(plx_memory_stats, planned_peak_bytes) + sizeof(int64_t);
+    if (out_stats->struct_size < min_size) {
+      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_stats->struct_size is " +
+                                                   std::to_string(out_stats->struct_size) + ", at least " +
+                                                   std::to_string(min_size) + " expected");
+    }
+    const runtime::DeviceMemoryStats m = session->session->memory_stats(device);
+    out_stats->arena_bytes = static_cast<int64_t>(m.arena_bytes);
+    out_stats->variable_bytes = static_cast<int64_t>(m.variable_bytes);
+    out_stats->current_bytes = static_cast<int64_t>(m.current_bytes);
+    out_stats->peak_bytes = static_cast<int64_t>(m.peak_bytes);
+    out_stats->planned_peak_bytes = static_cast<int64_t>(m.planned_peak_bytes);
+  });
+}
+
+PLX_API plx_status plx_session_get_report(const plx_session* session, char* buffer, size_t capacity,
+                                          size_t* out_size) {
+  return guarded([&] {
+    require(session, "plx_session_get_report", "session");
+    abi::copy_text(report(*session->session), buffer, capacity, out_size);
+  });
+}
+
+PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size) {
+  return guarded([&] {
+    const ops::BlisInfo b = ops::blis_info();
+    std::string candidates;
+    for (const auto& c : b.candidates) candidates += (candidates.empty() ? "" : ",") + c;
+    const std::string text = "Plexus API " + std::to_string(PLX_API_VERSION) + "; BLIS " +
+                             (b.version.empty() ? "not initialised" : b.version) + " (" + b.flavour +
+                             "); CPU: " + b.cpu_features + "; BLIS would pick " +
+                             (b.blis_default.empty() ? "?" : b.blis_default) + "; kernel sets: " +
+                             (candidates.empty() ? "none" : candidates) + "; selection: " + b.selection;
+    abi::copy_text(text, buffer, capacity, out_size);
+  });
+}
+
+}  // extern "C"

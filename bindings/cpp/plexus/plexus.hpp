@@ -1,0 +1,370 @@
+// Header-only C++17 wrapper over the Plexus C API (<plexus/plexus.h>), in the style of
+// onnxruntime_cxx_api.h: move-only RAII handles, exceptions carrying the status and the
+// message, typed helpers for every op. It uses nothing but the C API, so it works with any
+// libplexus.so of the same PLX_API_VERSION.
+//
+// Thread safety: as the C API (an Ir from one thread at a time; Session calls serialise).
+#ifndef PLEXUS_PLEXUS_HPP
+#define PLEXUS_PLEXUS_HPP
+
+#include <plexus/plexus.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace plx {
+
+/// A failed C API call: status() is the plx_status, what() the plx_last_error() message.
+class Error : public std::runtime_error {
+ public:
+  Error(plx_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  plx_status status() const noexcept { return status_; }
+
+ private:
+  plx_status status_;
+};
+
+/// Throws Error unless `status` is PLX_OK.
+inline void check(plx_status status) {
+  if (status != PLX_OK) throw Error(status, std::string(plx_status_name(status)) + ": " + plx_last_error());
+}
+
+using Shape = std::vector<int64_t>;
+
+/// The plx_dtype of a C++ element type.
+template <class T>
+constexpr plx_dtype dtype_of();
+template <>
+constexpr plx_dtype dtype_of<float>() { return PLX_DTYPE_FLOAT32; }
+template <>
+constexpr plx_dtype dtype_of<int32_t>() { return PLX_DTYPE_INT32; }
+template <>
+constexpr plx_dtype dtype_of<uint8_t>() { return PLX_DTYPE_UINT8; }
+
+inline int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+/// A tensor id of an Ir (plain value; the Ir owns the tensor).
+struct Tensor {
+  plx_tensor id = 0;
+};
+
+/// A stream id of an Ir.
+struct Stream {
+  plx_stream id = 0;
+};
+
+/// One op attribute; converts to plx_attr while it is alive.
+class Attr {
+ public:
+  Attr(std::string name, int64_t v) : name_(std::move(name)), value_(v) {}
+  Attr(std::string name, int v) : name_(std::move(name)), value_(int64_t{v}) {}
+  Attr(std::string name, bool v) : name_(std::move(name)), value_(int64_t{v}) {}
+  Attr(std::string name, double v) : name_(std::move(name)), value_(v) {}
+  Attr(std::string name, std::vector<int64_t> v) : name_(std::move(name)), value_(std::move(v)) {}
+  Attr(std::string name, std::string v) : name_(std::move(name)), value_(std::move(v)) {}
+
+  plx_attr c() const {
+    if (auto* i = std::get_if<int64_t>(&value_)) return plx_attr_int(name_.c_str(), *i);
+    if (auto* f = std::get_if<double>(&value_)) return plx_attr_float(name_.c_str(), *f);
+    if (auto* v = std::get_if<std::vector<int64_t>>(&value_)) return plx_attr_ints(name_.c_str(), v->data(), v->size());
+    return plx_attr_string(name_.c_str(), std::get<std::string>(value_).c_str());
+  }
+
+ private:
+  std::string name_;
+  std::variant<int64_t, double, std::vector<int64_t>, std::string> value_;
+};
+
+/// An IR under construction (plx_ir). Move-only.
+class Ir {
+ public:
+  Ir() { check(plx_ir_create(&handle_)); }
+  ~Ir() { plx_ir_destroy(handle_); }
+  Ir(Ir&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Ir& operator=(Ir&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  Ir(const Ir&) = delete;
+  Ir& operator=(const Ir&) = delete;
+
+  plx_ir* get() const { return handle_; }
+
+  /// A variable initialised from `data` (numel(shape) elements).
+  template <class T>
+  Tensor variable(const std::string& name, const Shape& shape, const std::vector<T>& data) {
+    Tensor t;
+    check(plx_ir_add_variable(handle_, name.c_str(), dtype_of<T>(), shape.data(), shape.size(), data.data(),
+                              data.size() * sizeof(T), &t.id));
+    return t;
+  }
+
+  template <class T>
+  Tensor constant(const Shape& shape, const std::vector<T>& data) {
+    Tensor t;
+    check(plx_ir_add_constant(handle_, dtype_of<T>(), shape.data(), shape.size(), data.data(), data.size() * sizeof(T),
+                              &t.id));
+    return t;
+  }
+
+  /// A float32 scalar constant.
+  Tensor scalar(float value) { return constant<float>({}, {value}); }
+
+  /// A host-to-device stream and the tensor it fills each step.
+  std::pair<Stream, Tensor> h2d_stream(const std::string& name, plx_dtype dtype, const Shape& shape) {
+    std::pair<Stream, Tensor> out;
+    check(plx_ir_add_h2d_stream(handle_, name.c_str(), dtype, shape.data(), shape.size(), &out.first.id,
+                                &out.second.id));
+    return out;
+  }
+
+  /// A device-to-host stream copying `t` each step.
+  Stream d2h_stream(const std::string& name, Tensor t) {
+    Stream s;
+    check(plx_ir_add_d2h_stream(handle_, name.c_str(), t.id, &s.id));
+    return s;
+  }
+
+  /// Any registered op by name; returns all outputs.
+  std::vector<Tensor> op(const std::string& name, const std::vector<Tensor>& inputs,
+                         const std::vector<Attr>& attrs = {}) {
+    std::vector<plx_tensor> ins;
+    for (const Tensor& t : inputs) ins.push_back(t.id);
+    std::vector<plx_attr> cattrs;
+    for (const Attr& a : attrs) cattrs.push_back(a.c());
+    std::vector<plx_tensor> outs(8);
+    size_t count = 0;
+    check(plx_ir_add_op(handle_, name.c_str(), ins.data(), ins.size(), cattrs.data(), cattrs.size(), outs.data(),
+                        outs.size(), &count));
+    std::vector<Tensor> result;
+    for (size_t i = 0; i < count; ++i) result.push_back(Tensor{outs[i]});
+    return result;
+  }
+
+  /// An op's first output.
+  Tensor op1(const std::string& name, const std::vector<Tensor>& inputs, const std::vector<Attr>& attrs = {}) {
+    return op(name, inputs, attrs).front();
+  }
+
+  // Typed helpers, one per op (docs/ops.md).
+  Tensor matmul(Tensor a, Tensor b, bool transpose_a = false, bool transpose_b = false) {
+    return op1("matmul", {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  }
+  Tensor add(Tensor a, Tensor b) { return op1("add", {a, b}); }
+  Tensor sub(Tensor a, Tensor b) { return op1("sub", {a, b}); }
+  Tensor mul(Tensor a, Tensor b) { return op1("mul", {a, b}); }
+  Tensor div(Tensor a, Tensor b) { return op1("div", {a, b}); }
+  Tensor equal(Tensor a, Tensor b) { return op1("equal", {a, b}); }
+  Tensor neg(Tensor x) { return op1("neg", {x}); }
+  Tensor relu(Tensor x) { return op1("relu", {x}); }
+  Tensor gelu(Tensor x) { return op1("gelu", {x}); }
+  Tensor reshape(Tensor x, const Shape& shape) { return op1("reshape", {x}, {{"shape", shape}}); }
+  Tensor transpose(Tensor x, const Shape& perm = {}) { return op1("transpose", {x}, {{"perm", perm}}); }
+  Tensor expand(Tensor x, const Shape& shape) { return op1("expand", {x}, {{"shape", shape}}); }
+  Tensor reduce_sum(Tensor x, const Shape& axes = {}, bool keepdims = false) {
+    return op1("reduce_sum", {x}, {{"axes", axes}, {"keepdims", keepdims}});
+  }
+  Tensor reduce_mean(Tensor x, const Shape& axes = {}, bool keepdims = false) {
+    return op1("reduce_mean", {x}, {{"axes", axes}, {"keepdims", keepdims}});
+  }
+  Tensor argmax(Tensor x, int64_t axis = -1, bool keepdims = false) {
+    return op1("argmax", {x}, {{"axis", axis}, {"keepdims", keepdims}});
+  }
+  Tensor cast(Tensor x, plx_dtype dtype) { return op1("cast", {x}, {{"dtype", int64_t{dtype}}}); }
+  Tensor softmax_cross_entropy(Tensor logits, Tensor labels) { return op1("softmax_cross_entropy", {logits, labels}); }
+  /// x <- a*x + b*y in place; returns the updated x.
+  Tensor scaled_add_(Tensor x, Tensor y, double a = 1.0, double b = 1.0) {
+    return op1("scaled_add_", {x, y}, {{"a", a}, {"b", b}});
+  }
+
+  /// Gradients of `loss` with respect to each of `wrt`.
+  std::vector<Tensor> autodiff(Tensor loss, const std::vector<Tensor>& wrt) {
+    std::vector<plx_tensor> ids, grads(wrt.size());
+    for (const Tensor& t : wrt) ids.push_back(t.id);
+    check(plx_ir_autodiff(handle_, loss.id, ids.data(), ids.size(), grads.data()));
+    std::vector<Tensor> out;
+    for (plx_tensor g : grads) out.push_back(Tensor{g});
+    return out;
+  }
+
+  Shape shape(Tensor t) const {
+    Shape s(PLX_MAX_RANK);
+    size_t rank = 0;
+    check(plx_ir_get_tensor_type(handle_, t.id, nullptr, s.data(), s.size(), &rank));
+    s.resize(rank);
+    return s;
+  }
+
+ private:
+  plx_ir* handle_ = nullptr;
+};
+
+/// Session options with the library's defaults.
+struct SessionOptions : plx_session_options {
+  SessionOptions() : plx_session_options() { plx_session_options_init(this); }
+};
+
+/// A caller's array for one stream (see plx_host_array); keeps its shape alive.
+class HostArray {
+ public:
+  template <class T>
+  HostArray(Stream stream, T* data, Shape shape) : stream_(stream), dtype_(dtype_of<T>()), data_(data), shape_(std::move(shape)) {}
+  template <class T>
+  HostArray(Stream stream, const T* data, Shape shape)
+      : HostArray(stream, const_cast<T*>(data), std::move(shape)) {}
+
+  plx_host_array c() const { return plx_host_array{stream_.id, dtype_, data_, shape_.data(), shape_.size()}; }
+
+ private:
+  Stream stream_;
+  plx_dtype dtype_;
+  void* data_;
+  Shape shape_;
+};
+
+/// A compiled session (plx_session). Move-only.
+class Session {
+ public:
+  explicit Session(const Ir& ir, const plx_session_options& options = SessionOptions()) {
+    check(plx_session_create(ir.get(), &options, &handle_));
+  }
+  ~Session() { plx_session_destroy(handle_); }
+  Session(Session&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Session& operator=(Session&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  plx_session* get() const { return handle_; }
+
+  void run(const std::vector<HostArray>& inputs, const std::vector<HostArray>& outputs = {}) {
+    std::vector<plx_host_array> ins, outs;
+    for (const HostArray& a : inputs) ins.push_back(a.c());
+    for (const HostArray& a : outputs) outs.push_back(a.c());
+    check(plx_session_run(handle_, ins.data(), ins.size(), outs.data(), outs.size()));
+  }
+
+  Shape host_shape(Stream s) const {
+    Shape shape(PLX_MAX_RANK + 2);
+    size_t rank = 0;
+    check(plx_session_get_host_shape(handle_, s.id, shape.data(), shape.size(), &rank));
+    shape.resize(rank);
+    return shape;
+  }
+
+  /// A variable's value; `count` elements of T.
+  template <class T>
+  std::vector<T> read(Tensor variable, size_t count) const {
+    std::vector<T> out(count);
+    check(plx_session_read_variable(handle_, variable.id, out.data(), out.size() * sizeof(T)));
+    return out;
+  }
+
+  template <class T>
+  void write(Tensor variable, const std::vector<T>& data) {
+    check(plx_session_write_variable(handle_, variable.id, data.data(), data.size() * sizeof(T)));
+  }
+
+  size_t num_devices() const {
+    size_t n = 0;
+    check(plx_session_num_devices(handle_, &n));
+    return n;
+  }
+
+  plx_memory_stats memory_stats(size_t device) const {
+    plx_memory_stats stats{};
+    stats.struct_size = sizeof stats;
+    check(plx_session_get_memory_stats(handle_, device, &stats));
+    return stats;
+  }
+
+  /// JSON report of the compiled session (plx_session_get_report).
+  std::string report() const {
+    size_t size = 0;
+    plx_session_get_report(handle_, nullptr, 0, &size);
+    std::string text(size, '\0');
+    check(plx_session_get_report(handle_, text.data(), text.size(), &size));
+    text.resize(size - 1);
+    return text;
+  }
+
+ private:
+  plx_session* handle_ = nullptr;
+};
+
+/// plx_get_runtime_info() as a string.
+inline std::string runtime_info() {
+  size_t size = 0;
+  plx_get_runtime_info(nullptr, 0, &size);
+  std::string text(size, '\0');
+  check(plx_get_runtime_info(text.data(), text.size(), &size));
+  text.resize(size - 1);
+  return text;
+}
+
+/// An IDX images + labels pair (plx_dataset). Move-only.
+class Dataset {
+ public:
+  Dataset(const std::string& images_path, const std::string& labels_path) {
+    check(plx_dataset_load_idx(images_path.c_str(), labels_path.c_str(), &handle_));
+  }
+  ~Dataset() { plx_dataset_destroy(handle_); }
+  Dataset(Dataset&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Dataset& operator=(Dataset&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  Dataset(const Dataset&) = delete;
+  Dataset& operator=(const Dataset&) = delete;
+
+  int64_t size() const {
+    int64_t n = 0;
+    check(plx_dataset_get_info(handle_, &n, nullptr, nullptr, 0, nullptr));
+    return n;
+  }
+  Shape image_shape() const {
+    Shape s(PLX_MAX_RANK);
+    size_t rank = 0;
+    check(plx_dataset_get_info(handle_, nullptr, nullptr, s.data(), s.size(), &rank));
+    s.resize(rank);
+    return s;
+  }
+  plx_dtype image_dtype() const {
+    plx_dtype t = 0;
+    check(plx_dataset_get_info(handle_, nullptr, &t, nullptr, 0, nullptr));
+    return t;
+  }
+  const void* images() const {
+    const void* p = nullptr;
+    check(plx_dataset_get_data(handle_, &p, nullptr, nullptr));
+    return p;
+  }
+  const void* labels() const {
+    const void* p = nullptr;
+    check(plx_dataset_get_data(handle_, nullptr, &p, nullptr));
+    return p;
+  }
+  plx_dtype label_dtype() const {
+    plx_dtype t = 0;
+    check(plx_dataset_get_data(handle_, nullptr, nullptr, &t));
+    return t;
+  }
+
+ private:
+  plx_dataset* handle_ = nullptr;
+};
+
+}  // namespace plx
+
+#endif  // PLEXUS_PLEXUS_HPP

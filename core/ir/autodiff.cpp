@@ -1,0 +1,123 @@
+#include "core/ir/autodiff.h"
+
+#include <cstring>
+#include <map>
+
+#include "core/ir/error.h"
+
+namespace plexus::ir {
+
+namespace {
+
+// Sums gradient contributions into one tensor with a chain of adds, and keeps only the
+// sum so a tensor's gradient is built once however often it is asked for.
+TensorId sum_contributions(Graph& graph, std::vector<TensorId>& parts) {
+  TensorId total = parts.front();
+  for (size_t i = 1; i < parts.size(); ++i) total = graph.add_op("add", {total, parts[i]}, {}).front();
+  parts.assign(1, total);
+  return total;
+}
+
+std::vector<std::byte> ones_f32(const Shape& shape) {
+  std::vector<std::byte> bytes(static_cast<size_t>(numel(shape)) * sizeof(float));
+  const float one = 1.0f;
+  for (size_t i = 0; i < bytes.size(); i += sizeof(float)) std::memcpy(bytes.data() + i, &one, sizeof(float));
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const TensorId> wrt) {
+  const TensorInfo& loss_info = graph.tensor(loss);
+  if (loss_info.dtype != DType::Float32) {
+    fail(ErrorCode::InvalidArgument, "autodiff: loss '" + loss_info.name + "' is " + loss_info.type_string() +
+                                         ", must be float32");
+  }
+  const size_t num_tensors = graph.num_tensors();
+  const auto forward_ops = static_cast<OpId>(graph.num_ops());
+
+  // Tensors that depend on some wrt tensor, and tensors the loss depends on.
+  std::vector<bool> from_wrt(num_tensors, false);
+  for (TensorId t : wrt) {
+    const TensorInfo& info = graph.tensor(t);
+    if (info.dtype != DType::Float32) {
+      fail(ErrorCode::InvalidArgument, "autodiff: cannot differentiate with respect to '" + info.name + "' (" +
+                                           info.type_string() + "): only float32 tensors have gradients");
+    }
+    from_wrt[t] = true;
+  }
+  for (OpId o = 0; o < forward_ops; ++o) {
+    const Op& op = graph.op(o);
+    bool any = false;
+    for (TensorId in : op.inputs) any = any || from_wrt[in];
+    if (any) {
+      for (TensorId out : op.outputs) from_wrt[out] = true;
+    }
+  }
+  std::vector<bool> to_loss(num_tensors, false);
+  to_loss[loss] = true;
+  for (OpId o = forward_ops; o-- > 0;) {
+    const Op& op = graph.op(o);
+    bool any = false;
+    for (TensorId out : op.outputs) any = any || to_loss[out];
+    if (any) {
+      for (TensorId in : op.inputs) to_loss[in] = true;
+    }
+  }
+
+  std::map<TensorId, std::vector<TensorId>> contributions;
+  contributions[loss].push_back(graph.add_constant(DType::Float32, loss_info.shape, ones_f32(loss_info.shape)));
+
+  for (OpId o = forward_ops; o-- > 0;) {
+    const Op op = graph.op(o);  // copy: add_op below may reallocate the op list
+    std::vector<bool> needs(op.inputs.size(), false);
+    bool any_needed = false;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const TensorInfo& in = graph.tensor(op.inputs[i]);
+      needs[i] = from_wrt[op.inputs[i]] && to_loss[op.inputs[i]] && in.dtype == DType::Float32;
+      any_needed = any_needed || needs[i];
+    }
+    if (!any_needed) continue;
+    std::vector<TensorId> out_grads;
+    bool any_grad = false;
+    for (TensorId out : op.outputs) {
+      auto it = contributions.find(out);
+      out_grads.push_back(it == contributions.end() ? kNoTensor : sum_contributions(graph, it->second));
+      any_grad = any_grad || out_grads.back() != kNoTensor;
+    }
+    if (!any_grad) continue;
+    if (!op.def->grad) {
+      fail(ErrorCode::InvalidArgument, "autodiff: op '" + op.name + "' lies between the loss and a requested tensor "
+                                       "but has no gradient");
+    }
+    GradContext ctx{graph, op, out_grads, needs};
+    const std::vector<TensorId> in_grads = op.def->grad(ctx);
+    if (in_grads.size() != op.inputs.size()) {
+      fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " +
+                                    std::to_string(in_grads.size()) + " gradients for " +
+                                    std::to_string(op.inputs.size()) + " inputs");
+    }
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (!needs[i] || in_grads[i] == kNoTensor) continue;
+      if (graph.tensor(in_grads[i]).shape != graph.tensor(op.inputs[i]).shape) {
+        fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " +
+                                      graph.tensor(in_grads[i]).type_string() + " for input " +
+                                      graph.tensor(op.inputs[i]).type_string());
+      }
+      contributions[op.inputs[i]].push_back(in_grads[i]);
+    }
+  }
+
+  std::vector<TensorId> result;
+  for (TensorId t : wrt) {
+    auto it = contributions.find(t);
+    if (it == contributions.end()) {
+      fail(ErrorCode::InvalidArgument, "autodiff: the loss '" + loss_info.name + "' does not depend on '" +
+                                           graph.tensor(t).name + "'");
+    }
+    result.push_back(sum_contributions(graph, it->second));
+  }
+  return result;
+}
+
+}  // namespace plexus::ir

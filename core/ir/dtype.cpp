@@ -1,0 +1,19 @@
+#include "core/ir/dtype.h"
+
+namespace plexus::ir {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32:
+      return "float32";
+    case DType::Int32:
+      return "int32";
+    case DType::UInt8:
+      return "uint8";
+  }
+  return "invalid";
+}
+
+bool is_valid_dtype(int32_t raw) { return raw >= 1 && raw <= 3; }
+
+}  // namespace plexus::ir

@@ -1,0 +1,197 @@
+#include "core/ir/graph.h"
+
+#include <atomic>
+
+#include "core/ir/error.h"
+
+namespace plexus::ir {
+
+namespace {
+std::atomic<uint32_t> next_tag{1};
+}
+
+Graph::Graph() : tag_(next_tag.fetch_add(1)) {}
+
+TensorId Graph::add_tensor(TensorInfo info) {
+  tensors_.push_back(std::move(info));
+  return static_cast<TensorId>(tensors_.size() - 1);
+}
+
+void Graph::check_unique_name(const std::string& name, const std::string& what) const {
+  if (name.empty()) fail(ErrorCode::InvalidArgument, what + ": name must not be empty");
+  if (find_named(name)) {
+    fail(ErrorCode::InvalidArgument, what + " '" + name + "': a variable or stream with this name already exists");
+  }
+}
+
+void Graph::check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes) const {
+  const size_t expected = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
+  if (bytes != expected) {
+    fail(ErrorCode::InvalidArgument, what + ": host data is " + std::to_string(bytes) + " bytes, expected " +
+                                         std::to_string(expected) + " for " + std::string(dtype_name(dtype)) +
+                                         shape_string(shape));
+  }
+}
+
+TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data) {
+  const std::string what = "variable '" + name + "'";
+  check_unique_name(name, "variable");
+  check_shape(shape, what);
+  check_data_size(what, dtype, shape, data.size());
+  TensorInfo t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.kind = TensorKind::Variable;
+  t.data = std::move(data);
+  return add_tensor(std::move(t));
+}
+
+TensorId Graph::add_constant(DType dtype, Shape shape, std::vector<std::byte> data) {
+  const std::string name = "constant#" + std::to_string(tensors_.size());
+  check_shape(shape, name);
+  check_data_size(name, dtype, shape, data.size());
+  TensorInfo t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.kind = TensorKind::Constant;
+  t.data = std::move(data);
+  return add_tensor(std::move(t));
+}
+
+StreamId Graph::add_h2d_stream(const std::string& name, DType dtype, Shape shape) {
+  check_unique_name(name, "stream");
+  check_shape(shape, "stream '" + name + "'");
+  TensorInfo t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.kind = TensorKind::StreamInput;
+  const TensorId tensor_id = add_tensor(std::move(t));
+  streams_.push_back(Stream{name, StreamDirection::HostToDevice, tensor_id, 0});
+  return static_cast<StreamId>(streams_.size() - 1);
+}
+
+StreamId Graph::add_d2h_stream(const std::string& name, TensorId tensor_id) {
+  check_unique_name(name, "stream");
+  tensor(tensor_id);  // range check
+  streams_.push_back(Stream{name, StreamDirection::DeviceToHost, tensor_id, ops_.size()});
+  return static_cast<StreamId>(streams_.size() - 1);
+}
+
+std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId> inputs, Attributes attrs) {
+  const OpDef* def = OpRegistry::instance().find(type);
+  if (!def) fail(ErrorCode::UnknownOp, "unknown op '" + std::string(type) + "'");
+  if (inputs.size() < def->min_inputs || inputs.size() > def->max_inputs) {
+    const std::string expected = def->min_inputs == def->max_inputs
+                                     ? std::to_string(def->min_inputs)
+                                     : std::to_string(def->min_inputs) + " to " + std::to_string(def->max_inputs);
+    fail(ErrorCode::InvalidArgument, "op '" + def->name + "' takes " + expected + " inputs, got " +
+                                         std::to_string(inputs.size()));
+  }
+  Op op;
+  op.def = def;
+  op.name = def->name + "#" + std::to_string(ops_.size());
+  std::vector<const TensorInfo*> infos;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] < 0 || static_cast<size_t>(inputs[i]) >= tensors_.size()) {
+      fail(ErrorCode::NotFound, "op '" + def->name + "': input " + std::to_string(i) + " is tensor " +
+                                    std::to_string(inputs[i]) + ", which does not exist");
+    }
+    infos.push_back(&tensors_[inputs[i]]);
+  }
+  attrs.validate(def->name, def->attrs);
+  InferContext ctx{def->name, infos, attrs};
+  InferResult result = def->infer(ctx);
+  if (def->inplace_input >= 0) {
+    const TensorInfo& target = tensors_[inputs[def->inplace_input]];
+    if (target.kind == TensorKind::Constant) {
+      ctx.fail(ErrorCode::InvalidArgument, "an in-place op cannot modify the constant '" + target.name + "'");
+    }
+  }
+  op.inputs = std::move(inputs);
+  op.attrs = std::move(attrs);
+  op.scratch_bytes = result.scratch_bytes;
+  const auto op_id = static_cast<OpId>(ops_.size());
+  for (size_t k = 0; k < result.outputs.size(); ++k) {
+    TensorInfo t;
+    t.name = op.name;
+    if (result.outputs.size() > 1) t.name.append(":").append(std::to_string(k));
+    t.dtype = result.outputs[k].dtype;
+    t.shape = std::move(result.outputs[k].shape);
+    t.kind = TensorKind::OpOutput;
+    t.producer = op_id;
+    if (k == 0 && def->inplace_input >= 0) t.alias_of = op.inputs[def->inplace_input];
+    if (k == 0 && def->is_view) t.alias_of = op.inputs[0];
+    op.outputs.push_back(add_tensor(std::move(t)));
+  }
+  ops_.push_back(std::move(op));
+  return ops_.back().outputs;
+}
+
+const TensorInfo& Graph::tensor(TensorId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= tensors_.size()) {
+    fail(ErrorCode::NotFound, "tensor " + std::to_string(id) + " does not exist (the IR has " +
+                                  std::to_string(tensors_.size()) + " tensors)");
+  }
+  return tensors_[id];
+}
+
+const Op& Graph::op(OpId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= ops_.size()) {
+    fail(ErrorCode::NotFound, "op " + std::to_string(id) + " does not exist");
+  }
+  return ops_[id];
+}
+
+const Stream& Graph::stream(StreamId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= streams_.size()) {
+    fail(ErrorCode::NotFound, "stream " + std::to_string(id) + " does not exist (the IR has " +
+                                  std::to_string(streams_.size()) + " streams)");
+  }
+  return streams_[id];
+}
+
+TensorId Graph::storage_root(TensorId id) const {
+  while (tensor(id).alias_of != kNoTensor) id = tensors_[id].alias_of;
+  return id;
+}
+
+std::vector<OpId> Graph::consumers(TensorId id) const {
+  std::vector<OpId> out;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    for (TensorId in : ops_[i].inputs) {
+      if (in == id) {
+        out.push_back(static_cast<OpId>(i));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<TensorId> Graph::find_named(const std::string& name) const {
+  for (const auto& s : streams_) {
+    if (s.name == name) return s.tensor;
+  }
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (tensors_[i].kind == TensorKind::Variable && tensors_[i].name == name) return static_cast<TensorId>(i);
+  }
+  return std::nullopt;
+}
+
+void Graph::rollback(const Mark& m) {
+  tensors_.resize(m.tensors);
+  ops_.resize(m.ops);
+  streams_.resize(m.streams);
+}
+
+void Graph::set_variable_data(TensorId id, std::vector<std::byte> data) {
+  const TensorInfo& t = tensor(id);
+  if (t.kind != TensorKind::Variable) fail(ErrorCode::InvalidArgument, "tensor '" + t.name + "' is not a variable");
+  check_data_size("variable '" + t.name + "'", t.dtype, t.shape, data.size());
+  tensors_[id].data = std::move(data);
+}
+
+}  // namespace plexus::ir

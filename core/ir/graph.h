@@ -1,0 +1,90 @@
+// The IR: tensors, ops and host/device streams of one program. Ops are appended in a
+// valid topological order (an op's inputs exist before it), shapes and dtypes are
+// inferred and checked as each op is added.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ir/attributes.h"
+#include "core/ir/op_registry.h"
+#include "core/ir/tensor.h"
+
+namespace plexus::ir {
+
+/// One op instance.
+struct Op {
+  const OpDef* def = nullptr;
+  std::string name;  ///< "<type>#<index>", used in messages
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  Attributes attrs;
+  size_t scratch_bytes = 0;
+};
+
+/// A program under construction. Copyable: a session compiles its own copy, so the IR may
+/// be changed or destroyed afterwards. Each Graph has a process-unique tag, kept by copies,
+/// that the C API folds into tensor and stream ids to catch ids from another IR.
+/// Not thread-safe.
+class Graph {
+ public:
+  Graph();
+
+  uint32_t tag() const { return tag_; }
+
+  /// Adds a variable initialised from `data` (exactly numel(shape) * dtype_size bytes).
+  /// Names are unique among variables and streams.
+  TensorId add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data);
+  TensorId add_constant(DType dtype, Shape shape, std::vector<std::byte> data);
+  /// Adds a host-to-device stream and the tensor it fills each step.
+  StreamId add_h2d_stream(const std::string& name, DType dtype, Shape shape);
+  /// Adds a device-to-host stream that copies `tensor` to the host each step.
+  StreamId add_d2h_stream(const std::string& name, TensorId tensor);
+  /// Adds an op by registered name; returns its outputs. Throws UnknownOp, InvalidArgument
+  /// (input count, attributes), ShapeMismatch / DTypeMismatch (inference), NotFound (ids).
+  std::vector<TensorId> add_op(std::string_view type, std::vector<TensorId> inputs, Attributes attrs);
+
+  const TensorInfo& tensor(TensorId id) const;
+  const Op& op(OpId id) const;
+  const Stream& stream(StreamId id) const;
+  size_t num_tensors() const { return tensors_.size(); }
+  size_t num_ops() const { return ops_.size(); }
+  size_t num_streams() const { return streams_.size(); }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<Stream>& streams() const { return streams_; }
+
+  /// The tensor whose buffer `id` uses (follows alias_of to the end).
+  TensorId storage_root(TensorId id) const;
+  /// Ops that read `id` as an input, in creation order.
+  std::vector<OpId> consumers(TensorId id) const;
+  /// Variable or stream tensor by name.
+  std::optional<TensorId> find_named(const std::string& name) const;
+
+  /// Sizes of the IR at one moment; rollback() removes everything added after it, so a
+  /// multi-op change (autodiff) is all or nothing.
+  struct Mark {
+    size_t tensors, ops, streams;
+  };
+  Mark mark() const { return {tensors_.size(), ops_.size(), streams_.size()}; }
+  void rollback(const Mark& m);
+
+  /// Replaces a variable's value (same byte size); used by sessions' write path.
+  void set_variable_data(TensorId id, std::vector<std::byte> data);
+
+ private:
+  TensorId add_tensor(TensorInfo info);
+  void check_unique_name(const std::string& name, const std::string& what) const;
+  void check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes) const;
+
+  uint32_t tag_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<Op> ops_;
+  std::vector<Stream> streams_;
+};
+
+}  // namespace plexus::ir

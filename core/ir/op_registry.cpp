@@ -1,0 +1,54 @@
+#include "core/ir/op_registry.h"
+
+#include "core/ir/graph.h"
+
+namespace plexus::ir {
+
+void InferContext::fail(ErrorCode code, const std::string& rule) const {
+  std::string types;
+  for (size_t i = 0; i < inputs.size(); ++i) types += (i ? ", " : "") + inputs[i]->type_string();
+  ir::fail(code, "op '" + op_name + "' with inputs (" + types + "): " + rule);
+}
+
+void InferContext::expect_dtype(size_t i, DType t) const {
+  if (dtype(i) != t) {
+    fail(ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " must be " + std::string(dtype_name(t)));
+  }
+}
+
+void InferContext::expect_numeric(size_t i) const {
+  if (dtype(i) != DType::Float32 && dtype(i) != DType::Int32) {
+    fail(ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " must be float32 or int32");
+  }
+}
+
+TensorId GradContext::add(std::string_view type, std::vector<TensorId> inputs, Attributes attrs) {
+  return graph.add_op(type, std::move(inputs), std::move(attrs)).front();
+}
+
+const TensorInfo& GradContext::tensor(TensorId t) const { return graph.tensor(t); }
+
+OpRegistry& OpRegistry::instance() {
+  static OpRegistry registry;
+  return registry;
+}
+
+void OpRegistry::add(OpDef def) {
+  const std::string name = def.name;
+  if (!defs_.emplace(name, std::move(def)).second) {
+    ir::fail(ErrorCode::Internal, "op '" + name + "' is registered twice");
+  }
+}
+
+const OpDef* OpRegistry::find(std::string_view name) const {
+  auto it = defs_.find(name);
+  return it == defs_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, def] : defs_) out.push_back(name);
+  return out;
+}
+
+}  // namespace plexus::ir

@@ -1,0 +1,121 @@
+// The op registry: every op is one OpDef (shape inference, CPU kernel factory, gradient
+// rule) registered from its family's file in core/ops by a static OpRegistration. Adding
+// an op touches no switch statement anywhere else.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ir/attributes.h"
+#include "core/ir/error.h"
+#include "core/ir/tensor.h"
+
+namespace plexus::ir {
+
+class Graph;
+struct Op;
+
+/// Type of one op output.
+struct TensorType {
+  DType dtype;
+  Shape shape;
+};
+
+/// What shape inference sees. fail() builds the message every op error carries: the op,
+/// its input types and the rule that was broken.
+struct InferContext {
+  const std::string& op_name;
+  std::vector<const TensorInfo*> inputs;
+  const Attributes& attrs;
+
+  const Shape& shape(size_t i) const { return inputs[i]->shape; }
+  DType dtype(size_t i) const { return inputs[i]->dtype; }
+  size_t rank(size_t i) const { return inputs[i]->shape.size(); }
+  [[noreturn]] void fail(ErrorCode code, const std::string& rule) const;
+  /// Fails with DTypeMismatch unless input i has dtype `t`.
+  void expect_dtype(size_t i, DType t) const;
+  /// Fails with DTypeMismatch unless input i is float32 or int32.
+  void expect_numeric(size_t i) const;
+};
+
+/// Output types plus per-op scratch space the memory plan reserves while the op runs.
+struct InferResult {
+  std::vector<TensorType> outputs;
+  size_t scratch_bytes = 0;
+};
+
+/// A kernel bound to its buffers; runs on the device thread. It may throw ir::Error
+/// (for example an out-of-range label), which ends the run with that error.
+using Kernel = std::function<void()>;
+
+/// What a kernel factory sees at session creation: the op, the types, the planned buffer
+/// of every input and output, scratch space, and how many threads the device may use.
+struct KernelContext {
+  const Op& op;
+  std::vector<const TensorInfo*> inputs;
+  std::vector<const TensorInfo*> outputs;
+  std::vector<std::byte*> in;
+  std::vector<std::byte*> out;
+  std::byte* scratch = nullptr;
+  int max_threads = 1;
+  /// Decisions worth reporting (for example the GEMM kernel set chosen); may be null.
+  std::vector<std::string>* notes = nullptr;
+
+  template <class T>
+  const T* input(size_t i) const { return reinterpret_cast<const T*>(in[i]); }
+  template <class T>
+  T* output(size_t i) const { return reinterpret_cast<T*>(out[i]); }
+};
+
+/// What a gradient rule sees: the forward op, the gradient of each output (kNoTensor when
+/// an output has none) and which inputs need a gradient. add() appends ops to the graph.
+struct GradContext {
+  Graph& graph;
+  const Op& op;
+  std::vector<TensorId> output_grads;
+  std::vector<bool> needs_grad;
+
+  /// Adds op `type` and returns its first output.
+  TensorId add(std::string_view type, std::vector<TensorId> inputs, Attributes attrs = {});
+  const TensorInfo& tensor(TensorId t) const;
+};
+
+struct OpDef {
+  std::string name;
+  size_t min_inputs = 1;
+  size_t max_inputs = 1;
+  std::vector<AttrSpec> attrs;
+  std::function<InferResult(const InferContext&)> infer;
+  std::function<Kernel(const KernelContext&)> kernel;
+  /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
+  std::function<std::vector<TensorId>(GradContext&)> grad;
+  /// Output 0 overwrites this input's storage (in-place op, PopXL's trailing '_').
+  int inplace_input = -1;
+  /// Output 0 is input 0's storage reinterpreted (reshape): the kernel does nothing.
+  bool is_view = false;
+};
+
+/// Process-wide registry. Filled during static initialisation, read-only afterwards, so
+/// lookups are thread-safe.
+class OpRegistry {
+ public:
+  static OpRegistry& instance();
+  void add(OpDef def);
+  /// nullptr when unknown.
+  const OpDef* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, OpDef, std::less<>> defs_;
+};
+
+/// Registers an op at static-initialisation time: `static OpRegistration r{OpDef{...}};`.
+struct OpRegistration {
+  explicit OpRegistration(OpDef def) { OpRegistry::instance().add(std::move(def)); }
+};
+
+}  // namespace plexus::ir

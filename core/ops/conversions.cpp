@@ -1,0 +1,86 @@
+// cast(x; dtype): converts between float32, int32 and uint8 (dtype = PLX_DTYPE_* value).
+// float -> integer truncates toward zero and saturates at the target's range (NaN -> 0),
+// so no input is undefined behaviour. Only float32 -> float32 carries a gradient.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/ir/graph.h"
+
+namespace plexus::ops {
+
+namespace {
+
+using ir::DType;
+using ir::TensorId;
+
+template <class To, class From>
+To convert(From v) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(v)) return 0;
+    const double d = std::trunc(static_cast<double>(v));
+    if (d <= static_cast<double>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (d >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(d);
+  } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
+    const auto v64 = static_cast<int64_t>(v);
+    return static_cast<To>(std::clamp<int64_t>(v64, std::numeric_limits<To>::min(), std::numeric_limits<To>::max()));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+template <class To, class From>
+ir::Kernel cast_kernel(const ir::KernelContext& ctx) {
+  return [x = ctx.input<From>(0), y = ctx.output<To>(0), n = ir::numel(ctx.outputs[0]->shape)] {
+    for (int64_t i = 0; i < n; ++i) y[i] = convert<To>(x[i]);
+  };
+}
+
+template <class From>
+ir::Kernel cast_from(const ir::KernelContext& ctx) {
+  switch (ctx.outputs[0]->dtype) {
+    case DType::Float32:
+      return cast_kernel<float, From>(ctx);
+    case DType::Int32:
+      return cast_kernel<int32_t, From>(ctx);
+    case DType::UInt8:
+      break;
+  }
+  return cast_kernel<uint8_t, From>(ctx);
+}
+
+ir::OpDef cast_def() {
+  ir::OpDef d;
+  d.name = "cast";
+  d.attrs = {{"dtype", ir::AttrKind::Int, std::nullopt}};
+  d.infer = [](const ir::InferContext& ctx) {
+    const int64_t raw = ctx.attrs.get_int("dtype");
+    if (!ir::is_valid_dtype(static_cast<int32_t>(raw)) || raw != static_cast<int32_t>(raw)) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, "dtype " + std::to_string(raw) + " is not a valid dtype");
+    }
+    return ir::InferResult{{{static_cast<DType>(raw), ctx.shape(0)}}};
+  };
+  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+    switch (ctx.inputs[0]->dtype) {
+      case DType::Float32:
+        return cast_from<float>(ctx);
+      case DType::Int32:
+        return cast_from<int32_t>(ctx);
+      case DType::UInt8:
+        break;
+    }
+    return cast_from<uint8_t>(ctx);
+  };
+  d.grad = [](ir::GradContext& ctx) {
+    const bool float_out = ctx.tensor(ctx.op.outputs[0]).dtype == DType::Float32;
+    return std::vector<TensorId>{float_out ? ctx.output_grads[0] : ir::kNoTensor};
+  };
+  return d;
+}
+
+const ir::OpRegistration cast_op{cast_def()};
+
+}  // namespace
+
+}  // namespace plexus::ops

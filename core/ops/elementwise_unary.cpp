@@ -1,0 +1,115 @@
+// Unary elementwise ops and their gradient ops: relu, gelu (tanh approximation, as
+// PyTorch's gelu(approximate="tanh") and PopXL's gelu), neg.
+//   relu_grad(x, dy) = dy * (x > 0)
+//   gelu_grad(x, dy) = dy * d/dx gelu(x)
+#include <cmath>
+#include <cstdint>
+
+#include "core/ir/graph.h"
+
+namespace plexus::ops {
+
+namespace {
+
+using ir::DType;
+using ir::TensorId;
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+
+ir::InferResult same_as_input(const ir::InferContext& ctx) { return {{{ctx.dtype(0), ctx.shape(0)}}}; }
+
+ir::InferResult infer_float_unary(const ir::InferContext& ctx) {
+  ctx.expect_dtype(0, DType::Float32);
+  return same_as_input(ctx);
+}
+
+// (x, dy) -> dx, both float32 of one shape.
+ir::InferResult infer_float_grad(const ir::InferContext& ctx) {
+  ctx.expect_dtype(0, DType::Float32);
+  ctx.expect_dtype(1, DType::Float32);
+  if (ctx.shape(0) != ctx.shape(1)) ctx.fail(ir::ErrorCode::ShapeMismatch, "x and dy must have the same shape");
+  return same_as_input(ctx);
+}
+
+template <class T, class F>
+ir::Kernel map_kernel(const ir::KernelContext& ctx, F f) {
+  return [x = ctx.input<T>(0), y = ctx.output<T>(0), n = ir::numel(ctx.outputs[0]->shape), f] {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+  };
+}
+
+template <class F>
+ir::Kernel zip_kernel(const ir::KernelContext& ctx, F f) {
+  return [x = ctx.input<float>(0), dy = ctx.input<float>(1), dx = ctx.output<float>(0),
+          n = ir::numel(ctx.outputs[0]->shape), f] {
+    for (int64_t i = 0; i < n; ++i) dx[i] = f(x[i], dy[i]);
+  };
+}
+
+// tanh through one expf: glibc's tanhf costs several times more and dominated the MLP's
+// step time. Absolute error < 2e-7, which is what gelu needs (it adds the result to 1).
+float tanh_via_exp(float x) { return 1.0f - 2.0f / (std::exp(2.0f * x) + 1.0f); }
+
+float gelu(float x) { return 0.5f * x * (1.0f + tanh_via_exp(kSqrt2OverPi * (x + kGeluCubic * x * x * x))); }
+
+float gelu_derivative(float x) {
+  const float inner = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
+  const float t = tanh_via_exp(inner);
+  const float d_inner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * d_inner;
+}
+
+// A float32 activation y = f(x) whose gradient is the op `<name>_grad`(x, dy).
+// Template parameters, not function pointers, so the element function inlines.
+template <float (*F)(float)>
+ir::OpDef activation(const char* name) {
+  ir::OpDef def;
+  def.name = name;
+  def.infer = infer_float_unary;
+  def.kernel = [](const ir::KernelContext& ctx) { return map_kernel<float>(ctx, [](float x) { return F(x); }); };
+  def.grad = [grad = std::string(name) + "_grad"](ir::GradContext& ctx) {
+    return std::vector<TensorId>{ctx.add(grad, {ctx.op.inputs[0], ctx.output_grads[0]})};
+  };
+  return def;
+}
+
+template <float (*Derivative)(float)>
+ir::OpDef activation_grad(const char* name) {
+  ir::OpDef def;
+  def.name = name;
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = infer_float_grad;
+  def.kernel = [](const ir::KernelContext& ctx) {
+    return zip_kernel(ctx, [](float x, float dy) { return dy * Derivative(x); });
+  };
+  return def;
+}
+
+float relu(float x) { return x > 0.0f ? x : 0.0f; }
+float relu_derivative(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+
+const ir::OpRegistration relu_op{activation<relu>("relu")};
+const ir::OpRegistration relu_grad_op{activation_grad<relu_derivative>("relu_grad")};
+const ir::OpRegistration gelu_op{activation<gelu>("gelu")};
+const ir::OpRegistration gelu_grad_op{activation_grad<gelu_derivative>("gelu_grad")};
+
+ir::OpDef neg_def() {
+  ir::OpDef def;
+  def.name = "neg";
+  def.infer = [](const ir::InferContext& ctx) {
+    ctx.expect_numeric(0);
+    return same_as_input(ctx);
+  };
+  def.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+    if (ctx.inputs[0]->dtype == DType::Float32) return map_kernel<float>(ctx, [](float v) { return -v; });
+    return map_kernel<int32_t>(ctx, [](int32_t v) { return static_cast<int32_t>(0u - static_cast<uint32_t>(v)); });
+  };
+  def.grad = [](ir::GradContext& ctx) { return std::vector<TensorId>{ctx.add("neg", {ctx.output_grads[0]})}; };
+  return def;
+}
+const ir::OpRegistration neg_op{neg_def()};
+
+}  // namespace
+
+}  // namespace plexus::ops

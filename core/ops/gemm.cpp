@@ -1,0 +1,113 @@
+#include "core/ops/gemm.h"
+
+#include <blis.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/ops/blis_runtime.h"
+
+namespace plexus::ops {
+
+namespace {
+
+void run_blis(const GemmShape& s, const void* context, int threads, const float* a, const float* b, float* c,
+              float alpha, float beta) {
+  rntm_t rntm;
+  bli_rntm_init(&rntm);
+  bli_rntm_set_num_threads(threads, &rntm);
+  const inc_t lda = s.trans_a ? s.m : s.k;
+  const inc_t ldb = s.trans_b ? s.k : s.n;
+  // Row-major storage: row stride = leading dimension, column stride = 1.
+  bli_sgemm_ex(s.trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, s.trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, s.m,
+               s.n, s.k, &alpha, const_cast<float*>(a), lda, 1, const_cast<float*>(b), ldb, 1, &beta, c, s.n, 1,
+               static_cast<cntx_t*>(const_cast<void*>(context)), &rntm);
+}
+
+// Best of three timed rounds, each at least ~0.2 ms long, after one warm-up call.
+double measure_gflops(const GemmShape& s, const BlisArch& arch, int threads) {
+  std::vector<float> a(static_cast<size_t>(s.m * s.k), 0.5f), b(static_cast<size_t>(s.k * s.n), 0.25f),
+      c(static_cast<size_t>(s.m * s.n), 0.0f);
+  using Clock = std::chrono::steady_clock;
+  run_blis(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    int calls = 0;
+    const auto start = Clock::now();
+    double elapsed = 0;
+    do {
+      run_blis(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
+      ++calls;
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (elapsed < 2e-4);
+    best = std::min(best, elapsed / calls);
+  }
+  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / best * 1e-9;
+}
+
+struct Planned {
+  GemmChoice choice;
+  const void* context;
+};
+
+using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int>;
+
+}  // namespace
+
+std::string GemmShape::to_string() const {
+  return std::to_string(m) + (trans_a ? "^T" : "") + "x" + std::to_string(k) + "x" + std::to_string(n) +
+         (trans_b ? "^T" : "");
+}
+
+Gemm Gemm::plan(const GemmShape& shape, int max_threads) {
+  static std::mutex mutex;
+  static std::map<Key, Planned> cache;
+  const std::vector<BlisArch>& candidates = blis_candidates();
+  const int threads_cap = std::max(1, max_threads);
+  const Key key{shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b, threads_cap};
+
+  std::lock_guard lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const std::string preferred = blis_info().blis_default;
+    struct Trial {
+      const BlisArch* arch;
+      int threads;
+      double gflops;
+    };
+    std::vector<Trial> trials;
+    std::vector<int> thread_counts{1};
+    if (threads_cap > 1) thread_counts.push_back(threads_cap);
+    for (const BlisArch& arch : candidates) {
+      for (int threads : thread_counts) trials.push_back({&arch, threads, measure_gflops(shape, arch, threads)});
+    }
+    const Trial* best = &trials.front();
+    for (const Trial& t : trials) {
+      if (t.gflops > best->gflops) best = &t;
+    }
+    for (const Trial& t : trials) {  // tie-break towards BLIS's own pick, single-threaded first
+      if (t.arch->name == preferred && t.gflops >= 0.95 * best->gflops && t.threads <= best->threads) {
+        best = &t;
+        break;
+      }
+    }
+    const bool forced = blis_info().selection.rfind("BLIS_ARCH_TYPE", 0) == 0;
+    Planned planned{GemmChoice{best->arch->name, best->threads, best->gflops, forced ? "BLIS_ARCH_TYPE" : "measured"},
+                    best->arch->context};
+    it = cache.emplace(key, planned).first;
+  }
+  Gemm gemm;
+  gemm.shape_ = shape;
+  gemm.choice_ = it->second.choice;
+  gemm.context_ = it->second.context;
+  return gemm;
+}
+
+void Gemm::run(const float* a, const float* b, float* c, float alpha, float beta) const {
+  run_blis(shape_, context_, choice_.threads, a, b, c, alpha, beta);
+}
+
+}  // namespace plexus::ops

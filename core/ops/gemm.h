@@ -1,0 +1,49 @@
+// Single-precision GEMM through BLIS's expert interface, with the kernel set and thread
+// count chosen per GEMM shape when a plan is made (DESIGN.md, "Platform facts": no single
+// BLIS sub-configuration wins every shape, so Plexus measures the candidates on the
+// actual shape instead of trusting one global choice).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace plexus::ops {
+
+/// Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, op = transpose when the flag is set
+/// (A is [m,k], or [k,m] when transposed; B is [k,n], or [n,k] when transposed).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  std::string to_string() const;  ///< "8x784x32" (m x k x n) plus "^T" marks
+};
+
+/// What the plan chose and why: kernel set, threads, and the measured speed.
+struct GemmChoice {
+  std::string arch;     ///< BLIS sub-configuration name
+  int threads = 1;      ///< threads BLIS uses for this GEMM
+  double gflops = 0.0;  ///< measured at plan time on this shape (0 when not measured)
+  std::string source;   ///< "measured" or "BLIS_ARCH_TYPE"
+};
+
+/// A GEMM planned for one shape. Cheap to copy. run() is thread-safe, allocates nothing
+/// on the heap and takes no lock of ours (BLIS's packing-buffer pool is internal to BLIS).
+class Gemm {
+ public:
+  /// Chooses the fastest (kernel set, threads) for `shape` with at most `max_threads`
+  /// threads, by timing each candidate on the shape; choices are cached per process, so
+  /// every session of a process uses the same kernels for the same shape (deterministic
+  /// results). A candidate within 5% of the fastest that BLIS itself would pick wins ties.
+  /// Throws ir::Error(Unsupported) on a bad BLIS_ARCH_TYPE (see blis_runtime.h).
+  static Gemm plan(const GemmShape& shape, int max_threads);
+
+  void run(const float* a, const float* b, float* c, float alpha, float beta) const;
+  const GemmShape& shape() const { return shape_; }
+  const GemmChoice& choice() const { return choice_; }
+
+ private:
+  GemmShape shape_;
+  GemmChoice choice_;
+  const void* context_ = nullptr;
+};
+
+}  // namespace plexus::ops

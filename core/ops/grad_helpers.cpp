@@ -1,0 +1,35 @@
+#include "core/ops/grad_helpers.h"
+
+#include <cstring>
+
+#include "core/ir/graph.h"
+
+namespace plexus::ops {
+
+ir::TensorId unbroadcast(ir::GradContext& ctx, ir::TensorId grad, const ir::Shape& target) {
+  const ir::Shape& shape = ctx.tensor(grad).shape;
+  if (shape == target) return grad;
+  std::vector<int64_t> axes;
+  const size_t lead = shape.size() - target.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d < lead || (target[d - lead] == 1 && shape[d] != 1)) axes.push_back(static_cast<int64_t>(d));
+  }
+  ir::TensorId summed = grad;
+  if (!axes.empty()) {
+    ir::Attributes attrs;
+    attrs.set("axes", axes);
+    attrs.set("keepdims", int64_t{1});
+    summed = ctx.add("reduce_sum", {grad}, attrs);
+  }
+  ir::Attributes reshape;
+  reshape.set("shape", std::vector<int64_t>(target.begin(), target.end()));
+  return ctx.add("reshape", {summed}, reshape);
+}
+
+ir::TensorId scalar_constant(ir::Graph& graph, float value) {
+  std::vector<std::byte> bytes(sizeof(float));
+  std::memcpy(bytes.data(), &value, sizeof(float));
+  return graph.add_constant(ir::DType::Float32, {}, std::move(bytes));
+}
+
+}  // namespace plexus::ops

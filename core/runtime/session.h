@@ -1,0 +1,93 @@
+// A session: an IR compiled for a set of virtual devices, with its variables resident on
+// the devices between runs (PopXL's Session). Runs consume `device_iterations` steps of
+// host data per call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/runtime/program.h"
+#include "core/runtime/virtual_device.h"
+
+namespace plexus::runtime {
+
+struct SessionOptions {
+  int64_t device_iterations = 1;   ///< steps per run, >= 1
+  size_t device_memory_bytes = 0;  ///< arena capacity per device; 0 = no limit
+  int threads_per_device = 0;      ///< BLIS threads a device may use; 0 = cores / devices
+};
+
+/// Memory of one device, in bytes.
+struct DeviceMemoryStats {
+  size_t arena_bytes = 0;     ///< size of the device arena (the plan's need)
+  size_t variable_bytes = 0;  ///< variables and constants (always resident)
+  size_t current_bytes = 0;   ///< exact bytes live now
+  size_t peak_bytes = 0;      ///< most bytes live at once so far
+  size_t planned_peak_bytes = 0;  ///< most bytes live at once in one step, from the plan
+};
+
+/// A caller's host array for one stream: `data` holds numel(shape) elements of `dtype`.
+struct HostArray {
+  ir::StreamId stream;
+  void* data;
+  ir::DType dtype;
+  ir::Shape shape;
+};
+
+/// Thread-safety: all methods may be called from any thread; they serialise on an
+/// internal mutex (one run at a time).
+class Session {
+ public:
+  /// Copies `graph`, compiles it, allocates the devices and loads the variables.
+  /// Throws InvalidArgument (options), OutOfDeviceMemory (naming the device and bytes),
+  /// Unsupported (a bad BLIS_ARCH_TYPE).
+  Session(const ir::Graph& graph, const SessionOptions& options);
+  ~Session();
+
+  /// Runs device_iterations steps. Every host-to-device stream needs exactly one input
+  /// array of shape host_shape(stream); device-to-host arrays are optional.
+  void run(std::span<const HostArray> inputs, std::span<const HostArray> outputs);
+
+  /// Shape of the host array for `stream`: [device_iterations] + stream shape, the leading
+  /// dim left out when it is 1 (seed 000, "Data input shape").
+  ir::Shape host_shape(ir::StreamId stream) const;
+  /// Shape of the host data of variable `tensor` (reading and writing).
+  ir::Shape variable_shape(ir::TensorId tensor) const;
+  void read_variable(ir::TensorId tensor, std::span<std::byte> out) const;
+  void write_variable(ir::TensorId tensor, std::span<const std::byte> data);
+
+  size_t num_devices() const { return devices_.size(); }
+  DeviceMemoryStats memory_stats(size_t device) const;
+  const SessionOptions& options() const { return options_; }
+  const ir::Graph& graph() const { return graph_; }
+  /// Decisions made while compiling (GEMM kernel sets, ...), one line each.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  struct Item {
+    ir::Kernel fn;
+    size_t live_bytes;
+  };
+  struct DeviceState;
+
+  const ir::TensorInfo& variable(ir::TensorId tensor) const;
+  void build_device(DeviceState& state, bool record_notes);
+  void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required) const;
+  void load_variables();
+
+  ir::Graph graph_;
+  SessionOptions options_;
+  Program program_;
+  std::vector<std::unique_ptr<VirtualDevice>> devices_;
+  std::vector<std::unique_ptr<DeviceState>> states_;
+  std::vector<std::string> notes_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace plexus::runtime

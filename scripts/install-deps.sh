@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs Plexus's build, test and run dependencies from Debian 12 packages.
+# Idempotent: only packages that are missing are installed. Runs as root or via sudo.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers: PyTorch, numpy)
+set -euo pipefail
+
+packages=(
+  cmake g++ gcc pkg-config make ccache
+  libboost-dev libboost-program-options-dev
+  libblis-pthread-dev libzstd-dev zstd
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev zlib1g-dev
+  npm dataset-fashion-mnist
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch python3-numpy)
+elif [[ $# -gt 0 ]]; then
+  echo "install-deps.sh: unknown argument '$1' (expected --bench or nothing)" >&2
+  exit 2
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# npm may come from a non-Debian Node.js install; that is fine.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<<"${missing[*]}"
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
