@@ -1,4 +1,5 @@
 // Status names, last-error storage, argument checks and id encoding shared by the API.
+#include <algorithm>
 #include <cstring>
 
 #include "abi/src/handles.h"
@@ -8,6 +9,8 @@ namespace plexus::abi {
 namespace {
 thread_local std::string last_error;
 constexpr uint64_t kStreamBit = uint64_t{1} << 31;
+// Largest element count of a shape: its byte size (elements * 8 at most) fits in int64_t.
+constexpr int64_t kMaxElements = int64_t{1} << 60;
 }  // namespace
 
 plx_status set_error(plx_status status, const std::string& message) noexcept {
@@ -82,7 +85,18 @@ ir::Shape to_shape(const int64_t* shape, size_t rank, const std::string& what) {
                                                  std::to_string(ir::kMaxRank) + ")");
   }
   if (rank > 0 && shape == nullptr) ir::fail(ir::ErrorCode::InvalidArgument, what + ": shape is NULL but rank is " + std::to_string(rank));
-  return ir::Shape(shape, shape + rank);
+  ir::Shape out(shape, shape + rank);
+  // A dim < 1 is the core's to report; a product of dims that would overflow byte counts
+  // (or wrap around to a small size) is refused here.
+  if (std::any_of(out.begin(), out.end(), [](int64_t d) { return d < 1; })) return out;
+  int64_t elements = 1;
+  for (int64_t d : out) {
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxElements) {
+      ir::fail(ir::ErrorCode::InvalidArgument, what + ": shape " + ir::shape_string(out) +
+                                                   " has too many elements (more than 2^60)");
+    }
+  }
+  return out;
 }
 
 void copy_shape(const ir::Shape& shape, int64_t* out_shape, size_t max_rank, size_t* out_rank) {

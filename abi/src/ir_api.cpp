@@ -122,6 +122,7 @@ PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* i
     require(ir, fn, "ir");
     require(op, fn, "op");
     if (num_inputs > 0) require(inputs, fn, "inputs");
+    if (max_outputs > 0) require(outputs, fn, "outputs");
     std::vector<ir::TensorId> ins;
     for (size_t i = 0; i < num_inputs; ++i) {
       ins.push_back(abi::decode_tensor(ir->graph, inputs[i], "op '" + std::string(op) + "' input " + std::to_string(i)));

@@ -166,12 +166,14 @@ PLX_API plx_status plx_session_get_report(const plx_session* session, char* buff
                                           size_t* out_size) {
   return guarded([&] {
     require(session, "plx_session_get_report", "session");
+    if (capacity > 0) require(buffer, "plx_session_get_report", "buffer");
     abi::copy_text(report(*session->session), buffer, capacity, out_size);
   });
 }
 
 PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size) {
   return guarded([&] {
+    if (capacity > 0) require(buffer, "plx_get_runtime_info", "buffer");
     const ops::BlisInfo b = ops::blis_info();
     std::string candidates;
     for (const auto& c : b.candidates) candidates += (candidates.empty() ? "" : ",") + c;

@@ -53,7 +53,7 @@ ir::Kernel forward_kernel(const ir::KernelContext& ctx) {
       if (label < 0 || label >= c) bad_label(name, i, label, c);
       const float* row = x + i * c;
       const RowStats s = row_stats(row, c);
-      total += static_cast<double>(s.max + s.log_sum - row[label]);
+      total += static_cast<double>((s.max - row[label]) + s.log_sum);  // max - x first: exact for close values
     }
     *loss = static_cast<float>(total / static_cast<double>(n));
   };

@@ -128,30 +128,32 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
   std::vector<bool> seen(graph_.num_streams(), false);
   for (const HostArray& a : arrays) {
     const ir::Stream& s = graph_.stream(a.stream);
-    const std::string what = std::string(role) + " stream '" + s.name + "'";
+    auto what = [&] { return std::string(role) + " stream '" + s.name + "'"; };
     if (s.direction != direction) {
       ir::fail(ErrorCode::InvalidArgument, "stream '" + s.name + "' is " +
                                                (s.direction == ir::StreamDirection::HostToDevice ? "host-to-device"
                                                                                                   : "device-to-host") +
                                                ", not an " + role);
     }
-    if (seen[static_cast<size_t>(a.stream)]) ir::fail(ErrorCode::InvalidArgument, what + " is given twice");
+    if (seen[static_cast<size_t>(a.stream)]) ir::fail(ErrorCode::InvalidArgument, what() + " is given twice");
     seen[static_cast<size_t>(a.stream)] = true;
-    if (a.data == nullptr) ir::fail(ErrorCode::InvalidArgument, what + ": host data pointer is NULL");
+    if (a.data == nullptr) ir::fail(ErrorCode::InvalidArgument, what() + ": host data pointer is NULL");
     const ir::TensorInfo& t = graph_.tensor(s.tensor);
     if (a.dtype != t.dtype) {
-      ir::fail(ErrorCode::DTypeMismatch, what + ": host array is " + std::string(ir::dtype_name(a.dtype)) +
+      ir::fail(ErrorCode::DTypeMismatch, what() + ": host array is " + std::string(ir::dtype_name(a.dtype)) +
                                              ", expected " + std::string(ir::dtype_name(t.dtype)));
     }
-    const ir::Shape expected = host_shape(a.stream);
-    if (a.shape != expected) {
+    const bool leading = options_.device_iterations > 1;
+    const bool shape_ok = a.shape.size() == t.shape.size() + (leading ? 1 : 0) &&
+                          (!leading || a.shape[0] == options_.device_iterations) &&
+                          std::equal(t.shape.begin(), t.shape.end(), a.shape.begin() + (leading ? 1 : 0));
+    if (!shape_ok) {
       ir::fail(ErrorCode::ShapeMismatch,
-               what + ": host array has shape " + ir::shape_string(a.shape) + ", expected " +
-                   ir::shape_string(expected) +
-                   (options_.device_iterations > 1
-                        ? " ([device_iterations=" + std::to_string(options_.device_iterations) + "] + stream shape " +
-                              ir::shape_string(t.shape) + ")"
-                        : " (the stream shape; device_iterations is 1)"));
+               what() + ": host array has shape " + ir::shape_string(a.shape) + ", expected " +
+                   ir::shape_string(host_shape(a.stream)) +
+                   (leading ? " ([device_iterations=" + std::to_string(options_.device_iterations) +
+                                  "] + stream shape " + ir::shape_string(t.shape) + ")"
+                            : " (the stream shape; device_iterations is 1)"));
     }
   }
   if (!required) return;

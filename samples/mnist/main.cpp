@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
   Options o;
   try {
     if (!parse(argc, argv, o)) return 0;
-  } catch (const samples::UsageError& e) {
+  } catch (const std::invalid_argument& e) {  // samples::UsageError and bad --dataset
     std::fprintf(stderr, "mnist: error: %s (see --help)\n", e.what());
     return 2;
   }

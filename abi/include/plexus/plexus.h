@@ -158,7 +158,7 @@ PLX_API void plx_ir_destroy(plx_ir* ir);
  * @param ir         IR to add to. Borrowed.
  * @param name       UTF-8, unique among the IR's variables and streams. Copied.
  * @param dtype      PLX_DTYPE_*.
- * @param shape      Dims [d0, ..., d(rank-1)], row-major, each >= 1. Borrowed.
+ * @param shape      Dims [d0, ..., d(rank-1)], row-major, each >= 1, product <= 2^60. Borrowed.
  * @param rank       0..PLX_MAX_RANK (0 = scalar; shape may then be NULL).
  * @param data       Initial values: product(shape) elements of dtype. Copied.
  * @param data_bytes Size of `data` in bytes; must equal product(shape) * dtype size.
@@ -214,7 +214,9 @@ PLX_API plx_status plx_ir_add_d2h_stream(plx_ir* ir, const char* name, plx_tenso
  *         count, unknown or mistyped attribute, id of another IR, in-place op on a
  *         constant, max_outputs too small); PLX_ERR_NOT_FOUND (no such tensor);
  *         PLX_ERR_SHAPE_MISMATCH / PLX_ERR_DTYPE_MISMATCH (the message names the op, its
- *         input types and the rule broken). On error nothing is added.
+ *         input types and the rule broken). On error nothing is added and `outputs` is
+ *         untouched; only when max_outputs is too small is `num_outputs` still set, to the
+ *         op's output count.
  */
 PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* inputs, size_t num_inputs,
                                  const plx_attr* attrs, size_t num_attrs, plx_tensor* outputs, size_t max_outputs,

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The main job, from a fresh Debian 12 machine: installs what is missing, fetches real
+# MNIST, builds Release, and trains + tests the MNIST sample on it.
+# Extra arguments go to the sample (e.g. scripts/demo.sh --lr 0.05).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${PLEXUS_BUILD_DIR:-$root/build-release}
+jobs=${PLEXUS_JOBS:-$(nproc)}
+
+bash "$root/scripts/install-deps.sh"
+bash "$root/scripts/fetch-data.sh"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLEXUS_BUILD_TESTS=OFF -DPLEXUS_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target mnist
+
+mkdir -p "$root/out"
+"$build/samples/mnist/mnist" --data-dir "$root/data" --metrics-out "$root/out/mnist_metrics.json" "$@"
+echo "demo: metrics written to out/mnist_metrics.json"
