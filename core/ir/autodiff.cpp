@@ -28,7 +28,7 @@ std::vector<std::byte> ones_f32(const Shape& shape) {
 }  // namespace
 
 std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const TensorId> wrt) {
-  const TensorInfo& loss_info = graph.tensor(loss);
+  const TensorInfo loss_info = graph.tensor(loss);  // a copy: the ops added below reallocate the tensor list
   if (loss_info.dtype != DType::Float32) {
     fail(ErrorCode::InvalidArgument, "autodiff: loss '" + loss_info.name + "' is " + loss_info.type_string() +
                                          ", must be float32");

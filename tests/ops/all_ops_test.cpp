@@ -1,0 +1,70 @@
+// Guard for "every op is tested": the registry must hold exactly the ops this suite covers,
+// and exactly the ones with a gradient rule must be gradient-checked. Adding an op (or a
+// gradient rule) without extending the family's test file and these lists fails here.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/ir/op_registry.h"
+
+namespace plexus::ops::test {
+namespace {
+
+struct Coverage {
+  const char* file;     ///< the test file that checks the forward kernel
+  bool gradient_check;  ///< that file also runs a finite-difference gradient check
+};
+
+const std::map<std::string, Coverage>& covered() {
+  static const std::map<std::string, Coverage> ops = {
+      {"matmul", {"matmul_test.cpp", true}},
+      {"add", {"elementwise_binary_test.cpp", true}},
+      {"sub", {"elementwise_binary_test.cpp", true}},
+      {"mul", {"elementwise_binary_test.cpp", true}},
+      {"div", {"elementwise_binary_test.cpp", true}},
+      {"equal", {"elementwise_binary_test.cpp", false}},
+      {"relu", {"elementwise_unary_test.cpp", true}},
+      {"relu_grad", {"elementwise_unary_test.cpp", false}},
+      {"gelu", {"elementwise_unary_test.cpp", true}},
+      {"gelu_grad", {"elementwise_unary_test.cpp", false}},
+      {"neg", {"elementwise_unary_test.cpp", true}},
+      {"reshape", {"shape_ops_test.cpp", true}},
+      {"transpose", {"shape_ops_test.cpp", true}},
+      {"expand", {"shape_ops_test.cpp", true}},
+      {"reduce_sum", {"reductions_test.cpp", true}},
+      {"reduce_mean", {"reductions_test.cpp", true}},
+      {"argmax", {"reductions_test.cpp", false}},
+      {"softmax_cross_entropy", {"losses_test.cpp", true}},
+      {"softmax_cross_entropy_grad", {"losses_test.cpp", false}},
+      {"cast", {"conversions_test.cpp", true}},
+      {"scaled_add_", {"optimizers_test.cpp", false}},
+  };
+  return ops;
+}
+
+TEST(AllOps, EveryRegisteredOpHasTests) {
+  const std::vector<std::string> names = ir::OpRegistry::instance().names();
+  for (const std::string& name : names) {
+    EXPECT_TRUE(covered().count(name)) << "op '" << name << "' is registered but tests/ops has no tests for it";
+  }
+  const std::set<std::string> registered(names.begin(), names.end());
+  for (const auto& [name, coverage] : covered()) {
+    EXPECT_TRUE(registered.count(name)) << "op '" << name << "' is listed as tested in " << coverage.file
+                                        << " but is not registered";
+  }
+}
+
+TEST(AllOps, EveryDifferentiableOpIsGradientChecked) {
+  for (const auto& [name, coverage] : covered()) {
+    const ir::OpDef* def = ir::OpRegistry::instance().find(name);
+    if (!def) continue;  // reported by EveryRegisteredOpHasTests
+    EXPECT_EQ(static_cast<bool>(def->grad), coverage.gradient_check)
+        << "op '" << name << "': " << (def->grad ? "has a gradient rule that " : "has no gradient rule but ")
+        << coverage.file << (coverage.gradient_check ? " claims to check" : " does not check");
+  }
+}
+
+}  // namespace
+}  // namespace plexus::ops::test

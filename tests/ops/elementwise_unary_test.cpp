@@ -1,0 +1,146 @@
+// Unary elementwise ops (core/ops/elementwise_unary.cpp): relu, gelu (tanh approximation,
+// PyTorch's gelu(approximate='tanh')), neg, and the gradient ops relu_grad and gelu_grad.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <numbers>
+
+#include "tests/ops/op_test_util.h"
+
+namespace plexus::ops::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+double relu(double x) { return x > 0 ? x : 0.0; }
+
+// PyTorch's gelu(x, approximate='tanh'), in double.
+double gelu(double x) {
+  const double inner = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(inner));
+}
+
+// Its derivative, written out independently of the kernel (product and chain rule).
+double gelu_derivative(double x) {
+  const double c = std::sqrt(2.0 / std::numbers::pi);
+  const double t = std::tanh(c * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+Reference unary(double (*f)(double)) {
+  return [f](const std::vector<Value>& in) { return map_unary(in[0], f); };
+}
+
+// (x, dy) -> dy * f'(x)
+Reference unary_grad(double (*derivative)(double)) {
+  return [derivative](const std::vector<Value>& in) {
+    return broadcast_binary(in[0], in[1], ir::DType::Float32,
+                            [derivative](double x, double dy) { return dy * derivative(x); });
+  };
+}
+
+TEST(Relu, ForwardAndGradient) {
+  // |x| >= 0.05 keeps the central differences away from the kink at 0.
+  expect_gradients("relu", {random_f32({4, 7}, 1, -3.0, 3.0, 0.05)}, {}, unary(relu));
+}
+
+TEST(Relu, ValuesByHand) {
+  const double inf = std::numeric_limits<double>::infinity();
+  expect_equal(run_op1("relu", {f32({6}, {-2, -0.0, 0, 1e-30, 3.5, inf})}), f32({6}, {0, 0, 0, 1e-30, 3.5, inf}),
+               "relu");
+}
+
+TEST(ReluGrad, ForwardMatchesReference) {
+  const Value x = random_f32({3, 5}, 2, -2.0, 2.0, 0.05), dy = random_f32({3, 5}, 3);
+  expect_forward("relu_grad", {x, dy}, {}, unary_grad([](double v) { return v > 0 ? 1.0 : 0.0; }));
+  // At exactly 0 the gradient is 0 (as PyTorch's relu backward).
+  expect_equal(run_op1("relu_grad", {f32({3}, {-1, 0, 1}), f32({3}, {5, 5, 5})}), f32({3}, {0, 0, 5}),
+               "relu_grad at -1, 0, 1");
+}
+
+TEST(Gelu, ForwardAndGradient) { expect_gradients("gelu", {random_f32({5, 6}, 4, -4.0, 4.0)}, {}, unary(gelu)); }
+
+TEST(Gelu, ForwardOverAWideRange) {
+  std::vector<double> xs;
+  for (double x = -12.0; x <= 12.0; x += 0.125) xs.push_back(x);
+  const auto n = static_cast<int64_t>(xs.size());
+  expect_forward("gelu", {f32({n}, xs)}, {}, unary(gelu));
+}
+
+TEST(Gelu, LargeMagnitudesSaturateWithoutOverflow) {
+  // exp(2 * inner) overflows to inf for large x and x^3 is huge: the results must still be
+  // x (right tail) and 0 (left tail), never inf or NaN.
+  const Value x = f32({8}, {20, -20, 100, -100, 1e4, -1e4, 60, -60});
+  const Value y = run_op1("gelu", {x});
+  expect_close(y, map_unary(x, gelu), kForwardTolerance, "gelu at large |x|");
+  for (double v : y.data) EXPECT_TRUE(std::isfinite(v)) << v;
+  const Value dx = run_op1("gelu_grad", {x, f32({8}, {1, 1, 1, 1, 1, 1, 1, 1})});
+  expect_close(dx, f32({8}, {1, 0, 1, 0, 1, 0, 1, 0}), kForwardTolerance, "gelu_grad at large |x|");
+}
+
+TEST(Gelu, MatchesPublishedFormulaAtKnownPoints) {
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the formula PyTorch documents for
+  // gelu(approximate='tanh'), at x = -3, -1, -0.5, 0, 0.5, 1, 3, rounded to 8 decimals.
+  const Value y = run_op1("gelu", {f32({7}, {-3, -1, -0.5, 0, 0.5, 1, 3})});
+  expect_close(y, f32({7}, {-0.00363739, -0.15880801, -0.15428599, 0, 0.34571401, 0.84119199, 2.99636261}),
+               Tolerance{1e-6, 1e-5}, "gelu");
+}
+
+TEST(GeluGrad, ForwardMatchesReference) {
+  const Value x = random_f32({4, 9}, 5, -5.0, 5.0), dy = random_f32({4, 9}, 6);
+  expect_forward("gelu_grad", {x, dy}, {}, unary_grad(gelu_derivative));
+}
+
+TEST(GeluGrad, DerivativeReferenceAgreesWithFiniteDifferences) {
+  // Checks the test's own gelu_derivative against gelu, so the reference used above is
+  // itself right.
+  for (double x = -6.0; x <= 6.0; x += 0.25) {
+    const double h = 1e-6, numeric = (gelu(x + h) - gelu(x - h)) / (2 * h);
+    EXPECT_NEAR(gelu_derivative(x), numeric, 1e-8) << "x = " << x;
+  }
+}
+
+TEST(Neg, ForwardAndGradient) {
+  expect_gradients("neg", {random_f32({2, 3, 4}, 7)}, {}, unary([](double x) { return -x; }));
+}
+
+TEST(Neg, Int32WrapsAtMinimum) {
+  expect_equal(run_op1("neg", {i32({4}, {5, -7, 0, INT32_MIN})}), i32({4}, {-5, 7, 0, INT32_MIN}), "int32 neg");
+  expect_equal(run_op1("neg", {f32({2}, {0, -0.0})}), f32({2}, {-0.0, 0}), "neg of signed zeros");
+}
+
+TEST(Unary, ScalarInput) {
+  expect_forward("gelu", {f32({}, {0.7})}, {}, unary(gelu));
+  expect_gradients("relu", {f32({}, {0.7})}, {}, unary(relu));
+}
+
+TEST(Unary, ActivationsRejectNonFloat) {
+  for (const char* op : {"relu", "gelu"}) {
+    SCOPED_TRACE(op);
+    const OpError e = op_error(op, {i32({2}, {1, 2})});
+    EXPECT_EQ(e.stage, Stage::Build);
+    EXPECT_EQ(e.code, ir::ErrorCode::DTypeMismatch);
+    EXPECT_THAT(e.message, HasSubstr(std::string("op '") + op + "'"));
+    EXPECT_THAT(e.message, HasSubstr("input 0 must be float32"));
+  }
+  const OpError e = op_error("neg", {u8({2}, {1, 2})});
+  EXPECT_EQ(e.code, ir::ErrorCode::DTypeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("op 'neg'"));
+  EXPECT_THAT(e.message, HasSubstr("input 0 must be float32 or int32"));
+}
+
+TEST(Unary, GradOpsNeedMatchingShapes) {
+  for (const char* op : {"relu_grad", "gelu_grad"}) {
+    SCOPED_TRACE(op);
+    const OpError e = op_error(op, {random_f32({2, 3}, 1), random_f32({3, 2}, 2)});
+    EXPECT_EQ(e.stage, Stage::Build);
+    EXPECT_EQ(e.code, ir::ErrorCode::ShapeMismatch);
+    EXPECT_THAT(e.message, HasSubstr(std::string("op '") + op + "'"));
+    EXPECT_THAT(e.message, HasSubstr("x and dy must have the same shape"));
+  }
+}
+
+}  // namespace
+}  // namespace plexus::ops::test

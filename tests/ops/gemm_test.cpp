@@ -1,0 +1,73 @@
+#include "core/ops/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "core/ops/blis_runtime.h"
+
+namespace plexus::ops {
+namespace {
+
+// Naive row-major reference of C = op(A) op(B), in double.
+std::vector<double> reference(const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b) {
+  std::vector<double> c(static_cast<size_t>(s.m * s.n), 0.0);
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j)
+      for (int64_t p = 0; p < s.k; ++p) {
+        const float av = s.trans_a ? a[static_cast<size_t>(p * s.m + i)] : a[static_cast<size_t>(i * s.k + p)];
+        const float bv = s.trans_b ? b[static_cast<size_t>(j * s.k + p)] : b[static_cast<size_t>(p * s.n + j)];
+        c[static_cast<size_t>(i * s.n + j)] += static_cast<double>(av) * bv;
+      }
+  return c;
+}
+
+std::vector<float> random(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+class GemmShapes : public ::testing::TestWithParam<GemmShape> {};
+
+TEST_P(GemmShapes, ChosenKernelsComputeTheProductWithAlphaAndBeta) {
+  const GemmShape s = GetParam();
+  const Gemm gemm = Gemm::plan(s, 2);
+  const auto a = random(static_cast<size_t>(s.m * s.k), 1), b = random(static_cast<size_t>(s.k * s.n), 2);
+  std::vector<float> c(static_cast<size_t>(s.m * s.n), 1.0f);
+  gemm.run(a.data(), b.data(), c.data(), 2.0f, 0.5f);  // C = 2 AB + 0.5 C
+  const std::vector<double> ref = reference(s, a, b);
+  for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], 2.0 * ref[i] + 0.5, 1e-4 * static_cast<double>(s.k)) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmShapes,
+                         ::testing::Values(GemmShape{8, 32, 784, false, false}, GemmShape{8, 10, 32, false, false},
+                                           GemmShape{784, 32, 8, true, false}, GemmShape{8, 32, 10, false, true},
+                                           GemmShape{5, 7, 3, true, true}, GemmShape{1, 1, 1, false, false},
+                                           GemmShape{40, 256, 320, false, false}),
+                         [](const ::testing::TestParamInfo<GemmShape>& info) {
+                           const GemmShape& s = info.param;
+                           return "m" + std::to_string(s.m) + (s.trans_a ? "T" : "") + "k" + std::to_string(s.k) +
+                                  "n" + std::to_string(s.n) + (s.trans_b ? "T" : "");
+                         });
+
+TEST(Gemm, ChoiceIsACandidateAndIsCachedPerShape) {
+  const GemmShape s{16, 16, 16, false, false};
+  const Gemm first = Gemm::plan(s, 2);
+  const Gemm second = Gemm::plan(s, 2);
+  const std::vector<BlisArch>& candidates = blis_candidates();
+  EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(),
+                          [&](const BlisArch& a) { return a.name == first.choice().arch; }));
+  EXPECT_EQ(first.choice().arch, second.choice().arch);
+  EXPECT_EQ(first.choice().threads, second.choice().threads);
+  EXPECT_TRUE(first.choice().threads == 1 || first.choice().threads == 2);
+  EXPECT_GT(first.choice().gflops, 0.0);
+  EXPECT_EQ(first.shape().to_string(), "16x16x16");
+}
+
+}  // namespace
+}  // namespace plexus::ops
