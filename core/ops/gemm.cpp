@@ -89,7 +89,7 @@ Gemm Gemm::plan(const GemmShape& shape, int max_threads) {
       if (t.gflops > best->gflops) best = &t;
     }
     for (const Trial& t : trials) {  // tie-break towards BLIS's own pick, single-threaded first
-      if (t.arch->name == preferred && t.gflops >= 0.95 * best->gflops && t.threads <= best->threads) {
+      if (t.arch->name == preferred && t.gflops >= 0.90 * best->gflops && t.threads <= best->threads) {
         best = &t;
         break;
       }

@@ -32,7 +32,8 @@ class Gemm {
   /// Chooses the fastest (kernel set, threads) for `shape` with at most `max_threads`
   /// threads, by timing each candidate on the shape; choices are cached per process, so
   /// every session of a process uses the same kernels for the same shape (deterministic
-  /// results). A candidate within 5% of the fastest that BLIS itself would pick wins ties.
+  /// results). A candidate within 10% of the fastest that BLIS itself would pick wins, so that noise
+  /// in the timing rarely changes the choice between processes.
   /// Throws ir::Error(Unsupported) on a bad BLIS_ARCH_TYPE (see blis_runtime.h).
   static Gemm plan(const GemmShape& shape, int max_threads);
 

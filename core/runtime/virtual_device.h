@@ -1,8 +1,8 @@
 // A virtual device: a worker thread plus the memory arena its kernels run in
 // (DESIGN.md, Runtime). Work is handed over through two counters with C++20 atomic
 // wait/notify, so a hand-over costs no allocation and no lock. When the machine has a
-// core to spare, both sides spin briefly before sleeping: a futex wake-up costs tens of
-// microseconds here, more than a small model's whole step.
+// core to spare, both sides spin briefly before sleeping (SpinWait): a futex wake-up
+// costs tens of microseconds here, more than a small model's whole step.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/memory/arena.h"
+#include "core/runtime/spin_wait.h"
 
 namespace plexus::runtime {
 
@@ -20,8 +21,8 @@ namespace plexus::runtime {
 class VirtualDevice {
  public:
   /// Starts the device thread ("plx-dev<index>") and allocates an arena of `arena_bytes`.
-  /// `spin`: wait by spinning for up to kSpinMicros before sleeping (set it only when the
-  /// devices leave a core free, or spinning steals time from work).
+  /// `spin`: let both sides spin before sleeping (see SpinWait); set it only when the
+  /// devices leave a core free.
   VirtualDevice(int index, size_t arena_bytes, bool spin);
   /// Stops and joins the thread; waits for submitted work first.
   ~VirtualDevice();
@@ -45,13 +46,10 @@ class VirtualDevice {
  private:
   void loop();
 
-  static constexpr int kSpinMicros = 200;
-  /// Returns once `counter` differs from `old`.
-  void wait_change(const std::atomic<uint32_t>& counter, uint32_t old) const;
-
   int index_;
   memory::Arena arena_;
-  bool spin_;
+  SpinWait caller_wait_;  ///< used by the controlling thread in wait()
+  SpinWait device_wait_;  ///< used by the device thread between jobs
   const std::function<void()>* job_ = nullptr;
   std::exception_ptr error_;
   bool stop_ = false;
