@@ -26,7 +26,9 @@ TensorId GradContext::add(std::string_view type, std::vector<TensorId> inputs, A
   return graph.add_op(type, std::move(inputs), std::move(attrs)).front();
 }
 
-const TensorInfo& GradContext::tensor(TensorId t) const { return graph.tensor(t); }
+Shape GradContext::shape(TensorId t) const { return graph.tensor(t).shape; }
+
+DType GradContext::dtype(TensorId t) const { return graph.tensor(t).dtype; }
 
 OpRegistry& OpRegistry::instance() {
   static OpRegistry registry;

@@ -81,7 +81,10 @@ struct GradContext {
 
   /// Adds op `type` and returns its first output.
   TensorId add(std::string_view type, std::vector<TensorId> inputs, Attributes attrs = {});
-  const TensorInfo& tensor(TensorId t) const;
+  /// Shape and dtype of a tensor, by value: add() grows the graph, so references into it
+  /// would dangle.
+  Shape shape(TensorId t) const;
+  DType dtype(TensorId t) const;
 };
 
 struct OpDef {

@@ -73,7 +73,7 @@ ir::OpDef cast_def() {
     return cast_from<uint8_t>(ctx);
   };
   d.grad = [](ir::GradContext& ctx) {
-    const bool float_out = ctx.tensor(ctx.op.outputs[0]).dtype == DType::Float32;
+    const bool float_out = ctx.dtype(ctx.op.outputs[0]) == DType::Float32;
     return std::vector<TensorId>{float_out ? ctx.output_grads[0] : ir::kNoTensor};
   };
   return d;

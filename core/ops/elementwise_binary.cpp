@@ -77,8 +77,8 @@ ir::OpDef arithmetic(const char* name, FloatFn float_fn, IntFn int_fn,
 // d(a op b): gradient of each input, before summing over broadcast dims.
 std::vector<TensorId> finish(ir::GradContext& ctx, TensorId da, TensorId db) {
   const TensorId a = ctx.op.inputs[0], b = ctx.op.inputs[1];
-  return {ctx.needs_grad[0] ? unbroadcast(ctx, da, ctx.tensor(a).shape) : ir::kNoTensor,
-          ctx.needs_grad[1] ? unbroadcast(ctx, db, ctx.tensor(b).shape) : ir::kNoTensor};
+  return {ctx.needs_grad[0] ? unbroadcast(ctx, da, ctx.shape(a)) : ir::kNoTensor,
+          ctx.needs_grad[1] ? unbroadcast(ctx, db, ctx.shape(b)) : ir::kNoTensor};
 }
 
 const ir::OpRegistration add_op{arithmetic(

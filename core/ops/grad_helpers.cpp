@@ -7,7 +7,7 @@
 namespace plexus::ops {
 
 ir::TensorId unbroadcast(ir::GradContext& ctx, ir::TensorId grad, const ir::Shape& target) {
-  const ir::Shape& shape = ctx.tensor(grad).shape;
+  const ir::Shape shape = ctx.shape(grad);
   if (shape == target) return grad;
   std::vector<int64_t> axes;
   const size_t lead = shape.size() - target.size();

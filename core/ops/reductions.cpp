@@ -99,7 +99,7 @@ ir::Kernel reduce_kernel(const ir::KernelContext& ctx, bool mean) {
 
 // d reduce / dx: dy broadcast back over the reduced dims (scaled by 1/count for the mean).
 std::vector<TensorId> reduce_grad(ir::GradContext& ctx, bool mean) {
-  const ir::Shape& in_shape = ctx.tensor(ctx.op.inputs[0]).shape;
+  const ir::Shape in_shape = ctx.shape(ctx.op.inputs[0]);
   const auto reduced = reduced_dims(ctx.op.name, in_shape, ctx.op.attrs.get_ints("axes"), nullptr);
   ir::Attributes keep;
   const ir::Shape kept = reduced_shape(in_shape, reduced, true);

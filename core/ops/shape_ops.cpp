@@ -58,7 +58,7 @@ ir::OpDef reshape_def() {
   d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
   d.grad = [](ir::GradContext& ctx) {
     return std::vector<TensorId>{
-        ctx.add("reshape", {ctx.output_grads[0]}, shape_attr(ctx.tensor(ctx.op.inputs[0]).shape))};
+        ctx.add("reshape", {ctx.output_grads[0]}, shape_attr(ctx.shape(ctx.op.inputs[0])))};
   };
   return d;
 }
@@ -84,9 +84,10 @@ ir::Kernel strided_copy(const ir::KernelContext& ctx, const std::vector<int64_t>
   };
 }
 
-std::vector<int64_t> permutation(const ir::InferContext& ctx) {
-  std::vector<int64_t> perm = ctx.attrs.get_ints("perm");
-  const size_t rank = ctx.rank(0);
+// The permutation `perm_attr` stands for on `rank` dims (empty = reversed dims), or an
+// empty vector when it is not a permutation of 0..rank-1.
+std::vector<int64_t> permutation(const std::vector<int64_t>& perm_attr, size_t rank) {
+  std::vector<int64_t> perm = perm_attr;
   if (perm.empty()) {
     perm.resize(rank);
     std::iota(perm.rbegin(), perm.rend(), 0);
@@ -95,11 +96,7 @@ std::vector<int64_t> permutation(const ir::InferContext& ctx) {
   std::sort(sorted.begin(), sorted.end());
   std::vector<int64_t> identity(rank);
   std::iota(identity.begin(), identity.end(), 0);
-  if (sorted != identity) {
-    ctx.fail(ErrorCode::InvalidArgument, "perm " + ints_string(perm) + " is not a permutation of the " +
-                                             std::to_string(rank) + " dims");
-  }
-  return perm;
+  return sorted == identity ? perm : std::vector<int64_t>{};
 }
 
 ir::OpDef transpose_def() {
@@ -107,22 +104,24 @@ ir::OpDef transpose_def() {
   d.name = "transpose";
   d.attrs = {{"perm", ir::AttrKind::Ints, ir::AttrValue{std::vector<int64_t>{}}}};
   d.infer = [](const ir::InferContext& ctx) {
-    const std::vector<int64_t> perm = permutation(ctx);
+    const std::vector<int64_t> perm = permutation(ctx.attrs.get_ints("perm"), ctx.rank(0));
+    if (perm.empty() && ctx.rank(0) > 0) {
+      ctx.fail(ErrorCode::InvalidArgument, "perm " + ints_string(ctx.attrs.get_ints("perm")) +
+                                               " is not a permutation of the " + std::to_string(ctx.rank(0)) + " dims");
+    }
     ir::Shape out;
     for (int64_t p : perm) out.push_back(ctx.shape(0)[p]);
     return ir::InferResult{{{ctx.dtype(0), out}}};
   };
   d.kernel = [](const ir::KernelContext& ctx) {
-    const ir::InferContext ictx{ctx.op.name, ctx.inputs, ctx.op.attrs};
-    const std::vector<int64_t> perm = permutation(ictx);
+    const std::vector<int64_t> perm = permutation(ctx.op.attrs.get_ints("perm"), ctx.inputs[0]->shape.size());
     const std::vector<int64_t> in_strides = ir::row_major_strides(ctx.inputs[0]->shape);
     std::vector<int64_t> strides;
     for (int64_t p : perm) strides.push_back(in_strides[p]);
     return strided_copy(ctx, strides);
   };
   d.grad = [](ir::GradContext& ctx) {
-    const ir::InferContext ictx{ctx.op.name, {&ctx.tensor(ctx.op.inputs[0])}, ctx.op.attrs};
-    const std::vector<int64_t> perm = permutation(ictx);
+    const std::vector<int64_t> perm = permutation(ctx.op.attrs.get_ints("perm"), ctx.shape(ctx.op.inputs[0]).size());
     std::vector<int64_t> inverse(perm.size());
     for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
     ir::Attributes attrs;
@@ -148,7 +147,7 @@ ir::OpDef expand_def() {
     return strided_copy(ctx, broadcast_strides(ctx.inputs[0]->shape, ctx.outputs[0]->shape));
   };
   d.grad = [](ir::GradContext& ctx) {
-    return std::vector<TensorId>{unbroadcast(ctx, ctx.output_grads[0], ctx.tensor(ctx.op.inputs[0]).shape)};
+    return std::vector<TensorId>{unbroadcast(ctx, ctx.output_grads[0], ctx.shape(ctx.op.inputs[0]))};
   };
   return d;
 }

@@ -12,6 +12,9 @@ src=${2:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cma
 libdir=${3:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cmake]}
 cc=${4:-gcc}
 cmake=${5:-cmake}
+# Extra compile and link flags for the consumer programs: a sanitizer build of Plexus
+# needs consumers built with the same sanitizers (the ASan runtime must load first).
+extra_flags=${PLEXUS_CONSUMER_FLAGS:-}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/plexus_c_program.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -50,8 +53,8 @@ done
 
 step "gcc -std=c99 main.c against the install"
 # shellcheck disable=SC2086  # the pkg-config flags are meant to split
-"$cc" -std=c99 -Wall -Wextra -pedantic -Werror "$src/c_program/main.c" $flags -Wl,-rpath,"$prefix_libdir" \
-  -o "$tmp/c_program"
+"$cc" -std=c99 -Wall -Wextra -pedantic -Werror $extra_flags "$src/c_program/main.c" $flags \
+  -Wl,-rpath,"$prefix_libdir" -o "$tmp/c_program"
 if command -v ldd > /dev/null; then
   loaded=$(ldd "$tmp/c_program" | awk '/libplexus/ { print $3 }')
   [[ $(realpath "$loaded") == "$prefix_real"/* ]] || fail "c_program loads libplexus from $loaded, not from the install"
@@ -60,7 +63,8 @@ fi
 
 step "find_package(plexus) from a CMake project"
 "$cmake" -S "$src/cmake_consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
-  -DCMAKE_BUILD_TYPE=Release > "$tmp/consumer-configure.log" 2>&1 ||
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$extra_flags" -DCMAKE_CXX_FLAGS="$extra_flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$extra_flags" > "$tmp/consumer-configure.log" 2>&1 ||
   { cat "$tmp/consumer-configure.log"; fail "configure cmake_consumer"; }
 "$cmake" --build "$tmp/consumer" > "$tmp/consumer-build.log" 2>&1 ||
   { cat "$tmp/consumer-build.log"; fail "build cmake_consumer"; }
