@@ -62,6 +62,9 @@ ir::Shape to_shape(const int64_t* shape, size_t rank, const std::string& what);
 /// is still set). A NULL out_shape asks for the rank only.
 void copy_shape(const ir::Shape& shape, int64_t* out_shape, size_t max_rank, size_t* out_rank);
 
+/// A grouping from C values: group_size 0 means R / stride (PopXL's default).
+ir::ReplicaGrouping make_grouping(int64_t replication_factor, int64_t group_size, int64_t stride);
+
 /// Copies `text` with its NUL into a caller's buffer, same protocol as copy_shape.
 void copy_text(const std::string& text, char* buffer, size_t capacity, size_t* out_size);
 

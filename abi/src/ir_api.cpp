@@ -60,8 +60,17 @@ PLX_API plx_status plx_ir_create(plx_ir** out_ir) {
 
 PLX_API void plx_ir_destroy(plx_ir* ir) { delete ir; }
 
-PLX_API plx_status plx_ir_add_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
-                                       size_t rank, const void* data, size_t data_bytes, plx_tensor* out_tensor) {
+PLX_API void plx_variable_options_init(plx_variable_options* options) {
+  if (options == nullptr) return;
+  options->struct_size = sizeof(plx_variable_options);
+  options->grouping = nullptr;
+  options->retrieval_mode = PLX_RETRIEVAL_ONE_PER_GROUP;
+}
+
+PLX_API plx_status plx_ir_add_variable_with_options(plx_ir* ir, const char* name, plx_dtype dtype,
+                                                    const int64_t* shape, size_t rank, const void* data,
+                                                    size_t data_bytes, const plx_variable_options* options,
+                                                    plx_tensor* out_tensor) {
   return guarded([&] {
     const char* fn = "plx_ir_add_variable";
     require(ir, fn, "ir");
@@ -69,10 +78,30 @@ PLX_API plx_status plx_ir_add_variable(plx_ir* ir, const char* name, plx_dtype d
     require(out_tensor, fn, "out_tensor");
     const std::string what = std::string(fn) + " '" + name + "'";
     if (data_bytes > 0) require(data, fn, "data");
+    std::optional<ir::ReplicaGrouping> grouping;
+    auto retrieval = ir::RetrievalMode::OnePerGroup;
+    if (options != nullptr) {
+      const size_t min_size = offsetof(plx_variable_options, retrieval_mode) + sizeof(plx_retrieval_mode);
+      if (options->struct_size < min_size) {
+        ir::fail(ir::ErrorCode::InvalidArgument, what + ": options->struct_size is " +
+                                                     std::to_string(options->struct_size) + ", at least " +
+                                                     std::to_string(min_size) + " expected (call plx_variable_options_init)");
+      }
+      if (options->grouping != nullptr) {
+        const plx_replica_grouping& g = *options->grouping;
+        grouping = abi::make_grouping(g.replication_factor, g.group_size, g.stride);
+      }
+      retrieval = static_cast<ir::RetrievalMode>(options->retrieval_mode);
+    }
     const ir::TensorId id = ir->graph.add_variable(name, abi::to_dtype(dtype, what), abi::to_shape(shape, rank, what),
-                                                   copy_bytes(data, data_bytes));
+                                                   copy_bytes(data, data_bytes), grouping, retrieval);
     *out_tensor = abi::encode_tensor(ir->graph, id);
   });
+}
+
+PLX_API plx_status plx_ir_add_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
+                                       size_t rank, const void* data, size_t data_bytes, plx_tensor* out_tensor) {
+  return plx_ir_add_variable_with_options(ir, name, dtype, shape, rank, data, data_bytes, nullptr, out_tensor);
 }
 
 PLX_API plx_status plx_ir_add_constant(plx_ir* ir, plx_dtype dtype, const int64_t* shape, size_t rank,

@@ -27,6 +27,10 @@ runtime::SessionOptions to_options(const plx_session_options* o) {
   out.device_iterations = o->device_iterations;
   out.device_memory_bytes = static_cast<size_t>(o->device_memory_bytes);
   out.threads_per_device = o->threads_per_device;
+  if (o->struct_size >= offsetof(plx_session_options, collective_timeout_ms) + sizeof(int64_t)) {  // version 2
+    if (o->collectives_plugin != nullptr) out.collectives_plugin = o->collectives_plugin;
+    out.collective_timeout_ms = o->collective_timeout_ms;
+  }
   return out;
 }
 
@@ -47,6 +51,8 @@ std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_arr
 std::string report(const runtime::Session& s) {
   nlohmann::json j;
   j["device_iterations"] = s.options().device_iterations;
+  j["replication_factor"] = s.replication_factor();
+  if (const runtime::Collectives* c = s.collectives()) j["collectives"] = {{"plugin", c->name()}, {"path", c->path()}};
   j["threads_per_device"] = s.options().threads_per_device;
   j["num_ops"] = s.graph().num_ops();
   j["devices"] = nlohmann::json::array();
@@ -79,6 +85,8 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   options->device_iterations = defaults.device_iterations;
   options->device_memory_bytes = static_cast<int64_t>(defaults.device_memory_bytes);
   options->threads_per_device = defaults.threads_per_device;
+  options->collectives_plugin = nullptr;
+  options->collective_timeout_ms = defaults.collective_timeout_ms;
 }
 
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
@@ -110,6 +118,15 @@ PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_st
     require(session, "plx_session_get_host_shape", "session");
     const ir::StreamId s = abi::decode_stream(session->session->graph(), stream, "plx_session_get_host_shape");
     abi::copy_shape(session->session->host_shape(s), out_shape, max_rank, out_rank);
+  });
+}
+
+PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, plx_tensor tensor,
+                                                  int64_t* out_shape, size_t max_rank, size_t* out_rank) {
+  return guarded([&] {
+    require(session, "plx_session_get_variable_shape", "session");
+    const ir::TensorId t = abi::decode_tensor(session->session->graph(), tensor, "plx_session_get_variable_shape");
+    abi::copy_shape(session->session->variable_shape(t), out_shape, max_rank, out_rank);
   });
 }
 

@@ -24,26 +24,52 @@ void Graph::check_unique_name(const std::string& name, const std::string& what) 
   }
 }
 
-void Graph::check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes) const {
-  const size_t expected = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
+void Graph::check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes,
+                            int64_t copies) const {
+  const size_t expected = static_cast<size_t>(copies * numel(shape)) * dtype_size(dtype);
   if (bytes != expected) {
+    Shape host = shape;
+    if (copies > 1) host.insert(host.begin(), copies);
     fail(ErrorCode::InvalidArgument, what + ": host data is " + std::to_string(bytes) + " bytes, expected " +
                                          std::to_string(expected) + " for " + std::string(dtype_name(dtype)) +
-                                         shape_string(shape));
+                                         shape_string(host) + (copies > 1 ? " ([num_groups] + shape)" : ""));
   }
 }
 
-TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data) {
+void Graph::set_replication_factor(int64_t replication_factor) {
+  if (replication_factor < 1) {
+    fail(ErrorCode::InvalidArgument, "replication factor " + std::to_string(replication_factor) + " must be >= 1");
+  }
+  if (!tensors_.empty() && replication_factor != replication_factor_) {
+    fail(ErrorCode::InvalidArgument, "set the replication factor before adding tensors (the IR already has " +
+                                         std::to_string(tensors_.size()) + ")");
+  }
+  replication_factor_ = replication_factor;
+}
+
+TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data,
+                             std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval) {
   const std::string what = "variable '" + name + "'";
   check_unique_name(name, "variable");
   check_shape(shape, what);
-  check_data_size(what, dtype, shape, data.size());
+  const ReplicaGrouping g = grouping.value_or(ReplicaGrouping::all(replication_factor_));
+  if (g.replication_factor() != replication_factor_) {
+    fail(ErrorCode::InvalidGrouping, what + ": " + g.to_string() + " is for another replication factor than the IR's " +
+                                         std::to_string(replication_factor_));
+  }
+  if (retrieval != RetrievalMode::OnePerGroup && retrieval != RetrievalMode::AllReplicas) {
+    fail(ErrorCode::InvalidArgument, what + ": retrieval mode " + std::to_string(static_cast<int>(retrieval)) +
+                                         " is not one_per_group (0) or all_replicas (1)");
+  }
+  check_data_size(what, dtype, shape, data.size(), g.num_groups());
   TensorInfo t;
   t.name = name;
   t.dtype = dtype;
   t.shape = std::move(shape);
   t.kind = TensorKind::Variable;
   t.data = std::move(data);
+  t.grouping = g;
+  t.retrieval = retrieval;
   return add_tensor(std::move(t));
 }
 
@@ -102,7 +128,7 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
     infos.push_back(&tensors_[inputs[i]]);
   }
   attrs.validate(def->name, def->attrs);
-  InferContext ctx{def->name, infos, attrs};
+  InferContext ctx{def->name, infos, attrs, replication_factor_};
   InferResult result = def->infer(ctx);
   if (def->inplace_input >= 0) {
     const TensorInfo& target = tensors_[inputs[def->inplace_input]];
@@ -187,11 +213,5 @@ void Graph::rollback(const Mark& m) {
   streams_.resize(m.streams);
 }
 
-void Graph::set_variable_data(TensorId id, std::vector<std::byte> data) {
-  const TensorInfo& t = tensor(id);
-  if (t.kind != TensorKind::Variable) fail(ErrorCode::InvalidArgument, "tensor '" + t.name + "' is not a variable");
-  check_data_size("variable '" + t.name + "'", t.dtype, t.shape, data.size());
-  tensors_[id].data = std::move(data);
-}
 
 }  // namespace plexus::ir

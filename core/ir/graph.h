@@ -36,9 +36,17 @@ class Graph {
 
   uint32_t tag() const { return tag_; }
 
-  /// Adds a variable initialised from `data` (exactly numel(shape) * dtype_size bytes).
+  /// Number of replicas R (PopXL ir.replication_factor). Set it before adding tensors:
+  /// variables' host data and ops' shapes depend on it. Throws InvalidArgument otherwise.
+  void set_replication_factor(int64_t replication_factor);
+  int64_t replication_factor() const { return replication_factor_; }
+
+  /// Adds a variable. `data` holds one value per group of `grouping` (default: one group
+  /// of all replicas): [num_groups] + shape, exactly num_groups * numel * dtype_size bytes.
   /// Names are unique among variables and streams.
-  TensorId add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data);
+  TensorId add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data,
+                        std::optional<ReplicaGrouping> grouping = std::nullopt,
+                        RetrievalMode retrieval = RetrievalMode::OnePerGroup);
   TensorId add_constant(DType dtype, Shape shape, std::vector<std::byte> data);
   /// Adds a host-to-device stream and the tensor it fills each step.
   StreamId add_h2d_stream(const std::string& name, DType dtype, Shape shape);
@@ -73,15 +81,15 @@ class Graph {
   Mark mark() const { return {tensors_.size(), ops_.size(), streams_.size()}; }
   void rollback(const Mark& m);
 
-  /// Replaces a variable's value (same byte size); used by sessions' write path.
-  void set_variable_data(TensorId id, std::vector<std::byte> data);
 
  private:
   TensorId add_tensor(TensorInfo info);
   void check_unique_name(const std::string& name, const std::string& what) const;
-  void check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes) const;
+  void check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes,
+                       int64_t copies = 1) const;
 
   uint32_t tag_;
+  int64_t replication_factor_ = 1;
   std::vector<TensorInfo> tensors_;
   std::vector<Op> ops_;
   std::vector<Stream> streams_;

@@ -14,6 +14,10 @@
 #include "core/ir/error.h"
 #include "core/ir/tensor.h"
 
+namespace plexus::replication {
+class Communicator;
+}
+
 namespace plexus::ir {
 
 class Graph;
@@ -31,6 +35,7 @@ struct InferContext {
   const std::string& op_name;
   std::vector<const TensorInfo*> inputs;
   const Attributes& attrs;
+  int64_t replication_factor = 1;
 
   const Shape& shape(size_t i) const { return inputs[i]->shape; }
   DType dtype(size_t i) const { return inputs[i]->dtype; }
@@ -62,6 +67,11 @@ struct KernelContext {
   std::vector<std::byte*> out;
   std::byte* scratch = nullptr;
   int max_threads = 1;
+  int64_t replica = 0;              ///< global index of the replica this kernel runs for
+  int64_t replication_factor = 1;   ///< R
+  /// This replica's collectives; null when the session has one replica (groups of one
+  /// need no communication).
+  replication::Communicator* comm = nullptr;
   /// Decisions worth reporting (for example the GEMM kernel set chosen); may be null.
   std::vector<std::string>* notes = nullptr;
 
@@ -100,6 +110,9 @@ struct OpDef {
   int inplace_input = -1;
   /// Output 0 is input 0's storage reinterpreted (reshape): the kernel does nothing.
   bool is_view = false;
+  /// The kernel talks to other replicas (KernelContext::comm): a replicated session with
+  /// such an op loads a collectives plugin.
+  bool communicates = false;
 };
 
 /// Process-wide registry. Filled during static initialisation, read-only afterwards, so

@@ -3,10 +3,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/ir/dtype.h"
+#include "core/ir/replica_grouping.h"
 #include "core/ir/shape.h"
 
 namespace plexus::ir {
@@ -23,6 +25,13 @@ enum class TensorKind {
   OpOutput,     ///< produced by an op
 };
 
+/// Which replicas' values reading a variable returns (seed 001, 13.4). Values equal the C
+/// API's PLX_RETRIEVAL_* constants.
+enum class RetrievalMode : int32_t {
+  OnePerGroup = 0,  ///< [num_groups] + shape, from each group's lowest replica (squeezed for one group)
+  AllReplicas = 1,  ///< [R] + shape, row r from replica r
+};
+
 /// One tensor of an IR. `alias_of` is set when the tensor shares another tensor's storage
 /// (the output of an in-place op or of a view such as reshape); the memory plan gives
 /// both one buffer.
@@ -33,7 +42,9 @@ struct TensorInfo {
   TensorKind kind = TensorKind::OpOutput;
   OpId producer = -1;
   TensorId alias_of = kNoTensor;
-  std::vector<std::byte> data;  ///< initial value of a variable or constant
+  std::vector<std::byte> data;  ///< initial value: a constant's, or a variable's per group ([num_groups] + shape)
+  std::optional<ReplicaGrouping> grouping;  ///< variables: which replicas share a value
+  RetrievalMode retrieval = RetrievalMode::OnePerGroup;
 
   size_t bytes() const { return static_cast<size_t>(numel(shape)) * dtype_size(dtype); }
   /// "float32[8,784]"

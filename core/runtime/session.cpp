@@ -10,10 +10,11 @@ namespace plexus::runtime {
 
 using ir::ErrorCode;
 
-/// What one device runs: the item list and the per-stream host pointers of the current
-/// step, which the copy items read through.
+/// What one device runs: its replica, the item list, and the per-stream host pointers of
+/// the current step, which the copy items read through.
 struct Session::DeviceState {
   VirtualDevice* device = nullptr;
+  int64_t replica = 0;
   std::vector<Item> items;
   std::vector<std::byte*> host_slot;  ///< per stream
 };
@@ -29,6 +30,28 @@ void check_options(const SessionOptions& o) {
     ir::fail(ErrorCode::InvalidArgument, "session option threads_per_device is " +
                                              std::to_string(o.threads_per_device) + ", must be >= 0");
   }
+  if (o.collective_timeout_ms < 1) {
+    ir::fail(ErrorCode::InvalidArgument, "session option collective_timeout_ms is " +
+                                             std::to_string(o.collective_timeout_ms) + ", must be >= 1");
+  }
+}
+
+// The error a failed run reports: the first replica's that is not a consequence of
+// another replica's failure (Cancelled), else the first.
+std::exception_ptr primary_error(const std::vector<std::exception_ptr>& errors) {
+  std::exception_ptr first;
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    if (!first) first = e;
+    try {
+      std::rethrow_exception(e);
+    } catch (const ir::Error& err) {
+      if (err.code() != ErrorCode::Cancelled) return e;
+    } catch (...) {
+      return e;
+    }
+  }
+  return first;
 }
 
 }  // namespace
@@ -36,12 +59,10 @@ void check_options(const SessionOptions& o) {
 Session::Session(const ir::Graph& graph, const SessionOptions& options)
     : graph_(graph), options_(options), program_(compile(graph_)) {
   check_options(options_);
-  const size_t num_devices = 1;
-  const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options_.threads_per_device == 0) {
-    options_.threads_per_device = std::max(1, cores / static_cast<int>(num_devices));
-  }
-  const bool spin = static_cast<int>(num_devices) < cores;
+  const int64_t replicas = graph_.replication_factor();
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options_.threads_per_device == 0) options_.threads_per_device = static_cast<int>(std::max<int64_t>(1, cores / replicas));
+  const bool spin = replicas < cores;
   const memory::MemoryPlan& plan = program_.plan;
   if (options_.device_memory_bytes != 0 && plan.arena_bytes > options_.device_memory_bytes) {
     ir::fail(ErrorCode::OutOfDeviceMemory,
@@ -49,11 +70,17 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options)
                  std::to_string(plan.persistent_bytes) + ", peak live " + std::to_string(plan.peak_live_bytes) +
                  ") but its capacity (device_memory_bytes) is " + std::to_string(options_.device_memory_bytes));
   }
-  for (size_t d = 0; d < num_devices; ++d) {
-    devices_.push_back(std::make_unique<VirtualDevice>(static_cast<int>(d), plan.arena_bytes, spin));
+  const bool communicates = std::any_of(graph_.ops().begin(), graph_.ops().end(),
+                                       [](const ir::Op& op) { return op.def->communicates; });
+  if (replicas > 1 && communicates) {
+    collectives_ = std::make_unique<Collectives>(options_.collectives_plugin, replicas, options_.collective_timeout_ms);
+  }
+  for (int64_t r = 0; r < replicas; ++r) {
+    devices_.push_back(std::make_unique<VirtualDevice>(static_cast<int>(r), plan.arena_bytes, spin));
     auto state = std::make_unique<DeviceState>();
     state->device = devices_.back().get();
-    build_device(*state, d == 0);
+    state->replica = r;
+    build_device(*state, r);
     states_.push_back(std::move(state));
   }
   load_variables();
@@ -61,7 +88,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options)
 
 Session::~Session() = default;
 
-void Session::build_device(DeviceState& state, bool record_notes) {
+void Session::build_device(DeviceState& state, int64_t replica) {
   std::byte* base = state.device->arena().data();
   const memory::MemoryPlan& plan = program_.plan;
   state.host_slot.assign(graph_.num_streams(), nullptr);
@@ -90,7 +117,9 @@ void Session::build_device(DeviceState& state, bool record_notes) {
   for (size_t k = 0; k < program_.schedule.size(); ++k) {
     const ir::Op& op = graph_.op(program_.schedule[k]);
     ir::KernelContext ctx{op, {}, {}, {}, {}, base + program_.scratch_offset[program_.schedule[k]],
-                          options_.threads_per_device, record_notes ? &notes_ : nullptr};
+                          options_.threads_per_device, replica, graph_.replication_factor(),
+                          collectives_ ? collectives_->communicator(replica) : nullptr,
+                          replica == 0 ? &notes_ : nullptr};
     for (ir::TensorId t : op.inputs) {
       ctx.inputs.push_back(&graph_.tensor(t));
       ctx.in.push_back(buffer(t));
@@ -105,21 +134,34 @@ void Session::build_device(DeviceState& state, bool record_notes) {
   }
 }
 
+std::byte* Session::variable_buffer(ir::TensorId tensor, int64_t replica) const {
+  return devices_[static_cast<size_t>(replica)]->arena().data() + program_.tensor_offset[static_cast<size_t>(tensor)];
+}
+
 void Session::load_variables() {
   for (size_t t = 0; t < graph_.num_tensors(); ++t) {
-    const ir::TensorInfo& info = graph_.tensor(static_cast<ir::TensorId>(t));
-    if (info.kind != ir::TensorKind::Variable && info.kind != ir::TensorKind::Constant) continue;
-    for (auto& device : devices_) {
-      std::memcpy(device->arena().data() + program_.tensor_offset[t], info.data.data(), info.data.size());
+    const auto id = static_cast<ir::TensorId>(t);
+    const ir::TensorInfo& info = graph_.tensor(id);
+    if (info.kind == ir::TensorKind::Constant) {
+      for (int64_t r = 0; r < replication_factor(); ++r) std::memcpy(variable_buffer(id, r), info.data.data(), info.bytes());
+    } else if (info.kind == ir::TensorKind::Variable) {
+      const replication::VariableLayout layout = replication::variable_layout(info);
+      for (int64_t r = 0; r < replication_factor(); ++r) {
+        const size_t row = static_cast<size_t>(layout.initial_row[static_cast<size_t>(r)]);
+        std::memcpy(variable_buffer(id, r), info.data.data() + row * info.bytes(), info.bytes());
+      }
     }
   }
   for (auto& device : devices_) device->arena().set_live_bytes(program_.plan.persistent_bytes);
 }
 
 ir::Shape Session::host_shape(ir::StreamId stream) const {
-  const ir::Stream& s = graph_.stream(stream);
-  ir::Shape shape = graph_.tensor(s.tensor).shape;
-  if (options_.device_iterations > 1) shape.insert(shape.begin(), options_.device_iterations);
+  const ir::Shape& stream_shape = graph_.tensor(graph_.stream(stream).tensor).shape;
+  ir::Shape shape;
+  shape.reserve(stream_shape.size() + 2);
+  if (options_.device_iterations > 1) shape.push_back(options_.device_iterations);
+  if (replication_factor() > 1) shape.push_back(replication_factor());
+  shape.insert(shape.end(), stream_shape.begin(), stream_shape.end());
   return shape;
 }
 
@@ -143,17 +185,13 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
       ir::fail(ErrorCode::DTypeMismatch, what() + ": host array is " + std::string(ir::dtype_name(a.dtype)) +
                                              ", expected " + std::string(ir::dtype_name(t.dtype)));
     }
-    const bool leading = options_.device_iterations > 1;
-    const bool shape_ok = a.shape.size() == t.shape.size() + (leading ? 1 : 0) &&
-                          (!leading || a.shape[0] == options_.device_iterations) &&
-                          std::equal(t.shape.begin(), t.shape.end(), a.shape.begin() + (leading ? 1 : 0));
-    if (!shape_ok) {
+    const ir::Shape expected = host_shape(a.stream);
+    if (a.shape != expected) {
       ir::fail(ErrorCode::ShapeMismatch,
                what() + ": host array has shape " + ir::shape_string(a.shape) + ", expected " +
-                   ir::shape_string(host_shape(a.stream)) +
-                   (leading ? " ([device_iterations=" + std::to_string(options_.device_iterations) +
-                                  "] + stream shape " + ir::shape_string(t.shape) + ")"
-                            : " (the stream shape; device_iterations is 1)"));
+                   ir::shape_string(expected) + " ([device_iterations=" + std::to_string(options_.device_iterations) +
+                   ", replication_factor=" + std::to_string(replication_factor()) + "] + stream shape " +
+                   ir::shape_string(t.shape) + ", leading dims of 1 left out)");
     }
   }
   if (!required) return;
@@ -165,30 +203,57 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
   }
 }
 
+// One device's part of a run: every step's copies and kernels, on the device thread. A
+// failure aborts the collectives first, so that no other replica waits for this one.
+void Session::run_steps(DeviceState& st, std::span<const HostArray> inputs, std::span<const HostArray> outputs) {
+  const int64_t replicas = replication_factor();
+  memory::Arena& arena = st.device->arena();
+  try {
+    for (int64_t step = 0; step < options_.device_iterations; ++step) {
+      for (const auto* arrays : {&inputs, &outputs}) {
+        for (const HostArray& a : *arrays) {
+          const size_t bytes = graph_.tensor(graph_.stream(a.stream).tensor).bytes();
+          st.host_slot[static_cast<size_t>(a.stream)] =
+              static_cast<std::byte*>(a.data) + bytes * static_cast<size_t>(step * replicas + st.replica);
+        }
+      }
+      for (const Item& item : st.items) {
+        item.fn();
+        arena.set_live_bytes(item.live_bytes);
+      }
+    }
+  } catch (const ir::Error& e) {
+    arena.set_live_bytes(program_.plan.persistent_bytes);
+    if (collectives_ && e.code() != ErrorCode::Cancelled) {
+      collectives_->abort("replica " + std::to_string(st.replica) + " failed: " + e.what());
+    }
+    if (replicas > 1) ir::fail(e.code(), "replica " + std::to_string(st.replica) + ": " + e.what());
+    throw;
+  }
+  arena.set_live_bytes(program_.plan.persistent_bytes);
+}
+
 void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> outputs) {
   std::lock_guard lock(mutex_);
   check_arrays(inputs, ir::StreamDirection::HostToDevice, true);
   check_arrays(outputs, ir::StreamDirection::DeviceToHost, false);
-  const int64_t steps = options_.device_iterations;
+  std::vector<std::function<void()>> work;
+  work.reserve(states_.size());
   for (auto& state : states_) {
-    DeviceState& st = *state;
-    const std::function<void()> work = [&st, &inputs, &outputs, steps, this] {
-      for (int64_t step = 0; step < steps; ++step) {
-        for (const auto* arrays : {&inputs, &outputs}) {
-          for (const HostArray& a : *arrays) {
-            const size_t bytes = graph_.tensor(graph_.stream(a.stream).tensor).bytes();
-            st.host_slot[static_cast<size_t>(a.stream)] = static_cast<std::byte*>(a.data) + bytes * step;
-          }
-        }
-        memory::Arena& arena = st.device->arena();
-        for (const Item& item : st.items) {
-          item.fn();
-          arena.set_live_bytes(item.live_bytes);
-        }
-      }
-      st.device->arena().set_live_bytes(program_.plan.persistent_bytes);
-    };
-    st.device->execute(work);
+    work.emplace_back([this, st = state.get(), inputs, outputs] { run_steps(*st, inputs, outputs); });
+    state->device->submit(work.back());
+  }
+  std::vector<std::exception_ptr> errors(states_.size());
+  for (size_t d = 0; d < states_.size(); ++d) {
+    try {
+      states_[d]->device->wait();
+    } catch (...) {
+      errors[d] = std::current_exception();
+    }
+  }
+  if (std::exception_ptr error = primary_error(errors)) {
+    if (collectives_) collectives_->reset();
+    std::rethrow_exception(error);
   }
 }
 
@@ -200,31 +265,39 @@ const ir::TensorInfo& Session::variable(ir::TensorId tensor) const {
   return t;
 }
 
-ir::Shape Session::variable_shape(ir::TensorId tensor) const { return variable(tensor).shape; }
+ir::Shape Session::variable_shape(ir::TensorId tensor) const {
+  return replication::variable_layout(variable(tensor)).host_shape;
+}
+
+void Session::check_variable_bytes(const ir::TensorInfo& t, size_t bytes) const {
+  const ir::Shape shape = replication::variable_layout(t).host_shape;
+  const size_t expected = static_cast<size_t>(ir::numel(shape)) * ir::dtype_size(t.dtype);
+  if (bytes != expected) {
+    ir::fail(ErrorCode::InvalidArgument, "variable '" + t.name + "': host buffer is " + std::to_string(bytes) +
+                                             " bytes, expected " + std::to_string(expected) + " for " +
+                                             std::string(ir::dtype_name(t.dtype)) + ir::shape_string(shape) +
+                                             (replication_factor() > 1 ? " (its retrieval mode's shape)" : ""));
+  }
+}
 
 void Session::read_variable(ir::TensorId tensor, std::span<std::byte> out) const {
   std::lock_guard lock(mutex_);
   const ir::TensorInfo& t = variable(tensor);
-  if (out.size() != t.bytes()) {
-    ir::fail(ErrorCode::InvalidArgument, "variable '" + t.name + "': host buffer is " + std::to_string(out.size()) +
-                                             " bytes, expected " + std::to_string(t.bytes()) + " for " +
-                                             t.type_string());
+  check_variable_bytes(t, out.size());
+  const replication::VariableLayout layout = replication::variable_layout(t);
+  for (size_t row = 0; row < layout.row_source.size(); ++row) {
+    std::memcpy(out.data() + row * t.bytes(), variable_buffer(tensor, layout.row_source[row]), t.bytes());
   }
-  std::memcpy(out.data(), devices_[0]->arena().data() + program_.tensor_offset[static_cast<size_t>(tensor)],
-              out.size());
 }
 
 void Session::write_variable(ir::TensorId tensor, std::span<const std::byte> data) {
   std::lock_guard lock(mutex_);
   const ir::TensorInfo& t = variable(tensor);
-  if (data.size() != t.bytes()) {
-    ir::fail(ErrorCode::InvalidArgument, "variable '" + t.name + "': host buffer is " + std::to_string(data.size()) +
-                                             " bytes, expected " + std::to_string(t.bytes()) + " for " +
-                                             t.type_string());
-  }
-  for (auto& device : devices_) {
-    std::memcpy(device->arena().data() + program_.tensor_offset[static_cast<size_t>(tensor)], data.data(),
-                data.size());
+  check_variable_bytes(t, data.size());
+  const replication::VariableLayout layout = replication::variable_layout(t);
+  for (int64_t r = 0; r < replication_factor(); ++r) {
+    const auto row = static_cast<size_t>(layout.replica_row[static_cast<size_t>(r)]);
+    std::memcpy(variable_buffer(tensor, r), data.data() + row * t.bytes(), t.bytes());
   }
 }
 

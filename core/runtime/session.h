@@ -1,6 +1,7 @@
-// A session: an IR compiled for a set of virtual devices, with its variables resident on
-// the devices between runs (PopXL's Session). Runs consume `device_iterations` steps of
-// host data per call.
+// A session: an IR compiled for a set of virtual devices, one per replica, with its
+// variables resident on the devices between runs (PopXL's Session). Runs consume
+// `device_iterations` steps of host data per call; the replicas run concurrently and meet
+// in collectives through the session's collectives plugin.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/replication/variable_layout.h"
+#include "core/runtime/collectives.h"
 #include "core/runtime/program.h"
 #include "core/runtime/virtual_device.h"
 
@@ -21,6 +24,8 @@ struct SessionOptions {
   int64_t device_iterations = 1;   ///< steps per run, >= 1
   size_t device_memory_bytes = 0;  ///< arena capacity per device; 0 = no limit
   int threads_per_device = 0;      ///< BLIS threads a device may use; 0 = cores / devices
+  std::string collectives_plugin;  ///< "" = $PLEXUS_COLLECTIVES, else "local"; loaded when needed
+  int64_t collective_timeout_ms = 60000;  ///< how long a collective waits for a missing replica
 };
 
 /// Memory of one device, in bytes.
@@ -44,25 +49,32 @@ struct HostArray {
 /// internal mutex (one run at a time).
 class Session {
  public:
-  /// Copies `graph`, compiles it, allocates the devices and loads the variables.
-  /// Throws InvalidArgument (options), OutOfDeviceMemory (naming the device and bytes),
-  /// Unsupported (a bad BLIS_ARCH_TYPE).
+  /// Copies `graph`, compiles it, allocates one device per replica, loads the variables
+  /// and, for R > 1 and a graph with collective ops, the collectives plugin. Throws InvalidArgument (options),
+  /// OutOfDeviceMemory (naming the device and bytes), Unsupported (a bad BLIS_ARCH_TYPE),
+  /// Plugin (collectives plugin missing or broken).
   Session(const ir::Graph& graph, const SessionOptions& options);
   ~Session();
 
-  /// Runs device_iterations steps. Every host-to-device stream needs exactly one input
-  /// array of shape host_shape(stream); device-to-host arrays are optional.
+  /// Runs device_iterations steps on every replica. Every host-to-device stream needs
+  /// exactly one input array of shape host_shape(stream); device-to-host arrays are
+  /// optional. When a replica fails, the others are woken from their collectives, the
+  /// run throws the failing replica's error (naming it), and the session stays usable.
   void run(std::span<const HostArray> inputs, std::span<const HostArray> outputs);
 
-  /// Shape of the host array for `stream`: [device_iterations] + stream shape, the leading
-  /// dim left out when it is 1 (seed 000, "Data input shape").
+  /// Shape of the host array for `stream`: [device_iterations, R] + stream shape, each
+  /// leading dim left out when it is 1 (seed 000, "Data input shape").
   ir::Shape host_shape(ir::StreamId stream) const;
-  /// Shape of the host data of variable `tensor` (reading and writing).
+  /// Shape of the host data of variable `tensor` when read or written: see
+  /// replication/variable_layout.h (retrieval modes).
   ir::Shape variable_shape(ir::TensorId tensor) const;
   void read_variable(ir::TensorId tensor, std::span<std::byte> out) const;
   void write_variable(ir::TensorId tensor, std::span<const std::byte> data);
 
   size_t num_devices() const { return devices_.size(); }
+  int64_t replication_factor() const { return graph_.replication_factor(); }
+  /// The collectives plugin in use; null when the session needs none.
+  const Collectives* collectives() const { return collectives_.get(); }
   DeviceMemoryStats memory_stats(size_t device) const;
   const SessionOptions& options() const { return options_; }
   const ir::Graph& graph() const { return graph_; }
@@ -77,13 +89,17 @@ class Session {
   struct DeviceState;
 
   const ir::TensorInfo& variable(ir::TensorId tensor) const;
-  void build_device(DeviceState& state, bool record_notes);
+  void build_device(DeviceState& state, int64_t replica);
   void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required) const;
   void load_variables();
+  void run_steps(DeviceState& state, std::span<const HostArray> inputs, std::span<const HostArray> outputs);
+  std::byte* variable_buffer(ir::TensorId tensor, int64_t replica) const;
+  void check_variable_bytes(const ir::TensorInfo& t, size_t bytes) const;
 
   ir::Graph graph_;
   SessionOptions options_;
   Program program_;
+  std::unique_ptr<Collectives> collectives_;
   std::vector<std::unique_ptr<VirtualDevice>> devices_;
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<std::string> notes_;

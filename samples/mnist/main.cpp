@@ -139,10 +139,10 @@ TrainResult train(const Options& o, samples::ImageSplit& data) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.samples_per_second = seconds > 0 ? static_cast<double>(trained) / seconds : 0.0;
-  result.weights.w0 = session.read<float>(p.w0, static_cast<size_t>(kPixels * kHidden));
-  result.weights.b0 = session.read<float>(p.b0, static_cast<size_t>(kHidden));
-  result.weights.w1 = session.read<float>(p.w1, static_cast<size_t>(kHidden * kClasses));
-  result.weights.b1 = session.read<float>(p.b1, static_cast<size_t>(kClasses));
+  result.weights.w0 = session.read<float>(p.w0);
+  result.weights.b0 = session.read<float>(p.b0);
+  result.weights.w1 = session.read<float>(p.w1);
+  result.weights.b1 = session.read<float>(p.b1);
   result.peak_device_bytes = session.memory_stats(0).peak_bytes;
   return result;
 }

@@ -20,6 +20,8 @@
  *
  * Changelog (PLX_API_VERSION):
  *   1  IR, ops by name, autodiff, sessions, device iterations, IDX datasets.
+ *   2  replication factor, replica groupings, variables with groupings and retrieval
+ *      modes, collectives plugin session options, plx_session_get_variable_shape.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -38,7 +40,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 1
+#define PLX_API_VERSION 2
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -152,6 +154,68 @@ PLX_API plx_status plx_ir_create(plx_ir** out_ir);
 PLX_API void plx_ir_destroy(plx_ir* ir);
 
 /**
+ * Sets the replication factor R: the number of replicas of the program that run in
+ * parallel, each on its own virtual device (seed 001, 13.1; PopXL ir.replication_factor).
+ * Host arrays of streams then carry an R dim, and variables may be grouped.
+ *
+ * @param replication_factor >= 1 (default 1).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (ir NULL, R < 1, or the IR already has tensors:
+ *         set R first).
+ */
+PLX_API plx_status plx_ir_set_replication_factor(plx_ir* ir, int64_t replication_factor);
+
+/** The IR's replication factor. @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+PLX_API plx_status plx_ir_get_replication_factor(const plx_ir* ir, int64_t* out_replication_factor);
+
+/* ---- Replica groupings (seed 001, 13.2) ---------------------------------------------- */
+
+/**
+ * A replica grouping: (group_size g, stride s) over R replicas. Replica r belongs to group
+ * (r / (s*g)) * s + r % s; groups are numbered by their lowest replica. A plain value:
+ * make it with plx_replica_grouping_create(), which checks it.
+ */
+typedef struct plx_replica_grouping {
+  int64_t replication_factor;
+  int64_t group_size;
+  int64_t stride;
+} plx_replica_grouping;
+
+/**
+ * Makes a checked grouping. Valid when g >= 1, s >= 1 and R % (s*g) == 0 (PopXL's rule;
+ * e.g. R=8, s=2, g=2 is valid).
+ *
+ * @param group_size  g; 0 means R / stride (PopXL's default).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (out NULL); PLX_ERR_INVALID_GROUPING (the
+ *         message gives R, g and s). On error *out_grouping is untouched.
+ */
+PLX_API plx_status plx_replica_grouping_create(int64_t replication_factor, int64_t group_size, int64_t stride,
+                                               plx_replica_grouping* out_grouping);
+
+/** Number of groups, R / g. Errors: PLX_ERR_INVALID_ARGUMENT (NULL), PLX_ERR_INVALID_GROUPING. */
+PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups);
+
+/**
+ * Members of group `group`, increasing.
+ * @param members  Receives up to `capacity` replica indices (may be NULL to ask the count).
+ * @param out_count Receives g (may be NULL).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL grouping, group out of range);
+ *         PLX_ERR_INVALID_GROUPING; PLX_ERR_BUFFER_TOO_SMALL (capacity < g; out_count set).
+ */
+PLX_API plx_status plx_replica_grouping_get_members(const plx_replica_grouping* grouping, int64_t group,
+                                                    int64_t* members, size_t capacity, size_t* out_count);
+
+/** Group of replica `replica` (0 <= replica < R). Errors as above. */
+PLX_API plx_status plx_replica_grouping_get_group(const plx_replica_grouping* grouping, int64_t replica,
+                                                  int64_t* out_group);
+
+/**
+ * The transpose (orthogonal) grouping: the replicas holding the same position in each
+ * group. Exists when s == 1 or s*g == R; otherwise PLX_ERR_INVALID_GROUPING.
+ */
+PLX_API plx_status plx_replica_grouping_transpose(const plx_replica_grouping* grouping,
+                                                  plx_replica_grouping* out_transpose);
+
+/**
  * Adds a variable: a tensor resident on every device between runs, initialised from host
  * data (PopXL popxl.variable).
  *
@@ -168,6 +232,40 @@ PLX_API void plx_ir_destroy(plx_ir* ir);
  */
 PLX_API plx_status plx_ir_add_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
                                        size_t rank, const void* data, size_t data_bytes, plx_tensor* out_tensor);
+
+/** Which replicas' values reading a variable returns (seed 001, 13.4). */
+typedef int32_t plx_retrieval_mode;
+enum {
+  PLX_RETRIEVAL_ONE_PER_GROUP = 0, /**< [num_groups] + shape (group dim left out for one group) */
+  PLX_RETRIEVAL_ALL_REPLICAS = 1   /**< [R] + shape, row r from replica r */
+};
+
+/** Options of a variable. Initialise with plx_variable_options_init(). */
+typedef struct plx_variable_options {
+  size_t struct_size;                   /**< sizeof(plx_variable_options), set by _init */
+  const plx_replica_grouping* grouping; /**< replicas sharing a value; NULL = one group of all (default). Borrowed. */
+  plx_retrieval_mode retrieval_mode;    /**< default PLX_RETRIEVAL_ONE_PER_GROUP */
+} plx_variable_options;
+
+/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+PLX_API void plx_variable_options_init(plx_variable_options* options);
+
+/**
+ * Adds a variable with a replica grouping and a retrieval mode (PopXL popxl.variable with
+ * replica_grouping= and retrieval_mode=). `data` holds one value per group:
+ * [num_groups] + shape (the group dim left out for one group); every replica of a group
+ * starts from its group's value. Reading and writing the variable in a session use the
+ * retrieval mode's shape (plx_session_get_variable_shape).
+ *
+ * @param options NULL for defaults (then the same as plx_ir_add_variable).
+ * @return as plx_ir_add_variable(), plus PLX_ERR_INVALID_GROUPING (grouping invalid or for
+ *         another replication factor) and PLX_ERR_INVALID_ARGUMENT (bad retrieval mode,
+ *         struct_size too small, data_bytes not num_groups * numel * dtype size).
+ */
+PLX_API plx_status plx_ir_add_variable_with_options(plx_ir* ir, const char* name, plx_dtype dtype,
+                                                    const int64_t* shape, size_t rank, const void* data,
+                                                    size_t data_bytes, const plx_variable_options* options,
+                                                    plx_tensor* out_tensor);
 
 /**
  * Adds a constant tensor (read-only, resident on every device).
@@ -260,6 +358,9 @@ typedef struct plx_session_options {
   int64_t device_iterations;     /**< steps per plx_session_run call, >= 1 (default 1) */
   int64_t device_memory_bytes;   /**< arena capacity per device in bytes; 0 = no limit (default) */
   int32_t threads_per_device;    /**< BLIS threads per device; 0 = cores / devices (default) */
+  /* since PLX_API_VERSION 2 */
+  const char* collectives_plugin; /**< collectives plugin name; NULL = $PLEXUS_COLLECTIVES, else "local". Copied. */
+  int64_t collective_timeout_ms;  /**< how long a collective waits for a missing replica (default 60000) */
 } plx_session_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
@@ -283,9 +384,10 @@ PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_option
 PLX_API void plx_session_destroy(plx_session* session);
 
 /**
- * A caller's array for one stream. Host arrays have shape [device_iterations] + S for a
- * stream of shape S, the leading dim left out when device_iterations is 1
- * (seed 000, "Data input shape"); plx_session_get_host_shape() tells the exact shape.
+ * A caller's array for one stream. Host arrays have shape [device_iterations, R] + S for
+ * a stream of shape S, each of the two leading dims left out when it is 1 (seed 000,
+ * "Data input shape"); plx_session_get_host_shape() tells the exact shape. Element
+ * [i, r] is replica r's data of step i.
  */
 typedef struct plx_host_array {
   plx_stream stream;
@@ -319,21 +421,36 @@ PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_st
                                               size_t max_rank, size_t* out_rank);
 
 /**
- * Copies a variable's current value from the device to `data` (PopXL weights_to_host).
+ * Shape of a variable's host data when read or written: the variable's shape, with
+ * [num_groups] in front for PLX_RETRIEVAL_ONE_PER_GROUP and several groups, or [R] in
+ * front for PLX_RETRIEVAL_ALL_REPLICAS.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, id of another IR);
+ *         PLX_ERR_NOT_FOUND; PLX_ERR_BUFFER_TOO_SMALL (out_rank is still set).
+ */
+PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, plx_tensor tensor,
+                                                  int64_t* out_shape, size_t max_rank, size_t* out_rank);
+
+/**
+ * Copies a variable's current value from the devices to `data` (PopXL weights_to_host),
+ * one row per group or per replica as its retrieval mode says.
  *
  * @param tensor     A variable of the IR the session was made from.
- * @param data_bytes Must equal the variable's size in bytes.
+ * @param data_bytes Must equal the size of plx_session_get_variable_shape() in bytes.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, wrong size, id of
  *         another IR); PLX_ERR_NOT_FOUND.
  */
 PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_tensor tensor, void* data,
                                              size_t data_bytes);
 
-/** Writes a variable's value on every device (weights_from_host). Errors as reading. */
+/**
+ * Writes a variable's value on every device (weights_from_host), in the shape reading
+ * returns: with one row per group, every replica of a group gets the group's row; with
+ * one per replica, each replica its own. Errors as reading.
+ */
 PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
                                               size_t data_bytes);
 
-/** Number of virtual devices of a session. */
+/** Number of virtual devices of a session (R x devices per replica). */
 PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count);
 
 /** Memory of one virtual device, in bytes. */

@@ -52,6 +52,46 @@ inline int64_t numel(const Shape& shape) {
   return n;
 }
 
+/// A checked replica grouping (plx_replica_grouping; seed 001, 13.2).
+class ReplicaGrouping {
+ public:
+  /// group_size 0 means R / stride. Throws Error(PLX_ERR_INVALID_GROUPING) when invalid.
+  ReplicaGrouping(int64_t replication_factor, int64_t group_size, int64_t stride = 1) {
+    check(plx_replica_grouping_create(replication_factor, group_size, stride, &g_));
+  }
+  explicit ReplicaGrouping(const plx_replica_grouping& g) : g_(g) {}
+
+  int64_t replication_factor() const { return g_.replication_factor; }
+  int64_t group_size() const { return g_.group_size; }
+  int64_t stride() const { return g_.stride; }
+  int64_t num_groups() const {
+    int64_t n = 0;
+    check(plx_replica_grouping_num_groups(&g_, &n));
+    return n;
+  }
+  std::vector<int64_t> members(int64_t group) const {
+    std::vector<int64_t> m(static_cast<size_t>(g_.group_size));
+    size_t count = 0;
+    check(plx_replica_grouping_get_members(&g_, group, m.data(), m.size(), &count));
+    m.resize(count);
+    return m;
+  }
+  int64_t group_of(int64_t replica) const {
+    int64_t group = 0;
+    check(plx_replica_grouping_get_group(&g_, replica, &group));
+    return group;
+  }
+  ReplicaGrouping transpose() const {
+    plx_replica_grouping t{};
+    check(plx_replica_grouping_transpose(&g_, &t));
+    return ReplicaGrouping(t);
+  }
+  const plx_replica_grouping& c() const { return g_; }
+
+ private:
+  plx_replica_grouping g_{};
+};
+
 /// A tensor id of an Ir (plain value; the Ir owns the tensor).
 struct Tensor {
   plx_tensor id = 0;
@@ -87,7 +127,18 @@ class Attr {
 /// An IR under construction (plx_ir). Move-only.
 class Ir {
  public:
-  Ir() { check(plx_ir_create(&handle_)); }
+  /// An IR whose program runs as `replication_factor` replicas.
+  explicit Ir(int64_t replication_factor = 1) {
+    check(plx_ir_create(&handle_));
+    if (replication_factor != 1) {
+      const plx_status status = plx_ir_set_replication_factor(handle_, replication_factor);
+      if (status != PLX_OK) {
+        Error error(status, std::string(plx_status_name(status)) + ": " + plx_last_error());
+        plx_ir_destroy(handle_);
+        throw error;
+      }
+    }
+  }
   ~Ir() { plx_ir_destroy(handle_); }
   Ir(Ir&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
   Ir& operator=(Ir&& other) noexcept {
@@ -98,6 +149,26 @@ class Ir {
   Ir& operator=(const Ir&) = delete;
 
   plx_ir* get() const { return handle_; }
+
+  int64_t replication_factor() const {
+    int64_t r = 1;
+    check(plx_ir_get_replication_factor(handle_, &r));
+    return r;
+  }
+
+  /// A variable with a replica grouping: `data` holds [num_groups] + shape values.
+  template <class T>
+  Tensor variable(const std::string& name, const Shape& shape, const std::vector<T>& data,
+                  const ReplicaGrouping& grouping, plx_retrieval_mode retrieval = PLX_RETRIEVAL_ONE_PER_GROUP) {
+    plx_variable_options options;
+    plx_variable_options_init(&options);
+    options.grouping = &grouping.c();
+    options.retrieval_mode = retrieval;
+    Tensor t;
+    check(plx_ir_add_variable_with_options(handle_, name.c_str(), dtype_of<T>(), shape.data(), shape.size(),
+                                           data.data(), data.size() * sizeof(T), &options, &t.id));
+    return t;
+  }
 
   /// A variable initialised from `data` (numel(shape) elements).
   template <class T>
@@ -181,6 +252,26 @@ class Ir {
   }
   Tensor cast(Tensor x, plx_dtype dtype) { return op1("cast", {x}, {{"dtype", int64_t{dtype}}}); }
   Tensor softmax_cross_entropy(Tensor logits, Tensor labels) { return op1("softmax_cross_entropy", {logits, labels}); }
+  // Collectives within each group of `grouping` (default: all replicas); op is "sum",
+  // "mean", "max" or "min" (reduce_scatter: "sum" or "mean").
+  Tensor all_reduce(Tensor x, const std::string& op = "sum", const ReplicaGrouping* grouping = nullptr) {
+    return op1("replicated_all_reduce", {x}, with_grouping({{"op", op}}, grouping));
+  }
+  /// In place; returns the reduced x.
+  Tensor all_reduce_(Tensor x, const std::string& op = "sum", const ReplicaGrouping* grouping = nullptr) {
+    return op1("replicated_all_reduce_", {x}, with_grouping({{"op", op}}, grouping));
+  }
+  /// output_shape "auto" / "new_axis" ([g] + shape) or "concat" (along axis 0).
+  Tensor all_gather(Tensor x, const ReplicaGrouping* grouping = nullptr, const std::string& output_shape = "auto") {
+    return op1("replicated_all_gather", {x}, with_grouping({{"output_shape", output_shape}}, grouping));
+  }
+  Tensor reduce_scatter(Tensor x, const std::string& op = "sum", const ReplicaGrouping* grouping = nullptr) {
+    return op1("replicated_reduce_scatter", {x}, with_grouping({{"op", op}}, grouping));
+  }
+  Tensor replica_sharded_slice(Tensor x, const ReplicaGrouping* grouping = nullptr) {
+    return op1("replica_sharded_slice", {x}, with_grouping({}, grouping));
+  }
+
   /// x <- a*x + b*y in place; returns the updated x.
   Tensor scaled_add_(Tensor x, Tensor y, double a = 1.0, double b = 1.0) {
     return op1("scaled_add_", {x, y}, {{"a", a}, {"b", b}});
@@ -205,6 +296,14 @@ class Ir {
   }
 
  private:
+  static std::vector<Attr> with_grouping(std::vector<Attr> attrs, const ReplicaGrouping* g) {
+    if (g != nullptr) {
+      attrs.emplace_back("group_size", g->group_size());
+      attrs.emplace_back("stride", g->stride());
+    }
+    return attrs;
+  }
+
   plx_ir* handle_ = nullptr;
 };
 
@@ -263,10 +362,19 @@ class Session {
     return shape;
   }
 
-  /// A variable's value; `count` elements of T.
+  /// Shape a variable is read and written in (its retrieval mode's).
+  Shape variable_shape(Tensor variable) const {
+    Shape shape(PLX_MAX_RANK + 1);
+    size_t rank = 0;
+    check(plx_session_get_variable_shape(handle_, variable.id, shape.data(), shape.size(), &rank));
+    shape.resize(rank);
+    return shape;
+  }
+
+  /// A variable's value, numel(variable_shape(variable)) elements of T.
   template <class T>
-  std::vector<T> read(Tensor variable, size_t count) const {
-    std::vector<T> out(count);
+  std::vector<T> read(Tensor variable) const {
+    std::vector<T> out(static_cast<size_t>(numel(variable_shape(variable))));
     check(plx_session_read_variable(handle_, variable.id, out.data(), out.size() * sizeof(T)));
     return out;
   }

@@ -1,0 +1,56 @@
+// A session's collectives: the plugin chosen for it (collectives_plugin.h), one
+// communicator over the session's replicas, and each replica's replication::Communicator
+// view of it for the kernels.
+#pragma once
+
+#include <plexus/collectives_plugin.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/replication/communicator.h"
+#include "core/runtime/plugin_library.h"
+
+namespace plexus::runtime {
+
+/// Thread-safety: communicator(r) objects are used by replica r's thread only; abort() may
+/// be called from any thread; reset() only when no collective is in flight.
+class Collectives {
+ public:
+  /// Loads plugin `name` ("" = $PLEXUS_COLLECTIVES, else "local"), checks its table
+  /// (struct_size, ABI version, every entry) and creates a communicator for replicas
+  /// [0, replication_factor) hosted here. Throws ir::Error(Plugin) naming the plugin, its
+  /// path and what is wrong.
+  Collectives(const std::string& name, int64_t replication_factor, int64_t timeout_ms);
+  ~Collectives();
+  Collectives(const Collectives&) = delete;
+  Collectives& operator=(const Collectives&) = delete;
+
+  /// The name the plugin reports, and where it was loaded from.
+  std::string name() const { return table_->name; }
+  const std::string& path() const { return library_.path(); }
+
+  /// Replica `replica`'s communicator (owned by this object).
+  replication::Communicator* communicator(int64_t replica);
+
+  /// Wakes every waiting member with an error (a replica failed) and marks the
+  /// communicator aborted.
+  void abort(const std::string& reason);
+  /// After an abort: replaces the communicator with a fresh one. No-op otherwise.
+  void reset();
+
+ private:
+  class View;
+  void create_comm();
+
+  PluginLibrary library_;
+  const plx_collectives_plugin* table_ = nullptr;
+  plx_comm_config config_{};
+  plx_comm* comm_ = nullptr;
+  std::atomic<bool> aborted_{false};
+  std::vector<std::unique_ptr<View>> views_;
+};
+
+}  // namespace plexus::runtime
