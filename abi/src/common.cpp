@@ -103,8 +103,8 @@ void copy_shape(const ir::Shape& shape, int64_t* out_shape, size_t max_rank, siz
   if (out_rank) *out_rank = shape.size();
   if (out_shape == nullptr) return;  // the caller only asks for the rank
   if (shape.size() > max_rank) {
-    ir::fail(ir::ErrorCode::BufferTooSmall, "the result has " + std::to_string(shape.size()) +
-                                                " values but the buffer holds " + std::to_string(max_rank));
+    ir::fail(ir::ErrorCode::BufferTooSmall, "shape has rank " + std::to_string(shape.size()) +
+                                                " but the buffer holds " + std::to_string(max_rank) + " dims");
   }
   if (!shape.empty()) {
     std::memcpy(out_shape, shape.data(), shape.size() * sizeof(int64_t));

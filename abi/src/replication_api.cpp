@@ -1,4 +1,6 @@
 // C API: replication factor and replica groupings.
+#include <algorithm>
+
 #include "abi/src/handles.h"
 
 using namespace plexus;
@@ -65,7 +67,13 @@ PLX_API plx_status plx_replica_grouping_get_members(const plx_replica_grouping* 
   return guarded([&] {
     const ir::ReplicaGrouping g = from_c(grouping, "plx_replica_grouping_get_members");
     const std::vector<int64_t> m = g.members(group);
-    abi::copy_shape(m, members, capacity, out_count);
+    if (out_count) *out_count = m.size();
+    if (members == nullptr) return;  // the caller only asks for the count
+    if (capacity < m.size()) {
+      ir::fail(ir::ErrorCode::BufferTooSmall, "group " + std::to_string(group) + " has " + std::to_string(m.size()) +
+                                                  " members but the buffer holds " + std::to_string(capacity));
+    }
+    std::copy(m.begin(), m.end(), members);
   });
 }
 

@@ -2,13 +2,19 @@
 // real MNIST through the Plexus C API, with plain SGD (w += -lr * grad via scaled_add_).
 //
 //   samples/mnist/mnist --epochs 1 --batch-size 8 --lr 0.005
+//   samples/mnist/mnist --replication-factor 2 --batch-size 4    (seed 000, 17.1)
 //
-// Training runs `device_iterations` batches per session run; the test pass uses its own
-// session (PopXL's build_test_ir) loaded with the trained weights.
+// With replication, each replica trains on its own --batch-size samples per step, so a
+// step reads batch_size * R samples (seed 000 keeps batch_size * replication_factor
+// constant to compare runs), and the gradients are mean-reduced with
+// replicated_all_reduce before the update, which makes R=2, batch 4 train like R=1,
+// batch 8. Training runs `device_iterations` steps per session run; the test pass uses
+// its own session (PopXL's build_test_ir) loaded with the trained weights.
 #include <plexus/plexus.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,8 +28,6 @@
 
 namespace {
 
-using samples::kClasses;
-using samples::kHidden;
 using samples::kPixels;
 
 struct Options {
@@ -32,26 +36,35 @@ struct Options {
   int64_t epochs = 1;
   double lr = 0.005;
   int64_t device_iterations = 1;
+  int64_t replication_factor = 1;
+  int64_t max_steps = 0;
   uint64_t seed = 42;
   std::string data_dir = "data";
   std::string dataset = "mnist";
   std::string metrics_out;
+  std::string weights_out;
 };
 
 bool parse(int argc, char** argv, Options& o) {
   namespace po = samples::po;
   po::options_description desc("Options");
   desc.add_options()("help,h", "show this help")
-      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "training micro-batch size")
-      ("test-batch-size", po::value(&o.test_batch_size)->default_value(o.test_batch_size), "test batch size")
+      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "training micro-batch size per replica")
+      ("test-batch-size", po::value(&o.test_batch_size)->default_value(o.test_batch_size), "test batch size per replica")
       ("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the training set")
       ("lr", po::value(&o.lr)->default_value(o.lr), "SGD learning rate")
       ("device-iterations", po::value(&o.device_iterations)->default_value(o.device_iterations),
-       "training batches per session run")
+       "training steps per session run")
+      ("replication-factor", po::value(&o.replication_factor)->default_value(o.replication_factor),
+       "replicas training in parallel (data parallel, gradients mean-reduced)")
+      ("max-steps", po::value(&o.max_steps)->default_value(o.max_steps),
+       "stop training after this many steps (0: no limit; rounded up to whole session runs)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
       ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/ and fashion-mnist/")
       ("dataset", po::value(&o.dataset)->default_value(o.dataset), "mnist or fashion")
-      ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file");
+      ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file")
+      ("weights-out", po::value(&o.weights_out),
+       "write the trained W0, b0, W1, b1 to this file (float32, little-endian, concatenated)");
   po::variables_map vm;
   if (!samples::parse_command_line(argc, argv, desc, vm,
                                    "Usage: mnist [options]\nTrains the PopXL MNIST MLP on real MNIST with Plexus.")) {
@@ -61,12 +74,14 @@ bool parse(int argc, char** argv, Options& o) {
   samples::require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
   samples::require_at_least<int64_t>("epochs", o.epochs, 0);
   samples::require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
+  samples::require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
+  samples::require_at_least<int64_t>("max-steps", o.max_steps, 0);
   if (!(o.lr > 0.0)) throw samples::UsageError("--lr must be > 0, got " + std::to_string(o.lr));
   samples::dataset_folder(o.data_dir, o.dataset);  // validates --dataset
   return true;
 }
 
-// Prints the runtime line and the GEMM kernel choices of a session.
+// Prints the GEMM kernel choices of a session.
 void print_kernels(const plx::Session& session) {
   const nlohmann::json report = nlohmann::json::parse(session.report());
   for (const auto& line : report["kernels"]) std::printf("  %s\n", line.get<std::string>().c_str());
@@ -77,37 +92,59 @@ struct TrainResult {
   double samples_per_second = 0;
   double final_loss = 0;
   double train_accuracy = 0;
+  int64_t steps = 0;
   int64_t peak_device_bytes = 0;
 };
 
-TrainResult train(const Options& o, samples::ImageSplit& data) {
+// Training IR: forward, loss, autodiff, gradients mean-reduced across replicas (seed 000's
+// listing leaves this out, so its replicas would drift apart), SGD update.
+struct TrainProgram {
   plx::Ir ir;
-  const samples::MlpParams p = samples::add_mlp_variables(ir, samples::MlpWeights::random(o.seed));
+  samples::MlpParams params;
+  plx::Stream images, labels, loss, correct;
+};
+
+TrainProgram build_train(const Options& o) {
+  TrainProgram t{plx::Ir(o.replication_factor), {}, {}, {}, {}, {}};
+  plx::Ir& ir = t.ir;
+  t.params = samples::add_mlp_variables(ir, samples::MlpWeights::random(o.seed));
   auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {o.batch_size, 28, 28});
   auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {o.batch_size});
-  const plx::Tensor logits = samples::mlp_forward(ir, images, o.batch_size, p);
+  t.images = image_stream;
+  t.labels = label_stream;
+  const plx::Tensor logits = samples::mlp_forward(ir, images, o.batch_size, t.params);
   const plx::Tensor loss = ir.softmax_cross_entropy(logits, labels);
-  const plx::Stream correct_stream = ir.d2h_stream("correct", samples::count_correct(ir, logits, labels));
-  const plx::Stream loss_stream = ir.d2h_stream("loss", loss);
+  t.correct = ir.d2h_stream("correct", samples::count_correct(ir, logits, labels));
+  t.loss = ir.d2h_stream("loss", loss);
+  const samples::MlpParams& p = t.params;
   const std::vector<plx::Tensor> params{p.w0, p.b0, p.w1, p.b1};
-  const std::vector<plx::Tensor> grads = ir.autodiff(loss, params);
-  for (size_t i = 0; i < params.size(); ++i) ir.scaled_add_(params[i], grads[i], 1.0, -o.lr);
+  std::vector<plx::Tensor> grads = ir.autodiff(loss, params);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (o.replication_factor > 1) grads[i] = ir.all_reduce_(grads[i], "mean");
+    ir.scaled_add_(params[i], grads[i], 1.0, -o.lr);
+  }
+  return t;
+}
 
+TrainResult train(const Options& o, samples::ImageSplit& data) {
+  TrainProgram t = build_train(o);
   plx::SessionOptions opts;
   opts.device_iterations = o.device_iterations;
-  plx::Session session(ir, opts);
-  std::printf("train session: %zu device(s), GEMM kernels:\n", session.num_devices());
+  plx::Session session(t.ir, opts);
+  std::printf("train session: %lld replica(s), %zu device(s), GEMM kernels:\n",
+              static_cast<long long>(o.replication_factor), session.num_devices());
   print_kernels(session);
 
-  const int64_t di = o.device_iterations, b = o.batch_size;
-  const int64_t runs_per_epoch = data.size() / (b * di);  // drop_last, as torch's DataLoader
-  std::vector<float> image_buf(static_cast<size_t>(di * b * kPixels));
-  std::vector<int32_t> label_buf(static_cast<size_t>(di * b));
-  std::vector<float> loss_buf(static_cast<size_t>(di));
-  std::vector<int32_t> correct_buf(static_cast<size_t>(di));
-  const plx::Shape run_shape = session.host_shape(image_stream);
-  const plx::Shape label_shape = session.host_shape(label_stream);
-  const plx::Shape scalar_shape = session.host_shape(loss_stream);
+  const int64_t di = o.device_iterations, r = o.replication_factor, b = o.batch_size;
+  const int64_t per_run = di * r * b;
+  int64_t runs_per_epoch = data.size() / per_run;  // drop_last, as torch's DataLoader
+  if (o.max_steps > 0) runs_per_epoch = std::min(runs_per_epoch, (o.max_steps + di - 1) / di);
+  std::vector<float> image_buf(static_cast<size_t>(per_run * kPixels));
+  std::vector<int32_t> label_buf(static_cast<size_t>(per_run));
+  std::vector<float> loss_buf(static_cast<size_t>(di * r));
+  std::vector<int32_t> correct_buf(static_cast<size_t>(di * r));
+  const plx::Shape image_shape = session.host_shape(t.images), label_shape = session.host_shape(t.labels);
+  const plx::Shape scalar_shape = session.host_shape(t.loss);
 
   TrainResult result;
   const auto start = std::chrono::steady_clock::now();
@@ -118,16 +155,17 @@ TrainResult train(const Options& o, samples::ImageSplit& data) {
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
     for (int64_t run = 0; run < runs_per_epoch; ++run) {
-      data.fill(run * di * b, di * b, image_buf.data(), label_buf.data());
-      session.run({plx::HostArray(image_stream, image_buf.data(), run_shape),
-                   plx::HostArray(label_stream, label_buf.data(), label_shape)},
-                  {plx::HostArray(loss_stream, loss_buf.data(), scalar_shape),
-                   plx::HostArray(correct_stream, correct_buf.data(), scalar_shape)});
-      for (int64_t i = 0; i < di; ++i) {
-        loss_sum += loss_buf[static_cast<size_t>(i)];
-        correct += correct_buf[static_cast<size_t>(i)];
+      data.fill(run * per_run, per_run, image_buf.data(), label_buf.data());
+      session.run({plx::HostArray(t.images, image_buf.data(), image_shape),
+                   plx::HostArray(t.labels, label_buf.data(), label_shape)},
+                  {plx::HostArray(t.loss, loss_buf.data(), scalar_shape),
+                   plx::HostArray(t.correct, correct_buf.data(), scalar_shape)});
+      for (size_t i = 0; i < loss_buf.size(); ++i) {
+        loss_sum += loss_buf[i];
+        correct += correct_buf[i];
       }
-      seen += di * b;
+      seen += per_run;
+      result.steps += di;
       char suffix[96];
       std::snprintf(suffix, sizeof suffix, "loss %.4f acc %.2f%%", loss_sum / static_cast<double>(seen / b),
                     100.0 * static_cast<double>(correct) / static_cast<double>(seen));
@@ -139,17 +177,23 @@ TrainResult train(const Options& o, samples::ImageSplit& data) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.samples_per_second = seconds > 0 ? static_cast<double>(trained) / seconds : 0.0;
-  result.weights.w0 = session.read<float>(p.w0);
-  result.weights.b0 = session.read<float>(p.b0);
-  result.weights.w1 = session.read<float>(p.w1);
-  result.weights.b1 = session.read<float>(p.b1);
+  // The replicas hold the same weights (one group, one_per_group): read them once.
+  const samples::MlpParams& p = t.params;
+  result.weights = {session.read<float>(p.w0), session.read<float>(p.b0), session.read<float>(p.w1),
+                    session.read<float>(p.b1)};
   result.peak_device_bytes = session.memory_stats(0).peak_bytes;
   return result;
 }
 
-// Test accuracy with a separate inference session holding the trained weights.
-double test(const Options& o, samples::ImageSplit& data, const samples::MlpWeights& weights) {
-  plx::Ir ir;
+struct TestResult {
+  double accuracy = 0;
+  int64_t samples = 0;
+};
+
+// Test accuracy with a separate inference session holding the trained weights; each run
+// takes test_batch_size images per replica (drop_last).
+TestResult test(const Options& o, samples::ImageSplit& data, const samples::MlpWeights& weights) {
+  plx::Ir ir(o.replication_factor);
   const samples::MlpParams p = samples::add_mlp_variables(ir, weights);
   auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {o.test_batch_size, 28, 28});
   auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {o.test_batch_size});
@@ -157,24 +201,37 @@ double test(const Options& o, samples::ImageSplit& data, const samples::MlpWeigh
   const plx::Stream correct_stream = ir.d2h_stream("correct", samples::count_correct(ir, logits, labels));
   plx::Session session(ir);
 
-  const int64_t batches = data.size() / o.test_batch_size;
-  std::vector<float> image_buf(static_cast<size_t>(o.test_batch_size * kPixels));
-  std::vector<int32_t> label_buf(static_cast<size_t>(o.test_batch_size));
-  int32_t correct_one = 0;
+  const int64_t per_run = o.test_batch_size * o.replication_factor;
+  const int64_t batches = data.size() / per_run;
+  std::vector<float> image_buf(static_cast<size_t>(per_run * kPixels));
+  std::vector<int32_t> label_buf(static_cast<size_t>(per_run));
+  std::vector<int32_t> correct_buf(static_cast<size_t>(o.replication_factor));
   int64_t correct = 0;
   samples::Progress bar("test", batches);
   for (int64_t i = 0; i < batches; ++i) {
-    data.fill(i * o.test_batch_size, o.test_batch_size, image_buf.data(), label_buf.data());
-    session.run({plx::HostArray(image_stream, image_buf.data(), {o.test_batch_size, 28, 28}),
-                 plx::HostArray(label_stream, label_buf.data(), {o.test_batch_size})},
-                {plx::HostArray(correct_stream, &correct_one, {})});
-    correct += correct_one;
+    data.fill(i * per_run, per_run, image_buf.data(), label_buf.data());
+    session.run({plx::HostArray(image_stream, image_buf.data(), session.host_shape(image_stream)),
+                 plx::HostArray(label_stream, label_buf.data(), session.host_shape(label_stream))},
+                {plx::HostArray(correct_stream, correct_buf.data(), session.host_shape(correct_stream))});
+    for (int32_t c : correct_buf) correct += c;
     char suffix[64];
     std::snprintf(suffix, sizeof suffix, "acc %.2f%%",
-                  100.0 * static_cast<double>(correct) / static_cast<double>((i + 1) * o.test_batch_size));
+                  100.0 * static_cast<double>(correct) / static_cast<double>((i + 1) * per_run));
     bar.update(i + 1, suffix);
   }
-  return batches ? static_cast<double>(correct) / static_cast<double>(batches * o.test_batch_size) : 0.0;
+  TestResult result;
+  result.samples = batches * per_run;
+  result.accuracy = result.samples ? static_cast<double>(correct) / static_cast<double>(result.samples) : 0.0;
+  return result;
+}
+
+void write_weights(const std::string& path, const samples::MlpWeights& w) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::binary);
+  for (const std::vector<float>* v : {&w.w0, &w.b0, &w.w1, &w.b1}) {
+    out.write(reinterpret_cast<const char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(float)));
+  }
+  if (!out) throw std::runtime_error("cannot write weights to '" + path + "'");
 }
 
 }  // namespace
@@ -195,15 +252,22 @@ int main(int argc, char** argv) {
     std::printf("%s: %lld training and %lld test images from %s\n", o.dataset.c_str(),
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), folder.c_str());
     const TrainResult trained = train(o, train_data);
-    const double accuracy = test(o, test_data, trained.weights);
-    std::printf("test accuracy: %.2f%%  (train loss %.4f, train accuracy %.2f%%, %.0f samples/s)\n", 100.0 * accuracy,
-                trained.final_loss, 100.0 * trained.train_accuracy, trained.samples_per_second);
-    samples::write_metrics(o.metrics_out, {{"test_accuracy", accuracy},
+    write_weights(o.weights_out, trained.weights);
+    const TestResult tested = test(o, test_data, trained.weights);
+    std::printf("test accuracy: %.2f%% on %lld images (replication factor %lld, batch %lld per replica; train loss "
+                "%.4f, train accuracy %.2f%%, %lld steps, %.0f samples/s)\n",
+                100.0 * tested.accuracy, static_cast<long long>(tested.samples),
+                static_cast<long long>(o.replication_factor), static_cast<long long>(o.batch_size), trained.final_loss,
+                100.0 * trained.train_accuracy, static_cast<long long>(trained.steps), trained.samples_per_second);
+    samples::write_metrics(o.metrics_out, {{"test_accuracy", tested.accuracy},
+                                           {"test_samples", tested.samples},
                                            {"train_samples_per_second", trained.samples_per_second},
                                            {"train_loss", trained.final_loss},
                                            {"train_accuracy", trained.train_accuracy},
+                                           {"train_steps", trained.steps},
                                            {"epochs", o.epochs},
                                            {"batch_size", o.batch_size},
+                                           {"replication_factor", o.replication_factor},
                                            {"test_batch_size", o.test_batch_size},
                                            {"lr", o.lr},
                                            {"device_iterations", o.device_iterations},

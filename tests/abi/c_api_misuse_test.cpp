@@ -764,7 +764,7 @@ TEST_F(CApi, SessionOptionsAreChecked) {
   plx_session* sentinel = reinterpret_cast<plx_session*>(uintptr_t{0x1234});
   plx_session* out = sentinel;
   plx_session_options o = options_with(1);
-  o.struct_size = sizeof(plx_session_options) - sizeof(int32_t) - 1;
+  o.struct_size = offsetof(plx_session_options, threads_per_device) + sizeof(int32_t) - 1;  // short of version 1
   EXPECT_PLX_ERROR(plx_session_create(ir(), &o, &out), PLX_ERR_INVALID_ARGUMENT, "plx_session_create",
                    "struct_size is " + std::to_string(o.struct_size), "plx_session_options_init");
   o.struct_size = 0;

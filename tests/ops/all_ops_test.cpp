@@ -40,6 +40,12 @@ const std::map<std::string, Coverage>& covered() {
       {"softmax_cross_entropy_grad", {"losses_test.cpp", false}},
       {"cast", {"conversions_test.cpp", true}},
       {"scaled_add_", {"optimizers_test.cpp", false}},
+      {"replicated_all_reduce", {"collectives_test.cpp", true}},
+      {"replicated_all_reduce_", {"collectives_test.cpp", false}},
+      {"replicated_all_gather", {"collectives_test.cpp", true}},
+      {"replicated_reduce_scatter", {"collectives_test.cpp", true}},
+      {"replica_sharded_slice", {"collectives_test.cpp", true}},
+      {"replica_sharded_slice_grad", {"collectives_test.cpp", false}},
   };
   return ops;
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# What replication buys on this machine: samples/mnist training throughput (whole-program
+# samples/s, one epoch of real MNIST, batch preparation included) at R=1 and R=2, with the
+# same global batch (R=1 batch 8 vs R=2 batch 4, seed 000 17.1) and with the same batch
+# per replica (R=2 batch 8), each at device_iterations 1 and 100.
+# Usage: bench/mnist_replication.sh   (env: BUILD_DIR, DATA_DIR as in compare_mlp.sh)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build-bench}
+data_dir=${DATA_DIR:-$root/data}
+out_dir=${OUT_DIR:-$build_dir/bench-results}
+mkdir -p "$out_dir"
+
+bash "$root/scripts/fetch-data.sh" >/dev/null
+if [[ ! -x $build_dir/samples/mnist/mnist ]]; then
+  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DPLEXUS_BUILD_TESTS=OFF >/dev/null
+fi
+cmake --build "$build_dir" -j "${JOBS:-2}" --target mnist plexus-collectives-local >/dev/null
+
+echo "machine: $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-4s %-7s %-18s %14s %14s\n' R batch device_iterations samples/s test_accuracy
+for config in "1 8" "2 4" "2 8"; do
+  read -r replicas batch <<<"$config"
+  for di in 1 100; do
+    json=$out_dir/mnist_r${replicas}_b${batch}_di${di}.json
+    "$build_dir/samples/mnist/mnist" --data-dir "$data_dir" --replication-factor "$replicas" --batch-size "$batch" \
+      --device-iterations "$di" --metrics-out "$json" >/dev/null
+    python3 - "$json" "$replicas" "$batch" "$di" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]:<4} {sys.argv[3]:<7} {sys.argv[4]:<18} {m['train_samples_per_second']:14.0f} {100*m['test_accuracy']:13.2f}%")
+PY
+  done
+done

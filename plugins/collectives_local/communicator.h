@@ -1,0 +1,63 @@
+// A communicator of the local plugin: the replicas it serves, the abort flag, and one
+// GroupRendezvous per distinct member list, created on first use and kept until the
+// communicator is destroyed (a replica may use several groups, in any order).
+#ifndef PLEXUS_COLLECTIVES_LOCAL_COMMUNICATOR_H
+#define PLEXUS_COLLECTIVES_LOCAL_COMMUNICATOR_H
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "abort_flag.h"
+#include "group_rendezvous.h"
+#include "plexus/collectives_plugin.h"
+
+namespace plexus::collectives_local {
+
+/** The replicas a communicator serves: R global ones, [first, first + count) hosted here. */
+struct HostedReplicas {
+  int64_t replication_factor = 1;
+  int64_t first = 0;
+  int64_t count = 1;
+};
+
+class Communicator {
+ public:
+  /** `config` must have passed validate_config(). */
+  explicit Communicator(const plx_comm_config& config);
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const HostedReplicas& hosted() const { return hosted_; }
+  const AbortFlag& abort_flag() const { return abort_; }
+
+  /** The rendezvous of `members` (strictly increasing), created on first use. */
+  GroupRendezvous& group(std::span<const int64_t> members);
+
+  /** Sets the abort flag (first reason wins) and wakes every waiter of every group. */
+  void abort(const char* reason);
+
+ private:
+  // Orders member lists lexicographically; transparent so a lookup needs no vector.
+  struct MembersLess {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+    }
+  };
+
+  HostedReplicas hosted_;
+  std::chrono::milliseconds timeout_;
+  AbortFlag abort_;
+  std::mutex groups_mutex_;
+  std::map<std::vector<int64_t>, std::unique_ptr<GroupRendezvous>, MembersLess> groups_;
+};
+
+}  // namespace plexus::collectives_local
+
+#endif  // PLEXUS_COLLECTIVES_LOCAL_COMMUNICATOR_H

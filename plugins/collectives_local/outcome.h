@@ -1,0 +1,26 @@
+// The result of an internal step: PLX_OK, or an error status with its message. The C
+// table (plugin_table.cpp) turns it into the return value and args->message.
+#ifndef PLEXUS_COLLECTIVES_LOCAL_OUTCOME_H
+#define PLEXUS_COLLECTIVES_LOCAL_OUTCOME_H
+
+#include <string>
+#include <utility>
+
+#include "plexus/plexus.h"
+
+namespace plexus::collectives_local {
+
+struct Outcome {
+  plx_status status = PLX_OK;
+  std::string message;  // empty on success
+
+  static Outcome ok() { return {}; }
+  static Outcome error(plx_status status, std::string message) {
+    return {status, std::move(message)};
+  }
+  bool is_ok() const { return status == PLX_OK; }
+};
+
+}  // namespace plexus::collectives_local
+
+#endif  // PLEXUS_COLLECTIVES_LOCAL_OUTCOME_H

@@ -1,0 +1,46 @@
+#include "cases.h"
+
+namespace conformance {
+
+std::vector<DataCase> make_cases(Ops ops_wanted, Placement placement,
+                                 const std::vector<std::string>& layouts,
+                                 const std::vector<std::string>& large_layouts) {
+  const bool with_ops = ops_wanted == Ops::all;
+  const bool in_place = placement == Placement::in_place;
+  const std::vector<plx_dtype> dtypes{PLX_DTYPE_FLOAT32, PLX_DTYPE_INT32};
+  const std::vector<plx_reduce_op> ops =
+      with_ops ? std::vector<plx_reduce_op>{PLX_REDUCE_SUM, PLX_REDUCE_MEAN, PLX_REDUCE_MAX,
+                                            PLX_REDUCE_MIN}
+               : std::vector<plx_reduce_op>{PLX_REDUCE_SUM};
+  std::vector<DataCase> cases;
+  for (const Layout& layout : standard_layouts()) {
+    if (!layouts.empty() && !layout_in(layout, layouts)) continue;
+    std::vector<size_t> counts{1, 7, 1000};
+    if (layout_in(layout, large_layouts)) counts.push_back(kLargeCount);
+    for (size_t count : counts) {
+      for (plx_dtype dtype : dtypes) {
+        for (plx_reduce_op op : ops)
+          cases.push_back({layout, count, dtype, with_ops, op, in_place});
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<DataCase> huge_cases(Ops ops, Placement placement) {
+  const bool with_ops = ops == Ops::all;
+  const bool in_place = placement == Placement::in_place;
+  return {{single_group(2), kHugeCount, PLX_DTYPE_FLOAT32, with_ops, PLX_REDUCE_SUM, in_place},
+          {single_group(2), kHugeCount, PLX_DTYPE_INT32, with_ops, PLX_REDUCE_MAX, in_place}};
+}
+
+std::string case_name(const testing::TestParamInfo<DataCase>& info) {
+  const DataCase& c = info.param;
+  std::string name = c.layout.name + "_" + dtype_name(c.dtype);
+  if (c.reduction) name += "_" + op_name(c.op);
+  name += "_n" + std::to_string(c.count);
+  if (c.in_place) name += "_in_place";
+  return name;
+}
+
+}  // namespace conformance

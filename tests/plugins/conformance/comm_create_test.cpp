@@ -1,0 +1,108 @@
+// comm_create validates its configuration (and leaves *out_comm untouched on error);
+// comm_destroy accepts NULL. The plugin's table is well formed.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "harness.h"
+#include "plugin_under_test.h"
+
+namespace conformance {
+namespace {
+
+struct ConfigCase {
+  std::string name;
+  std::function<void(plx_comm_config&)> change;
+};
+
+void PrintTo(const ConfigCase& c, std::ostream* os) { *os << c.name; }
+
+class CommCreateRejects : public testing::TestWithParam<ConfigCase> {};
+
+TEST_P(CommCreateRejects, BadConfigs) {
+  plx_comm_config config = make_config(4, 1000);
+  GetParam().change(config);
+  auto* const sentinel = reinterpret_cast<plx_comm*>(0x1234);
+  plx_comm* comm = sentinel;
+  char message[512] = "";
+  EXPECT_EQ(status_name(plugin().comm_create(&config, &comm, message, sizeof(message))),
+            status_name(PLX_ERR_INVALID_ARGUMENT));
+  EXPECT_EQ(comm, sentinel) << "out_comm changed on error";
+  EXPECT_GT(std::strlen(message), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, CommCreateRejects,
+    testing::ValuesIn(std::vector<ConfigCase>{
+        {"struct_size_too_small", [](plx_comm_config& c) { c.struct_size = sizeof(size_t); }},
+        {"replication_factor_zero", [](plx_comm_config& c) { c.replication_factor = 0; }},
+        {"replication_factor_negative", [](plx_comm_config& c) { c.replication_factor = -3; }},
+        {"local_replicas_zero", [](plx_comm_config& c) { c.local_replicas = 0; }},
+        {"first_local_negative", [](plx_comm_config& c) { c.first_local_replica = -1; }},
+        {"local_range_past_R", [](plx_comm_config& c) { c.first_local_replica = 2; }},
+        {"local_replicas_more_than_R", [](plx_comm_config& c) { c.local_replicas = 5; }},
+        {"timeout_zero", [](plx_comm_config& c) { c.timeout_ms = 0; }},
+        {"timeout_negative", [](plx_comm_config& c) { c.timeout_ms = -1; }},
+    }),
+    [](const testing::TestParamInfo<ConfigCase>& info) { return info.param.name; });
+
+TEST(CommCreate, NullPointersAreRejected) {
+  const plx_comm_config config = make_config(2, 1000);
+  plx_comm* comm = nullptr;
+  char message[256] = "";
+  EXPECT_EQ(plugin().comm_create(nullptr, &comm, message, sizeof(message)),
+            PLX_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_EQ(plugin().comm_create(&config, nullptr, message, sizeof(message)),
+            PLX_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CommCreate, ManyCommunicatorsAndDestroyNull) {
+  plugin().comm_destroy(nullptr);
+  for (int64_t r = 1; r <= 16; ++r) {
+    Comm comm(r, 1000);
+    EXPECT_NE(comm.get(), nullptr);
+  }
+  // A huge timeout is accepted (and must not overflow a deadline).
+  Comm patient(2, INT64_MAX);
+  run_replicas(2, [&](int64_t r) {
+    EXPECT_EQ(invoke(patient.get(), Call{Kind::barrier, {0, 1}, r}).status, PLX_OK);
+  });
+}
+
+TEST(LocalPlugin, ServesOnlySingleProcessJobs) {
+  if (std::strcmp(plugin().name, "local") != 0) GTEST_SKIP() << "local plugin only";
+  plx_comm_config config = make_config(4, 1000);
+  config.first_local_replica = 2;
+  config.local_replicas = 2;
+  plx_comm* comm = nullptr;
+  char message[512] = "";
+  EXPECT_EQ(status_name(plugin().comm_create(&config, &comm, message, sizeof(message))),
+            status_name(PLX_ERR_UNSUPPORTED));
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(std::string(message).find("single-process"), std::string::npos) << message;
+}
+
+TEST(PluginTable, IsWellFormed) {
+  const plx_collectives_plugin& table = plugin();
+  EXPECT_GE(table.struct_size, sizeof(plx_collectives_plugin));
+  EXPECT_EQ(table.abi_version, static_cast<uint32_t>(PLX_COLLECTIVES_ABI_VERSION));
+  ASSERT_NE(table.name, nullptr);
+  EXPECT_GT(std::strlen(table.name), 0u);
+  EXPECT_NE(plugin_path().find(std::string("libplexus-collectives-") + table.name + ".so"),
+            std::string::npos)
+      << "the library should be named after the plugin: " << plugin_path();
+  EXPECT_NE(table.comm_create, nullptr);
+  EXPECT_NE(table.comm_destroy, nullptr);
+  EXPECT_NE(table.all_reduce, nullptr);
+  EXPECT_NE(table.all_gather, nullptr);
+  EXPECT_NE(table.reduce_scatter, nullptr);
+  EXPECT_NE(table.broadcast, nullptr);
+  EXPECT_NE(table.barrier, nullptr);
+  EXPECT_NE(table.abort, nullptr);
+  EXPECT_EQ(plugin_entry()(), &table) << "the entry point returns the same table every time";
+}
+
+}  // namespace
+}  // namespace conformance

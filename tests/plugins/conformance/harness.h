@@ -1,0 +1,112 @@
+// What every conformance test uses: communicators (RAII), one collective call as a plain
+// struct, replicas run as threads, and the replica layouts (groups) the tests run over.
+//
+// Conventions every collectives plugin's messages follow, so the tests can check them:
+// a group is written "{0,4}" (its members' global indices, comma-separated, no spaces);
+// missing replicas are named "replica 2" or "replicas 1,3".
+#ifndef PLEXUS_TESTS_PLUGINS_CONFORMANCE_HARNESS_H
+#define PLEXUS_TESTS_PLUGINS_CONFORMANCE_HARNESS_H
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plexus/collectives_plugin.h"
+
+namespace conformance {
+
+enum class Kind { all_reduce, all_gather, reduce_scatter, broadcast, barrier };
+
+const char* kind_name(Kind kind);
+std::string dtype_name(plx_dtype dtype);
+std::string op_name(plx_reduce_op op);
+std::string status_name(plx_status status);
+
+/** An owned communicator of the plugin under test. */
+class Comm {
+ public:
+  /** A communicator hosting all `replicas` replicas in this process. Fails the test if refused. */
+  explicit Comm(int64_t replicas, int64_t timeout_ms = 60000);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  plx_comm* get() const { return comm_; }
+  int64_t replicas() const { return replicas_; }
+  void abort(const char* reason) const;
+
+ private:
+  plx_comm* comm_ = nullptr;
+  int64_t replicas_;
+};
+
+/** A config for `replicas` replicas all hosted here. */
+plx_comm_config make_config(int64_t replicas, int64_t timeout_ms);
+
+/** One collective call (see collectives_plugin.h, "Element layout"). */
+struct Call {
+  Kind kind = Kind::all_reduce;
+  std::vector<int64_t> group;
+  int64_t replica = 0;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  plx_dtype dtype = PLX_DTYPE_FLOAT32;
+  plx_reduce_op op = PLX_REDUCE_SUM;
+  int64_t root = 0;
+  plx_buffer_kind buffer_kind = PLX_BUFFER_DEVICE;
+};
+
+/** What a call returned, its message (when it failed) and how long it took. */
+struct Result {
+  plx_status status = PLX_OK;
+  std::string message;
+  double seconds = 0;
+};
+
+/** The args struct for `call`, writing messages to `message` (capacity bytes). */
+plx_coll_args make_args(const Call& call, char* message, size_t capacity);
+
+/** Makes `call` on `comm` through the plugin's table. */
+Result invoke(plx_comm* comm, const Call& call);
+
+/** Calls the plugin's function for `kind` with a hand-made args struct (may be NULL). */
+Result invoke_raw(Kind kind, plx_comm* comm, const plx_coll_args* args);
+
+/** Runs body(replica) on one thread per replica in [0, replicas) and joins them all. */
+void run_replicas(int64_t replicas, const std::function<void(int64_t replica)>& body);
+
+/** A set of replicas split into groups: each replica is in exactly one group. */
+struct Layout {
+  std::string name;  // usable in a test name: "R4", "R8_g2_s4"
+  int64_t replicas = 1;
+  std::vector<std::vector<int64_t>> groups;  // each sorted
+
+  /** The group of `replica`. */
+  const std::vector<int64_t>& group_of(int64_t replica) const;
+};
+
+/** One group of all R replicas. */
+Layout single_group(int64_t replicas);
+
+/**
+ * The replica grouping (group size g, stride s) of DESIGN.md: replica r is in group
+ * (r / (s*g)) * s + r % s. R % (s*g) must be 0.
+ */
+Layout grouping(int64_t replicas, int64_t g, int64_t stride);
+
+/** Group sizes 1..8 as single groups, then several groups at once (contiguous, strided). */
+std::vector<Layout> standard_layouts();
+
+/** True when a test named `name` (e.g. "R2") is among `names`. */
+bool layout_in(const Layout& layout, const std::vector<std::string>& names);
+
+/** Seconds since `start`. */
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+}  // namespace conformance
+
+#endif  // PLEXUS_TESTS_PLUGINS_CONFORMANCE_HARNESS_H

@@ -1,0 +1,123 @@
+// The collectives plugin loader (core/runtime/plugin_library.cpp, collectives.cpp): how a
+// plugin is found and chosen, and clear errors for missing or broken plugins (built in
+// tests/plugins/mock).
+#include "core/runtime/collectives.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/ir/error.h"
+
+namespace plexus::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Sets an environment variable for one test and restores it afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::string plugin_path_with_mocks() {
+  const char* build = std::getenv("PLEXUS_PLUGIN_PATH");
+  return std::string(PLEXUS_MOCK_PLUGIN_DIR) + ":" + (build ? build : "");
+}
+
+ir::Error load_error(const std::string& name) {
+  try {
+    Collectives c(name, 2, 1000);
+  } catch (const ir::Error& e) {
+    return e;
+  }
+  return ir::Error(ir::ErrorCode::Internal, "no error");
+}
+
+TEST(Collectives, LoadsTheLocalPluginByDefault) {
+  Collectives c("", 2, 1000);
+  EXPECT_EQ(c.name(), "local");
+  EXPECT_THAT(c.path(), HasSubstr("libplexus-collectives-local.so"));
+  EXPECT_EQ(c.communicator(1)->replica(), 1);
+}
+
+TEST(Collectives, EnvironmentChoosesThePluginAndTheOptionWins) {
+  ScopedEnv path("PLEXUS_PLUGIN_PATH", plugin_path_with_mocks());
+  ScopedEnv env("PLEXUS_COLLECTIVES", "mock_wrong_abi");
+  EXPECT_EQ(load_error("").code(), ir::ErrorCode::Plugin);  // the environment's choice was loaded
+  Collectives c("local", 2, 1000);                          // an explicit name wins
+  EXPECT_EQ(c.name(), "local");
+}
+
+TEST(Collectives, MissingPluginNamesTheFileAndEveryFolderSearched) {
+  ScopedEnv path("PLEXUS_PLUGIN_PATH", "/nonexistent/a:/nonexistent/b");
+  const ir::Error e = load_error("nccl");
+  EXPECT_EQ(e.code(), ir::ErrorCode::Plugin);
+  EXPECT_THAT(e.what(), HasSubstr("collectives plugin 'nccl' not found"));
+  EXPECT_THAT(e.what(), HasSubstr("libplexus-collectives-nccl.so"));
+  EXPECT_THAT(e.what(), HasSubstr("/nonexistent/a/libplexus-collectives-nccl.so (PLEXUS_PLUGIN_PATH)"));
+  EXPECT_THAT(e.what(), HasSubstr("/nonexistent/b/"));
+  EXPECT_THAT(e.what(), HasSubstr("(next to libplexus.so)"));
+  EXPECT_THAT(e.what(), HasSubstr("(install folder)"));
+}
+
+TEST(Collectives, BadNamesAreRefusedBeforeSearching) {
+  EXPECT_THAT(load_error("../../etc/evil").what(), HasSubstr("is not valid"));
+}
+
+struct BrokenCase {
+  const char* name;
+  const char* message;
+};
+
+class BrokenPlugins : public ::testing::TestWithParam<BrokenCase> {};
+
+TEST_P(BrokenPlugins, AreRefusedWithAClearError) {
+  ScopedEnv path("PLEXUS_PLUGIN_PATH", plugin_path_with_mocks());
+  const ir::Error e = load_error(GetParam().name);
+  EXPECT_EQ(e.code(), ir::ErrorCode::Plugin) << e.what();
+  EXPECT_THAT(e.what(), HasSubstr(std::string("libplexus-collectives-") + GetParam().name + ".so"));
+  EXPECT_THAT(e.what(), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Loader, BrokenPlugins,
+    ::testing::Values(BrokenCase{"mock_wrong_abi", "ABI version 99, this Plexus needs 1"},
+                      BrokenCase{"mock_no_symbol", "does not export the symbol 'plx_collectives_plugin_v1'"},
+                      BrokenCase{"mock_failing_init", "comm_create failed (11): mock: no network today"},
+                      BrokenCase{"mock_null_entry", "table entry 'all_gather' is NULL"},
+                      BrokenCase{"mock_small_table", "is smaller than the"},
+                      BrokenCase{"mock_null_table", "plx_collectives_plugin_v1() returned NULL"}),
+    [](const ::testing::TestParamInfo<BrokenCase>& info) { return std::string(info.param.name); });
+
+TEST(Collectives, PluginErrorsInCallsBecomeErrorsNamingTheCollective) {
+  Collectives c("local", 2, 1000);
+  float x = 1.0f, y = 0.0f;
+  const int64_t group[] = {0, 1};
+  try {
+    c.communicator(0)->all_reduce(group, &x, &y, 1, ir::DType::UInt8, replication::ReduceOp::Sum);
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("collective all_reduce (local plugin), replica 0"));
+  }
+}
+
+}  // namespace
+}  // namespace plexus::runtime
