@@ -34,28 +34,45 @@
  *                   their send[p*count, (p+1)*count).
  *   broadcast       recv: count elements; on the member whose global index is `root`, send
  *                   holds the data (send may equal recv); every member's recv gets it.
- *   barrier         no data.
+ *                   Members other than the root may pass send = NULL.
+ *   barrier         no data (send and recv NULL, count 0).
  * send may equal recv (in place) for all_reduce and broadcast; for all_gather and
  * reduce_scatter the buffers must not overlap. Reductions: PLX_REDUCE_SUM, _MEAN (sum
- * divided by g; integer division truncating toward zero for int32), _MAX, _MIN. Every
- * member must receive bit-identical results, and results must not depend on timing
- * (reduce in member order).
+ * divided by g; for int32 the exact sum divided by g, truncating toward zero), _MAX, _MIN.
+ * int32 sums wrap modulo 2^32. Every member must receive bit-identical results, and results
+ * must not depend on timing: reduce in member order (float32 sums accumulate in float32
+ * from the lowest member up). NaN inputs to _MAX / _MIN give an unspecified one of the
+ * values but still the same result on every member.
  *
  * Errors
  * ------
- * Every call checks that all members agree on the collective, count, dtype, op and root;
- * a disagreement fails the call on every member with PLX_ERR_INVALID_ARGUMENT (never a
- * hang, never a wrong result). A member that does not arrive within `timeout_ms` of the
- * first arrival fails the call on every waiting member with PLX_ERR_TIMEOUT, and the
- * message names the group and the missing replica(s). abort() fails every waiting and
- * every later call on the communicator with PLX_ERR_CANCELLED. On error, a call writes a
+ * Every call checks that all members agree on the collective, count, dtype and buffer
+ * kind, plus op for all_reduce / reduce_scatter and root for broadcast; a disagreement
+ * fails the call on every member with PLX_ERR_INVALID_ARGUMENT (never a hang, never a
+ * wrong result), and the message names the group and the values that differ. Arguments
+ * that are wrong on their own (NULL buffers with count > 0, the caller not a member,
+ * members not increasing or outside [0, R), a replica this process does not host, a bad
+ * dtype or op, struct_size too small) fail at once, on the caller only, with
+ * PLX_ERR_INVALID_ARGUMENT; the other members then wait for the timeout or an abort. A
+ * member that does not arrive within `timeout_ms` of the first arrival fails the call on
+ * every waiting member with PLX_ERR_TIMEOUT, and the message names the group and the
+ * missing replica(s); the group stays failed (every later call on it, the late member's
+ * included, returns PLX_ERR_TIMEOUT). abort() fails every waiting and every later call on
+ * the communicator with PLX_ERR_CANCELLED; a call whose members have all arrived finishes
+ * its data movement first (the others are reading its buffers). On error, a call writes a
  * NUL-terminated UTF-8 message into args->message (at most message_capacity bytes,
- * truncated if needed) and leaves recv unspecified.
+ * truncated if needed; nothing when struct_size itself is too small) and leaves recv
+ * unspecified. Conventions for messages: groups as "{0,1,2}", missing replicas as
+ * "replica 2" or "replicas 1,3".
  *
  * Thread safety: comm_create/comm_destroy are called once, from one thread, with no call in
  * flight. The collective functions are called concurrently from the hosted replicas'
  * threads (one call at a time per replica). abort() may be called from any thread at any
  * time, including concurrently with calls.
+ *
+ * A plugin that serves only some jobs (e.g. the local plugin serves one process, so it
+ * needs local_replicas == replication_factor) refuses others in comm_create with
+ * PLX_ERR_UNSUPPORTED and a message saying why.
  *
  * Versioning: the table only grows; a field is added at the end with a new minor
  * version and Plexus checks struct_size before reading it. A change that breaks old
