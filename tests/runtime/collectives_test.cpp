@@ -37,8 +37,10 @@ class ScopedEnv {
 };
 
 std::string plugin_path_with_mocks() {
-  const char* build = std::getenv("PLEXUS_PLUGIN_PATH");
-  return std::string(PLEXUS_MOCK_PLUGIN_DIR) + ":" + (build ? build : "");
+  std::string path = PLEXUS_MOCK_PLUGIN_DIR;
+  path += ':';
+  if (const char* build = std::getenv("PLEXUS_PLUGIN_PATH")) path += build;
+  return path;
 }
 
 ir::Error load_error(const std::string& name) {
