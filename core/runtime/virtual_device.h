@@ -1,8 +1,8 @@
 // A virtual device: a worker thread plus the memory arena its kernels run in
 // (DESIGN.md, Runtime). Work is handed over through two counters with C++20 atomic
-// wait/notify, so a hand-over costs no allocation and no lock. When the machine has a
-// core to spare, both sides spin briefly before sleeping (SpinWait): a futex wake-up
-// costs tens of microseconds here, more than a small model's whole step.
+// wait/notify, so a hand-over costs no allocation and no lock. When every device can have
+// a core, both sides spin briefly before sleeping (SpinWait): a futex wake-up costs tens
+// of microseconds here, more than a small model's whole step.
 #pragma once
 
 #include <atomic>
@@ -21,8 +21,8 @@ namespace plexus::runtime {
 class VirtualDevice {
  public:
   /// Starts the device thread ("plx-dev<index>") and allocates an arena of `arena_bytes`.
-  /// `spin`: let both sides spin before sleeping (see SpinWait); set it only when the
-  /// devices leave a core free.
+  /// `spin`: let both sides spin before sleeping (see SpinWait); set it when every device
+  /// can have a core of its own (SpinWait backs off by itself when cores are contended).
   VirtualDevice(int index, size_t arena_bytes, bool spin);
   /// Stops and joins the thread; waits for submitted work first.
   ~VirtualDevice();
