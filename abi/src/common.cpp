@@ -8,7 +8,6 @@ namespace plexus::abi {
 
 namespace {
 thread_local std::string last_error;
-constexpr uint64_t kStreamBit = uint64_t{1} << 31;
 // Largest element count of a shape: its byte size (elements * 8 at most) fits in int64_t.
 constexpr int64_t kMaxElements = int64_t{1} << 60;
 }  // namespace
@@ -26,49 +25,95 @@ void require(const void* p, const char* function, const char* what) {
   if (p == nullptr) ir::fail(ir::ErrorCode::InvalidArgument, std::string(function) + ": " + what + " is NULL");
 }
 
-plx_tensor encode_tensor(const ir::Graph& g, ir::TensorId id) {
-  return (uint64_t{g.tag()} << 32) | static_cast<uint32_t>(id);
-}
-
-plx_stream encode_stream(const ir::Graph& g, ir::StreamId id) {
-  return (uint64_t{g.tag()} << 32) | kStreamBit | static_cast<uint32_t>(id);
-}
-
 namespace {
 
-uint32_t decode(const ir::Graph& g, uint64_t id, bool stream, const std::string& what) {
-  const char* kind = stream ? "stream" : "tensor";
+// The kind of object an id names, in bits 30-31 of its low half.
+enum class IdKind : uint32_t { Tensor = 0, Stream = 2, RemoteBuffer = 1 };
+constexpr uint32_t kKindShift = 30;
+constexpr uint32_t kIndexMask = (uint32_t{1} << kKindShift) - 1;
+
+const char* kind_name(IdKind k) {
+  switch (k) {
+    case IdKind::Tensor:
+      return "tensor";
+    case IdKind::Stream:
+      return "stream";
+    case IdKind::RemoteBuffer:
+      return "remote buffer";
+  }
+  return "unknown";
+}
+
+uint64_t encode(const ir::Graph& g, IdKind kind, int32_t index) {
+  return (uint64_t{g.tag()} << 32) | (static_cast<uint32_t>(kind) << kKindShift) | static_cast<uint32_t>(index);
+}
+
+int32_t decode(const ir::Graph& g, uint64_t id, IdKind kind, const std::string& what, size_t count) {
+  const char* name = kind_name(kind);
   const auto tag = static_cast<uint32_t>(id >> 32);
   const auto low = static_cast<uint32_t>(id);
-  if (id == 0) ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + kind + " id 0 is not a valid id");
-  if (((low & kStreamBit) != 0) != stream) {
+  if (id == 0) ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + name + " id 0 is not a valid id");
+  const auto actual = static_cast<IdKind>(low >> kKindShift);
+  if (actual != kind) {
     ir::fail(ir::ErrorCode::InvalidArgument,
-             what + ": id " + std::to_string(id) + " is a " + (stream ? "tensor" : "stream") + " id, not a " + kind + " id");
+             what + ": id " + std::to_string(id) + " is a " + kind_name(actual) + " id, not a " + name + " id");
   }
   if (tag != g.tag()) {
-    ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + kind + " id " + std::to_string(id) +
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + name + " id " + std::to_string(id) +
                                                  " belongs to another IR (IR #" + std::to_string(tag) + ", not #" +
                                                  std::to_string(g.tag()) + ")");
   }
-  return low & ~static_cast<uint32_t>(kStreamBit);
+  const uint32_t index = low & kIndexMask;
+  if (index >= count) {
+    ir::fail(ir::ErrorCode::NotFound, what + ": " + name + " id " + std::to_string(id) + " does not exist in this IR");
+  }
+  return static_cast<int32_t>(index);
 }
 
 }  // namespace
 
+plx_tensor encode_tensor(const ir::Graph& g, ir::TensorId id) { return encode(g, IdKind::Tensor, id); }
+plx_stream encode_stream(const ir::Graph& g, ir::StreamId id) { return encode(g, IdKind::Stream, id); }
+plx_remote_buffer encode_remote_buffer(const ir::Graph& g, ir::RemoteBufferId id) {
+  return encode(g, IdKind::RemoteBuffer, id);
+}
+
 ir::TensorId decode_tensor(const ir::Graph& g, plx_tensor id, const std::string& what) {
-  const auto index = static_cast<ir::TensorId>(decode(g, id, false, what));
-  if (static_cast<size_t>(index) >= g.num_tensors()) {
-    ir::fail(ir::ErrorCode::NotFound, what + ": tensor id " + std::to_string(id) + " does not exist in this IR");
-  }
-  return index;
+  return decode(g, id, IdKind::Tensor, what, g.num_tensors());
 }
 
 ir::StreamId decode_stream(const ir::Graph& g, plx_stream id, const std::string& what) {
-  const auto index = static_cast<ir::StreamId>(decode(g, id, true, what));
-  if (static_cast<size_t>(index) >= g.num_streams()) {
-    ir::fail(ir::ErrorCode::NotFound, what + ": stream id " + std::to_string(id) + " does not exist in this IR");
+  return decode(g, id, IdKind::Stream, what, g.num_streams());
+}
+
+ir::RemoteBufferId decode_remote_buffer(const ir::Graph& g, plx_remote_buffer id, const std::string& what) {
+  return decode(g, id, IdKind::RemoteBuffer, what, g.remote_buffers().size());
+}
+
+std::vector<std::byte> copy_bytes(const void* data, size_t bytes) {
+  std::vector<std::byte> out(bytes);
+  if (bytes) std::memcpy(out.data(), data, bytes);
+  return out;
+}
+
+VariableOptions to_variable_options(const plx_variable_options* options, const std::string& what) {
+  VariableOptions out;
+  if (options == nullptr) return out;
+  const size_t min_size = offsetof(plx_variable_options, retrieval_mode) + sizeof(plx_retrieval_mode);
+  if (options->struct_size < min_size) {
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": options->struct_size is " + std::to_string(options->struct_size) +
+                                                 ", at least " + std::to_string(min_size) +
+                                                 " expected (call plx_variable_options_init)");
   }
-  return index;
+  if (options->grouping != nullptr) {
+    const plx_replica_grouping& g = *options->grouping;
+    out.grouping = make_grouping(g.replication_factor, g.group_size, g.stride);
+  }
+  out.retrieval = static_cast<ir::RetrievalMode>(options->retrieval_mode);
+  if (options->struct_size >= offsetof(plx_variable_options, shard_over) + sizeof(int64_t)) {  // version 3
+    out.shard_over = options->shard_over;
+  }
+  return out;
 }
 
 ir::DType to_dtype(plx_dtype dtype, const std::string& what) {

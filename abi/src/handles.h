@@ -5,6 +5,8 @@
 #include <plexus/plexus.h>
 
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "core/data/idx_reader.h"
@@ -49,11 +51,25 @@ plx_status guarded(F&& body) noexcept {
 /// Throws InvalidArgument "<function>: <what> is NULL" when `p` is null.
 void require(const void* p, const char* function, const char* what);
 
-// Ids: high 32 bits = the IR's tag, low 32 bits = index; bit 31 of the low half marks streams.
+// Ids: high 32 bits = the IR's tag, low 32 bits = the object's kind (bits 30-31: tensor,
+// remote buffer, stream) and index. Decoding checks kind, IR and range, naming `what`.
 plx_tensor encode_tensor(const ir::Graph& g, ir::TensorId id);
 plx_stream encode_stream(const ir::Graph& g, ir::StreamId id);
+plx_remote_buffer encode_remote_buffer(const ir::Graph& g, ir::RemoteBufferId id);
 ir::TensorId decode_tensor(const ir::Graph& g, plx_tensor id, const std::string& what);
 ir::StreamId decode_stream(const ir::Graph& g, plx_stream id, const std::string& what);
+ir::RemoteBufferId decode_remote_buffer(const ir::Graph& g, plx_remote_buffer id, const std::string& what);
+
+/// Options of a variable from C (NULL = defaults), checked.
+struct VariableOptions {
+  std::optional<ir::ReplicaGrouping> grouping;
+  ir::RetrievalMode retrieval = ir::RetrievalMode::OnePerGroup;
+  int64_t shard_over = 0;
+};
+VariableOptions to_variable_options(const plx_variable_options* options, const std::string& what);
+
+/// A copy of `bytes` of host data (`data` may be NULL only when bytes is 0).
+std::vector<std::byte> copy_bytes(const void* data, size_t bytes);
 
 ir::DType to_dtype(plx_dtype dtype, const std::string& what);
 ir::Shape to_shape(const int64_t* shape, size_t rank, const std::string& what);

@@ -10,13 +10,8 @@ using abi::require;
 
 namespace {
 
-std::vector<std::byte> copy_bytes(const void* data, size_t bytes) {
-  std::vector<std::byte> out(bytes);
-  if (bytes) std::memcpy(out.data(), data, bytes);
-  return out;
-}
-
-ir::Attributes to_attributes(const plx_attr* attrs, size_t count, const std::string& op) {
+// The attribute "buffer" carries a plx_remote_buffer id; the core wants the buffer index.
+ir::Attributes to_attributes(const ir::Graph& graph, const plx_attr* attrs, size_t count, const std::string& op) {
   if (count > 0) require(attrs, "plx_ir_add_op", "attrs");
   ir::Attributes out;
   for (size_t i = 0; i < count; ++i) {
@@ -24,7 +19,10 @@ ir::Attributes to_attributes(const plx_attr* attrs, size_t count, const std::str
     if (a.name == nullptr) ir::fail(ir::ErrorCode::InvalidArgument, "op '" + op + "': attribute " + std::to_string(i) + " has a NULL name");
     switch (a.kind) {
       case PLX_ATTR_INT:
-        out.set(a.name, a.i);
+        out.set(a.name, std::string(a.name) == "buffer"
+                            ? int64_t{abi::decode_remote_buffer(graph, static_cast<plx_remote_buffer>(a.i),
+                                                                "op '" + op + "' attribute 'buffer'")}
+                            : a.i);
         break;
       case PLX_ATTR_FLOAT:
         out.set(a.name, a.f);
@@ -65,6 +63,7 @@ PLX_API void plx_variable_options_init(plx_variable_options* options) {
   options->struct_size = sizeof(plx_variable_options);
   options->grouping = nullptr;
   options->retrieval_mode = PLX_RETRIEVAL_ONE_PER_GROUP;
+  options->shard_over = 0;
 }
 
 PLX_API plx_status plx_ir_add_variable_with_options(plx_ir* ir, const char* name, plx_dtype dtype,
@@ -78,23 +77,9 @@ PLX_API plx_status plx_ir_add_variable_with_options(plx_ir* ir, const char* name
     require(out_tensor, fn, "out_tensor");
     const std::string what = std::string(fn) + " '" + name + "'";
     if (data_bytes > 0) require(data, fn, "data");
-    std::optional<ir::ReplicaGrouping> grouping;
-    auto retrieval = ir::RetrievalMode::OnePerGroup;
-    if (options != nullptr) {
-      const size_t min_size = offsetof(plx_variable_options, retrieval_mode) + sizeof(plx_retrieval_mode);
-      if (options->struct_size < min_size) {
-        ir::fail(ir::ErrorCode::InvalidArgument, what + ": options->struct_size is " +
-                                                     std::to_string(options->struct_size) + ", at least " +
-                                                     std::to_string(min_size) + " expected (call plx_variable_options_init)");
-      }
-      if (options->grouping != nullptr) {
-        const plx_replica_grouping& g = *options->grouping;
-        grouping = abi::make_grouping(g.replication_factor, g.group_size, g.stride);
-      }
-      retrieval = static_cast<ir::RetrievalMode>(options->retrieval_mode);
-    }
+    const abi::VariableOptions o = abi::to_variable_options(options, what);
     const ir::TensorId id = ir->graph.add_variable(name, abi::to_dtype(dtype, what), abi::to_shape(shape, rank, what),
-                                                   copy_bytes(data, data_bytes), grouping, retrieval);
+                                                   abi::copy_bytes(data, data_bytes), o.grouping, o.retrieval);
     *out_tensor = abi::encode_tensor(ir->graph, id);
   });
 }
@@ -112,7 +97,7 @@ PLX_API plx_status plx_ir_add_constant(plx_ir* ir, plx_dtype dtype, const int64_
     require(out_tensor, fn, "out_tensor");
     if (data_bytes > 0) require(data, fn, "data");
     const ir::TensorId id = ir->graph.add_constant(abi::to_dtype(dtype, fn), abi::to_shape(shape, rank, fn),
-                                                   copy_bytes(data, data_bytes));
+                                                   abi::copy_bytes(data, data_bytes));
     *out_tensor = abi::encode_tensor(ir->graph, id);
   });
 }
@@ -156,7 +141,7 @@ PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* i
     for (size_t i = 0; i < num_inputs; ++i) {
       ins.push_back(abi::decode_tensor(ir->graph, inputs[i], "op '" + std::string(op) + "' input " + std::to_string(i)));
     }
-    ir::Attributes attributes = to_attributes(attrs, num_attrs, op);
+    ir::Attributes attributes = to_attributes(ir->graph, attrs, num_attrs, op);
     const ir::Graph::Mark before = ir->graph.mark();
     const std::vector<ir::TensorId> outs = ir->graph.add_op(op, ins, attributes);
     if (outs.size() > max_outputs) {  // an error leaves the IR unchanged

@@ -62,6 +62,7 @@ std::string report(const runtime::Session& s) {
                             {"arena_bytes", m.arena_bytes},
                             {"variable_bytes", m.variable_bytes},
                             {"planned_peak_bytes", m.planned_peak_bytes},
+                            {"remote_buffer_bytes", m.remote_buffer_bytes},
                             {"peak_bytes", m.peak_bytes}});
   }
   j["kernels"] = s.notes();
@@ -164,7 +165,7 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
     const char* fn = "plx_session_get_memory_stats";
     require(session, fn, "session");
     require(out_stats, fn, "out_stats");
-    const size_t min_size = offsetof(plx_memory_stats, planned_peak_bytes) + sizeof(int64_t);
+    const size_t min_size = offsetof(plx_memory_stats, planned_peak_bytes) + sizeof(int64_t);  // version 1
     if (out_stats->struct_size < min_size) {
       ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_stats->struct_size is " +
                                                    std::to_string(out_stats->struct_size) + ", at least " +
@@ -176,6 +177,29 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
     out_stats->current_bytes = static_cast<int64_t>(m.current_bytes);
     out_stats->peak_bytes = static_cast<int64_t>(m.peak_bytes);
     out_stats->planned_peak_bytes = static_cast<int64_t>(m.planned_peak_bytes);
+    if (out_stats->struct_size >= offsetof(plx_memory_stats, remote_buffer_bytes) + sizeof(int64_t)) {  // version 3
+      out_stats->remote_buffer_bytes = static_cast<int64_t>(m.remote_buffer_bytes);
+    }
+  });
+}
+
+PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, plx_tensor tensor,
+                                                    plx_variable_storage* out_storage) {
+  return guarded([&] {
+    const char* fn = "plx_session_get_variable_storage";
+    require(session, fn, "session");
+    require(out_storage, fn, "out_storage");
+    const size_t min_size = offsetof(plx_variable_storage, shard_over) + sizeof(int64_t);
+    if (out_storage->struct_size < min_size) {
+      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_storage->struct_size is " +
+                                                   std::to_string(out_storage->struct_size) + ", at least " +
+                                                   std::to_string(min_size) + " expected");
+    }
+    const runtime::VariableStorage s =
+        session->session->variable_storage(abi::decode_tensor(session->session->graph(), tensor, fn));
+    out_storage->device_bytes = static_cast<int64_t>(s.device_bytes);
+    out_storage->remote_bytes = static_cast<int64_t>(s.remote_bytes);
+    out_storage->shard_over = s.shard_over;
   });
 }
 

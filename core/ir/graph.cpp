@@ -47,9 +47,8 @@ void Graph::set_replication_factor(int64_t replication_factor) {
   replication_factor_ = replication_factor;
 }
 
-TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data,
-                             std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval) {
-  const std::string what = "variable '" + name + "'";
+ReplicaGrouping Graph::check_variable(const std::string& what, const std::string& name, const Shape& shape,
+                                      std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval) const {
   check_unique_name(name, "variable");
   check_shape(shape, what);
   const ReplicaGrouping g = grouping.value_or(ReplicaGrouping::all(replication_factor_));
@@ -61,6 +60,37 @@ TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, 
     fail(ErrorCode::InvalidArgument, what + ": retrieval mode " + std::to_string(static_cast<int>(retrieval)) +
                                          " is not one_per_group (0) or all_replicas (1)");
   }
+  return g;
+}
+
+Sharding Graph::make_sharding(const std::string& what, const Shape& full_shape, const ReplicaGrouping& grouping,
+                              int64_t shard_over) const {
+  const int64_t over = shard_over == 0 ? grouping.group_size() : shard_over;
+  if (over < 1 || grouping.group_size() % over != 0) {
+    fail(ErrorCode::InvalidGrouping, what + ": shard_over " + std::to_string(shard_over) +
+                                         " must divide the group size of " + grouping.to_string());
+  }
+  return Sharding{full_shape, over, grouping.stride()};
+}
+
+void Graph::check_slot(const std::string& what, RemoteBufferId buffer, int64_t entry, DType dtype,
+                       const Shape& shape) const {
+  const RemoteBuffer& b = remote_buffer(buffer);
+  if (entry < 0 || entry >= b.entries) {
+    fail(ErrorCode::InvalidArgument, what + ": entry " + std::to_string(entry) + " is outside [0, " +
+                                         std::to_string(b.entries) + ") of remote buffer " + std::to_string(buffer));
+  }
+  if (b.dtype != dtype || b.shape != shape) {
+    fail(ErrorCode::ShapeMismatch, what + ": remote buffer " + std::to_string(buffer) + " holds " +
+                                       std::string(dtype_name(b.dtype)) + shape_string(b.shape) + " slots, the variable needs " +
+                                       std::string(dtype_name(dtype)) + shape_string(shape));
+  }
+}
+
+TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data,
+                             std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval) {
+  const std::string what = "variable '" + name + "'";
+  const ReplicaGrouping g = check_variable(what, name, shape, grouping, retrieval);
   check_data_size(what, dtype, shape, data.size(), g.num_groups());
   TensorInfo t;
   t.name = name;
@@ -71,6 +101,101 @@ TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, 
   t.grouping = g;
   t.retrieval = retrieval;
   return add_tensor(std::move(t));
+}
+
+RemoteBufferId Graph::add_remote_buffer(DType dtype, Shape shape, int64_t entries) {
+  const std::string what = "remote buffer " + std::to_string(remote_buffers_.size());
+  check_shape(shape, what);
+  if (entries < 1) fail(ErrorCode::InvalidArgument, what + ": entries is " + std::to_string(entries) + ", must be >= 1");
+  remote_buffers_.push_back(RemoteBuffer{std::move(shape), dtype, entries, std::nullopt});
+  return static_cast<RemoteBufferId>(remote_buffers_.size() - 1);
+}
+
+const RemoteBuffer& Graph::remote_buffer(RemoteBufferId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= remote_buffers_.size()) {
+    fail(ErrorCode::NotFound, "remote buffer " + std::to_string(id) + " does not exist (the IR has " +
+                                  std::to_string(remote_buffers_.size()) + ")");
+  }
+  return remote_buffers_[static_cast<size_t>(id)];
+}
+
+TensorId Graph::add_remote_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data,
+                                    RemoteBufferId buffer, int64_t entry, std::optional<ReplicaGrouping> grouping,
+                                    RetrievalMode retrieval) {
+  const std::string what = "remote variable '" + name + "'";
+  const ReplicaGrouping g = check_variable(what, name, shape, grouping, retrieval);
+  check_slot(what, buffer, entry, dtype, shape);
+  if (remote_buffer(buffer).sharding) {
+    fail(ErrorCode::InvalidArgument, what + ": remote buffer " + std::to_string(buffer) +
+                                         " holds replica-sharded variables; use a replica-sharded variable");
+  }
+  check_data_size(what, dtype, shape, data.size(), g.num_groups());
+  TensorInfo t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.kind = TensorKind::RemoteVariable;
+  t.data = std::move(data);
+  t.grouping = g;
+  t.retrieval = retrieval;
+  t.remote_buffer = buffer;
+  t.remote_entry = entry;
+  return add_tensor(std::move(t));
+}
+
+TensorId Graph::add_replica_sharded_variable(const std::string& name, DType dtype, Shape full_shape,
+                                             std::vector<std::byte> data, std::optional<ReplicaGrouping> grouping,
+                                             RetrievalMode retrieval, int64_t shard_over) {
+  const std::string what = "replica-sharded variable '" + name + "'";
+  const ReplicaGrouping g = check_variable(what, name, full_shape, grouping, retrieval);
+  const Sharding sharding = make_sharding(what, full_shape, g, shard_over);
+  check_data_size(what, dtype, full_shape, data.size(), g.num_groups());
+  TensorInfo t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = {sharding.shard_elements()};
+  t.kind = TensorKind::Variable;
+  t.data = std::move(data);
+  t.grouping = g;
+  t.retrieval = retrieval;
+  t.sharding = sharding;
+  return add_tensor(std::move(t));
+}
+
+TensorId Graph::add_remote_replica_sharded_variable(const std::string& name, DType dtype, Shape full_shape,
+                                                    std::vector<std::byte> data, RemoteBufferId buffer, int64_t entry,
+                                                    std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval,
+                                                    int64_t shard_over) {
+  const std::string what = "remote replica-sharded variable '" + name + "'";
+  const ReplicaGrouping g = check_variable(what, name, full_shape, grouping, retrieval);
+  const Sharding sharding = make_sharding(what, full_shape, g, shard_over);
+  const Shape shard_shape{sharding.shard_elements()};
+  check_slot(what, buffer, entry, dtype, shard_shape);
+  const std::optional<Sharding>& bound = remote_buffer(buffer).sharding;
+  if (bound && !(*bound == sharding)) {
+    fail(ErrorCode::InvalidArgument, what + ": remote buffer " + std::to_string(buffer) + " already holds shards of " +
+                                         shape_string(bound->full_shape) + " over " + std::to_string(bound->shard_over) +
+                                         " replicas");
+  }
+  check_data_size(what, dtype, full_shape, data.size(), g.num_groups());
+  remote_buffers_[static_cast<size_t>(buffer)].sharding = sharding;
+  TensorInfo t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = shard_shape;
+  t.kind = TensorKind::RemoteVariable;
+  t.data = std::move(data);
+  t.grouping = g;
+  t.retrieval = retrieval;
+  t.sharding = sharding;
+  t.remote_buffer = buffer;
+  t.remote_entry = entry;
+  return add_tensor(std::move(t));
+}
+
+void Graph::end_in_sequence() {
+  if (in_sequence_depth_ == 0) fail(ErrorCode::InvalidArgument, "in_sequence: end without a matching begin");
+  --in_sequence_depth_;
 }
 
 TensorId Graph::add_constant(DType dtype, Shape shape, std::vector<std::byte> data) {
@@ -125,10 +250,16 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
       fail(ErrorCode::NotFound, "op '" + def->name + "': input " + std::to_string(i) + " is tensor " +
                                     std::to_string(inputs[i]) + ", which does not exist");
     }
+    if (tensors_[inputs[i]].kind == TensorKind::RemoteVariable) {
+      fail(ErrorCode::InvalidArgument, "op '" + def->name + "': input " + std::to_string(i) + " is the remote variable '" +
+                                           tensors_[inputs[i]].name + "', which lives in remote buffer " +
+                                           std::to_string(tensors_[inputs[i]].remote_buffer) + ": remote_load it first");
+    }
     infos.push_back(&tensors_[inputs[i]]);
   }
   attrs.validate(def->name, def->attrs);
-  InferContext ctx{def->name, infos, attrs, replication_factor_};
+  InferContext ctx{def->name, infos, attrs, replication_factor_, this};
+  if (def->resolve_attrs) def->resolve_attrs(ctx, attrs);
   InferResult result = def->infer(ctx);
   if (def->inplace_input >= 0) {
     const TensorInfo& target = tensors_[inputs[def->inplace_input]];
@@ -146,9 +277,13 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
     if (result.outputs.size() > 1) t.name.append(":").append(std::to_string(k));
     t.dtype = result.outputs[k].dtype;
     t.shape = std::move(result.outputs[k].shape);
+    t.sharding = std::move(result.outputs[k].sharding);
     t.kind = TensorKind::OpOutput;
     t.producer = op_id;
-    if (k == 0 && def->inplace_input >= 0) t.alias_of = op.inputs[def->inplace_input];
+    if (k == 0 && def->inplace_input >= 0) {
+      t.alias_of = op.inputs[def->inplace_input];
+      t.sharding = tensors_[t.alias_of].sharding;  // an in-place update keeps the shard a shard
+    }
     if (k == 0 && def->is_view) t.alias_of = op.inputs[0];
     op.outputs.push_back(add_tensor(std::move(t)));
   }
@@ -202,7 +337,10 @@ std::optional<TensorId> Graph::find_named(const std::string& name) const {
     if (s.name == name) return s.tensor;
   }
   for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (tensors_[i].kind == TensorKind::Variable && tensors_[i].name == name) return static_cast<TensorId>(i);
+    const TensorKind kind = tensors_[i].kind;
+    if ((kind == TensorKind::Variable || kind == TensorKind::RemoteVariable) && tensors_[i].name == name) {
+      return static_cast<TensorId>(i);
+    }
   }
   return std::nullopt;
 }
@@ -211,6 +349,7 @@ void Graph::rollback(const Mark& m) {
   tensors_.resize(m.tensors);
   ops_.resize(m.ops);
   streams_.resize(m.streams);
+  remote_buffers_.resize(m.remote_buffers);
 }
 
 

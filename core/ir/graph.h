@@ -48,6 +48,37 @@ class Graph {
                         std::optional<ReplicaGrouping> grouping = std::nullopt,
                         RetrievalMode retrieval = RetrievalMode::OnePerGroup);
   TensorId add_constant(DType dtype, Shape shape, std::vector<std::byte> data);
+
+  /// Adds a remote buffer of `entries` slots of `shape` and `dtype` per replica.
+  RemoteBufferId add_remote_buffer(DType dtype, Shape shape, int64_t entries);
+  /// A variable living in slot `entry` of `buffer` (PopXL remote_variable): `data` is
+  /// [num_groups] + the slot shape, each replica's slot starts from its group's row.
+  TensorId add_remote_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data,
+                               RemoteBufferId buffer, int64_t entry, std::optional<ReplicaGrouping> grouping,
+                               RetrievalMode retrieval);
+  /// A replica-sharded variable (PopXL replica_sharded_variable): `data` is [num_groups] +
+  /// the full shape; each replica keeps its shard, [ceil(numel / shard_over)], on its device.
+  /// shard_over 0 means the grouping's group size; it must divide the group size. The
+  /// returned tensor is both the variable and this replica's shard.
+  TensorId add_replica_sharded_variable(const std::string& name, DType dtype, Shape full_shape,
+                                        std::vector<std::byte> data, std::optional<ReplicaGrouping> grouping,
+                                        RetrievalMode retrieval, int64_t shard_over);
+  /// A replica-sharded variable kept in slot `entry` of `buffer`, whose slot shape must be
+  /// the shard's (PopXL remote_replica_sharded_variable). The buffer then carries the
+  /// sharding: remote_load from it yields shards that all-gather to the full shape.
+  TensorId add_remote_replica_sharded_variable(const std::string& name, DType dtype, Shape full_shape,
+                                               std::vector<std::byte> data, RemoteBufferId buffer, int64_t entry,
+                                               std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval,
+                                               int64_t shard_over);
+  const RemoteBuffer& remote_buffer(RemoteBufferId id) const;
+  const std::vector<RemoteBuffer>& remote_buffers() const { return remote_buffers_; }
+
+  /// in_sequence scopes (seed 001, listing 13.2). Plexus runs ops in the order they were
+  /// added, so every op is in sequence; the scopes are checked for balance so that PopXL
+  /// programs port unchanged. end_in_sequence() without a begin is InvalidArgument.
+  void begin_in_sequence() { ++in_sequence_depth_; }
+  void end_in_sequence();
+  int in_sequence_depth() const { return in_sequence_depth_; }
   /// Adds a host-to-device stream and the tensor it fills each step.
   StreamId add_h2d_stream(const std::string& name, DType dtype, Shape shape);
   /// Adds a device-to-host stream that copies `tensor` to the host each step.
@@ -76,14 +107,20 @@ class Graph {
   /// Sizes of the IR at one moment; rollback() removes everything added after it, so a
   /// multi-op change (autodiff) is all or nothing.
   struct Mark {
-    size_t tensors, ops, streams;
+    size_t tensors, ops, streams, remote_buffers;
   };
-  Mark mark() const { return {tensors_.size(), ops_.size(), streams_.size()}; }
+  Mark mark() const { return {tensors_.size(), ops_.size(), streams_.size(), remote_buffers_.size()}; }
   void rollback(const Mark& m);
 
 
  private:
   TensorId add_tensor(TensorInfo info);
+  /// Checks name, shape and grouping of a new variable and returns its grouping.
+  ReplicaGrouping check_variable(const std::string& what, const std::string& name, const Shape& shape,
+                                 std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval) const;
+  Sharding make_sharding(const std::string& what, const Shape& full_shape, const ReplicaGrouping& grouping,
+                         int64_t shard_over) const;
+  void check_slot(const std::string& what, RemoteBufferId buffer, int64_t entry, DType dtype, const Shape& shape) const;
   void check_unique_name(const std::string& name, const std::string& what) const;
   void check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes,
                        int64_t copies = 1) const;
@@ -93,6 +130,8 @@ class Graph {
   std::vector<TensorInfo> tensors_;
   std::vector<Op> ops_;
   std::vector<Stream> streams_;
+  std::vector<RemoteBuffer> remote_buffers_;
+  int in_sequence_depth_ = 0;
 };
 
 }  // namespace plexus::ir

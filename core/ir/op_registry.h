@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,10 +24,11 @@ namespace plexus::ir {
 class Graph;
 struct Op;
 
-/// Type of one op output.
+/// Type of one op output; `sharding` when it is a replica's shard (RTS).
 struct TensorType {
   DType dtype;
   Shape shape;
+  std::optional<Sharding> sharding = std::nullopt;
 };
 
 /// What shape inference sees. fail() builds the message every op error carries: the op,
@@ -36,6 +38,7 @@ struct InferContext {
   std::vector<const TensorInfo*> inputs;
   const Attributes& attrs;
   int64_t replication_factor = 1;
+  const Graph* graph = nullptr;  ///< the IR the op is added to (remote buffers, ...)
 
   const Shape& shape(size_t i) const { return inputs[i]->shape; }
   DType dtype(size_t i) const { return inputs[i]->dtype; }
@@ -60,11 +63,12 @@ using Kernel = std::function<void()>;
 /// What a kernel factory sees at session creation: the op, the types, the planned buffer
 /// of every input and output, scratch space, and how many threads the device may use.
 struct KernelContext {
+  const Graph& graph;
   const Op& op;
-  std::vector<const TensorInfo*> inputs;
-  std::vector<const TensorInfo*> outputs;
-  std::vector<std::byte*> in;
-  std::vector<std::byte*> out;
+  std::vector<const TensorInfo*> inputs = {};
+  std::vector<const TensorInfo*> outputs = {};
+  std::vector<std::byte*> in = {};
+  std::vector<std::byte*> out = {};
   std::byte* scratch = nullptr;
   int max_threads = 1;
   int64_t replica = 0;              ///< global index of the replica this kernel runs for
@@ -72,6 +76,9 @@ struct KernelContext {
   /// This replica's collectives; null when the session has one replica (groups of one
   /// need no communication).
   replication::Communicator* comm = nullptr;
+  /// This replica's remote buffers: slot e of buffer b starts at
+  /// remote[b] + e * graph.remote_buffer(b).slot_bytes().
+  std::vector<std::byte*> remote;
   /// Decisions worth reporting (for example the GEMM kernel set chosen); may be null.
   std::vector<std::string>* notes = nullptr;
 
@@ -103,6 +110,9 @@ struct OpDef {
   size_t max_inputs = 1;
   std::vector<AttrSpec> attrs;
   std::function<InferResult(const InferContext&)> infer;
+  /// Optional: fills attributes that depend on the inputs before `infer` (for example a
+  /// collective on a replica-sharded tensor takes the tensor's shard domain).
+  std::function<void(const InferContext&, Attributes&)> resolve_attrs;
   std::function<Kernel(const KernelContext&)> kernel;
   /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
   std::function<std::vector<TensorId>(GradContext&)> grad;

@@ -4,7 +4,9 @@
 //   replicated_all_reduce(x; op)     op over the group, same shape ("sum" "mean" "max" "min")
 //   replicated_all_reduce_(x; op)    the same, in place
 //   replicated_all_gather(x; output_shape)
-//                                    "new_axis" (= "auto"): [g] + shape, member i's x at i;
+//                                    "auto": the full tensor for a replica-sharded x (its
+//                                    original shape, padding removed), else "new_axis";
+//                                    "new_axis": [g] + shape, member i's x at i;
 //                                    "concat": members' x concatenated along axis 0
 //   replicated_reduce_scatter(x; op) x flattened and zero-padded to g * ceil(numel / g),
 //                                    reduced over the group; this replica keeps its shard
@@ -13,7 +15,10 @@
 //                                    [ceil(numel / g)], no communication
 //   replica_sharded_slice_grad(dy; shape)
 //                                    zeros of `shape` with this replica's shard set to dy
-// Shard m of a group is held by the member at position m (DESIGN.md, "RTS").
+// Shard m of a group is held by the member at position m (DESIGN.md, "RTS"). A collective
+// on a replica-sharded tensor runs over the tensor's shard domain: with the default
+// attributes it takes that grouping, and any other grouping is an InvalidGrouping error.
+// reduce_scatter and replica_sharded_slice give shards of their input in that layout.
 // Gradients follow the reference implementation (DESIGN.md): autodiff never inserts a
 // collective. all_reduce: dy (sum) or dy / g (mean); all_gather: this replica's slice of
 // dy; reduce_scatter and replica_sharded_slice: dy put back at this replica's shard.
@@ -23,6 +28,7 @@
 #include "core/ir/graph.h"
 #include "core/ops/grad_helpers.h"
 #include "core/replication/communicator.h"
+#include "core/replication/shard_layout.h"
 
 namespace plexus::ops {
 
@@ -60,6 +66,24 @@ ir::ReplicaGrouping checked_grouping(const ir::InferContext& ctx) {
   }
 }
 
+// A collective on a replica-sharded input runs over the shard domain (DESIGN.md, "RTS").
+void resolve_shard_domain(const ir::InferContext& ctx, ir::Attributes& attrs) {
+  const std::optional<ir::Sharding>& sharding = ctx.inputs[0]->sharding;
+  if (!sharding) return;
+  const int64_t size = attrs.get_int("group_size"), stride = attrs.get_int("stride");
+  if (size == 0 && stride == 1) {
+    attrs.set("group_size", sharding->shard_over);
+    attrs.set("stride", sharding->stride);
+    return;
+  }
+  const ir::ReplicaGrouping domain = sharding->domain(ctx.replication_factor);
+  if (size != domain.group_size() || stride != domain.stride()) {
+    ctx.fail(ErrorCode::InvalidGrouping, "input 0 is replica-sharded over " + domain.to_string() +
+                                             "; a collective on it must use that grouping, not group_size " +
+                                             std::to_string(size) + ", stride " + std::to_string(stride));
+  }
+}
+
 ReduceOp reduce_op(const ir::Attributes& attrs) {
   ReduceOp op = ReduceOp::Sum;
   parse_reduce_op(attrs.get_string("op"), op);
@@ -75,7 +99,7 @@ void check_reduce_op(const ir::InferContext& ctx, bool sum_or_mean_only) {
   }
 }
 
-int64_t shard_elements(int64_t numel, int64_t group_size) { return (numel + group_size - 1) / group_size; }
+using replication::shard_chunk;
 
 // What a kernel needs to know about its replica's group.
 struct GroupView {
@@ -155,6 +179,14 @@ ir::InferResult infer_all_gather(const ir::InferContext& ctx) {
   ctx.expect_numeric(0);
   const int64_t g = checked_grouping(ctx).group_size();
   const std::string& mode = ctx.attrs.get_string("output_shape");
+  const std::optional<ir::Sharding>& sharding = ctx.inputs[0]->sharding;
+  if (mode == "auto" && sharding) {  // the full tensor; the padded gather goes through scratch
+    const int64_t gathered = g * sharding->shard_elements();
+    const size_t scratch = gathered == ir::numel(sharding->full_shape)
+                               ? 0
+                               : static_cast<size_t>(gathered) * ir::dtype_size(ctx.dtype(0));
+    return {{{ctx.dtype(0), sharding->full_shape}}, scratch};
+  }
   ir::Shape out = ctx.shape(0);
   if (mode == "auto" || mode == "new_axis") {
     out.insert(out.begin(), g);
@@ -173,12 +205,18 @@ ir::Kernel all_gather_kernel(const ir::KernelContext& ctx) {
   replication::Communicator* comm = comm_for(ctx, view);
   const auto count = static_cast<size_t>(ir::numel(ctx.inputs[0]->shape));
   const DType dtype = ctx.inputs[0]->dtype;
-  return [comm, members = std::move(view.members), x = ctx.in[0], y = ctx.out[0], count, dtype] {
+  const size_t esize = ir::dtype_size(dtype);
+  const size_t out_bytes = static_cast<size_t>(ir::numel(ctx.outputs[0]->shape)) * esize;
+  // Padded shards gather into scratch; the output keeps the first out_bytes (no padding).
+  std::byte* gathered = out_bytes < count * view.members.size() * esize ? ctx.scratch : ctx.out[0];
+  return [comm, members = std::move(view.members), x = ctx.in[0], y = ctx.out[0], gathered, count, dtype, esize,
+          out_bytes] {
     if (comm != nullptr) {
-      comm->all_gather(members, x, y, count, dtype);
+      comm->all_gather(members, x, gathered, count, dtype);
     } else {
-      std::memcpy(y, x, count * ir::dtype_size(dtype));
+      std::memcpy(gathered, x, count * esize);
     }
+    if (gathered != y) std::memcpy(y, gathered, out_bytes);
   };
 }
 
@@ -201,6 +239,7 @@ ir::OpDef all_gather_def() {
   d.name = "replicated_all_gather";
   d.attrs = with(grouping_attrs(), {{"output_shape", ir::AttrKind::String, ir::AttrValue{std::string("auto")}}});
   d.infer = infer_all_gather;
+  d.resolve_attrs = resolve_shard_domain;
   d.kernel = all_gather_kernel;
   d.communicates = true;
   d.grad = all_gather_grad;
@@ -209,14 +248,16 @@ ir::OpDef all_gather_def() {
 
 // --- reduce_scatter and sharded slices ---------------------------------------------------
 
+// Output: this replica's shard of x, a replica-sharded tensor over the op's grouping.
 ir::InferResult infer_sharded(const ir::InferContext& ctx) {
   ctx.expect_numeric(0);
-  const int64_t g = checked_grouping(ctx).group_size();
+  const ir::ReplicaGrouping grouping = checked_grouping(ctx);
+  const int64_t g = grouping.group_size();
   const int64_t numel = ir::numel(ctx.shape(0));
   // A padded send buffer for reduce-scatter when the shards do not tile x exactly.
-  const int64_t chunk = shard_elements(numel, g);
+  const int64_t chunk = shard_chunk(numel, g);
   const size_t scratch = chunk * g == numel ? 0 : static_cast<size_t>(chunk * g) * ir::dtype_size(ctx.dtype(0));
-  return {{{ctx.dtype(0), {chunk}}}, scratch};
+  return {{{ctx.dtype(0), {chunk}, ir::Sharding{ctx.shape(0), g, grouping.stride()}}}, scratch};
 }
 
 ir::Kernel reduce_scatter_kernel(const ir::KernelContext& ctx) {
@@ -265,6 +306,7 @@ ir::OpDef reduce_scatter_def() {
     check_reduce_op(ctx, true);
     return infer_sharded(ctx);
   };
+  d.resolve_attrs = resolve_shard_domain;
   d.kernel = reduce_scatter_kernel;
   d.communicates = true;
   d.grad = reduce_scatter_grad;
@@ -272,15 +314,10 @@ ir::OpDef reduce_scatter_def() {
 }
 
 ir::Kernel slice_kernel(const ir::KernelContext& ctx) {
-  const GroupView view = group_view(ctx);
-  const size_t esize = ir::dtype_size(ctx.inputs[0]->dtype);
-  const auto numel = static_cast<size_t>(ir::numel(ctx.inputs[0]->shape));
-  const auto chunk = static_cast<size_t>(ctx.outputs[0]->shape[0]);
-  const size_t first = std::min(numel, chunk * static_cast<size_t>(view.position));
-  const size_t valid = std::min(chunk, numel - first);
-  return [x = ctx.in[0], y = ctx.out[0], first, valid, chunk, esize] {
-    std::memcpy(y, x + first * esize, valid * esize);
-    std::memset(y + valid * esize, 0, (chunk - valid) * esize);
+  const int64_t g = grouping(ctx.op.attrs, ctx.replication_factor).group_size();
+  return [x = ctx.in[0], y = ctx.out[0], numel = ir::numel(ctx.inputs[0]->shape), g,
+          position = group_view(ctx).position, esize = ir::dtype_size(ctx.inputs[0]->dtype)] {
+    replication::extract_shard(x, y, numel, g, position, esize);
   };
 }
 
@@ -302,6 +339,7 @@ ir::OpDef slice_def() {
     r.scratch_bytes = 0;
     return r;
   };
+  d.resolve_attrs = resolve_shard_domain;
   d.kernel = slice_kernel;
   d.grad = slice_grad;
   return d;
@@ -316,22 +354,19 @@ ir::OpDef slice_grad_def() {
     const int64_t g = checked_grouping(ctx).group_size();
     const ir::Shape full = ctx.attrs.get_ints("shape");
     ir::check_shape(full, "op '" + ctx.op_name + "' attribute shape");
-    if (ctx.rank(0) != 1 || ctx.shape(0)[0] != shard_elements(ir::numel(full), g)) {
-      ctx.fail(ErrorCode::ShapeMismatch, "dy must be one shard, [" + std::to_string(shard_elements(ir::numel(full), g)) +
+    if (ctx.rank(0) != 1 || ctx.shape(0)[0] != shard_chunk(ir::numel(full), g)) {
+      ctx.fail(ErrorCode::ShapeMismatch, "dy must be one shard, [" + std::to_string(shard_chunk(ir::numel(full), g)) +
                                              "], of a tensor of shape " + ir::shape_string(full));
     }
     return ir::InferResult{{{ctx.dtype(0), full}}};
   };
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
-    const GroupView view = group_view(ctx);
+    const int64_t g = grouping(ctx.op.attrs, ctx.replication_factor).group_size();
     const size_t esize = ir::dtype_size(ctx.inputs[0]->dtype);
-    const auto numel = static_cast<size_t>(ir::numel(ctx.outputs[0]->shape));
-    const auto chunk = static_cast<size_t>(ctx.inputs[0]->shape[0]);
-    const size_t first = std::min(numel, chunk * static_cast<size_t>(view.position));
-    const size_t valid = std::min(chunk, numel - first);
-    return [dy = ctx.in[0], dx = ctx.out[0], first, valid, numel, esize] {
-      std::memset(dx, 0, numel * esize);
-      std::memcpy(dx + first * esize, dy, valid * esize);
+    return [dy = ctx.in[0], dx = ctx.out[0], numel = ir::numel(ctx.outputs[0]->shape), g,
+            position = group_view(ctx).position, esize] {
+      std::memset(dx, 0, static_cast<size_t>(numel) * esize);
+      replication::insert_shard(dy, dx, numel, g, position, esize);
     };
   };
   return d;

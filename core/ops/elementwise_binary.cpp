@@ -1,6 +1,7 @@
 // Binary elementwise ops with numpy broadcasting: add, sub, mul, div (float32 or int32,
-// both inputs of one dtype) and equal (any dtype, uint8 result). int32 arithmetic wraps
-// around like two's complement hardware; int32 division by zero is a run error.
+// both inputs of one dtype), add_ (in place: x <- x + y, y broadcast to x, PopXL's
+// `x += y`), and equal (any dtype, uint8 result). int32 arithmetic wraps around like two's
+// complement hardware; int32 division by zero is a run error.
 #include <climits>
 #include <cstdint>
 
@@ -81,6 +82,19 @@ std::vector<TensorId> finish(ir::GradContext& ctx, TensorId da, TensorId db) {
           ctx.needs_grad[1] ? unbroadcast(ctx, db, ctx.shape(b)) : ir::kNoTensor};
 }
 
+ir::OpDef add_inplace_def() {
+  ir::OpDef def = arithmetic(
+      "add_", [](float x, float y) { return x + y; }, [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); }, {});
+  def.inplace_input = 0;
+  def.infer = [](const ir::InferContext& ctx) {
+    ctx.expect_numeric(0);
+    ir::InferResult r = infer_broadcast(ctx, ctx.dtype(0));
+    if (r.outputs[0].shape != ctx.shape(0)) ctx.fail(ErrorCode::ShapeMismatch, "y must broadcast to x's shape");
+    return r;
+  };
+  return def;
+}
+
 const ir::OpRegistration add_op{arithmetic(
     "add", [](float x, float y) { return x + y; },
     [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); },
@@ -120,6 +134,8 @@ const ir::OpRegistration div_op{arithmetic(
       }
       return finish(ctx, ctx.needs_grad[0] ? ctx.add("div", {dy, b}) : ir::kNoTensor, db);
     })};
+
+const ir::OpRegistration add_inplace_op{add_inplace_def()};
 
 ir::OpDef equal_def() {
   ir::OpDef def;

@@ -22,6 +22,7 @@ Program compile(const ir::Graph& graph) {
     root_of[t] = root;
     if (request_of_root[root] != SIZE_MAX) continue;
     const ir::TensorInfo& info = graph.tensor(static_cast<ir::TensorId>(root));
+    if (info.kind == ir::TensorKind::RemoteVariable) continue;  // lives in a remote buffer, not the arena
     memory::BufferRequest req;
     req.bytes = info.bytes();
     req.persistent = info.kind == ir::TensorKind::Variable || info.kind == ir::TensorKind::Constant;
@@ -55,7 +56,10 @@ Program compile(const ir::Graph& graph) {
 
   program.plan = memory::plan_memory(requests, static_cast<int64_t>(program.num_positions()));
   program.tensor_offset.resize(n);
-  for (size_t t = 0; t < n; ++t) program.tensor_offset[t] = program.plan.offsets[request_of_root[root_of[t]]];
+  for (size_t t = 0; t < n; ++t) {
+    const size_t request = request_of_root[root_of[t]];
+    program.tensor_offset[t] = request == SIZE_MAX ? SIZE_MAX : program.plan.offsets[request];
+  }
   program.scratch_offset.assign(graph.num_ops(), 0);
   for (size_t o = 0; o < graph.num_ops(); ++o) {
     if (scratch_request[o] != SIZE_MAX) program.scratch_offset[o] = program.plan.offsets[scratch_request[o]];

@@ -14,7 +14,8 @@ namespace plexus::runtime {
 
 struct Program {
   std::vector<ir::OpId> schedule;
-  /// Arena offset of each tensor's buffer (aliases share their root's offset).
+  /// Arena offset of each tensor's buffer (aliases share their root's offset); SIZE_MAX for
+  /// remote variables, which live in remote buffers.
   std::vector<size_t> tensor_offset;
   /// Arena offset of each op's scratch space (0 bytes when the op needs none).
   std::vector<size_t> scratch_offset;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/ir/error.h"
+#include "core/replication/shard_layout.h"
 
 namespace plexus::runtime {
 
@@ -76,6 +77,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options)
     collectives_ = std::make_unique<Collectives>(options_.collectives_plugin, replicas, options_.collective_timeout_ms);
   }
   for (int64_t r = 0; r < replicas; ++r) {
+    remote_.push_back(std::make_unique<memory::RemoteMemory>(graph_.remote_buffers()));
     devices_.push_back(std::make_unique<VirtualDevice>(static_cast<int>(r), plan.arena_bytes, spin));
     auto state = std::make_unique<DeviceState>();
     state->device = devices_.back().get();
@@ -116,10 +118,15 @@ void Session::build_device(DeviceState& state, int64_t replica) {
   add_d2h_copies(0);
   for (size_t k = 0; k < program_.schedule.size(); ++k) {
     const ir::Op& op = graph_.op(program_.schedule[k]);
-    ir::KernelContext ctx{op, {}, {}, {}, {}, base + program_.scratch_offset[program_.schedule[k]],
-                          options_.threads_per_device, replica, graph_.replication_factor(),
-                          collectives_ ? collectives_->communicator(replica) : nullptr,
-                          replica == 0 ? &notes_ : nullptr};
+    ir::KernelContext ctx{.graph = graph_,
+                          .op = op,
+                          .scratch = op.scratch_bytes ? base + program_.scratch_offset[program_.schedule[k]] : nullptr,
+                          .max_threads = options_.threads_per_device,
+                          .replica = replica,
+                          .replication_factor = graph_.replication_factor(),
+                          .comm = collectives_ ? collectives_->communicator(replica) : nullptr,
+                          .remote = remote_[static_cast<size_t>(replica)]->bases(),
+                          .notes = replica == 0 ? &notes_ : nullptr};
     for (ir::TensorId t : op.inputs) {
       ctx.inputs.push_back(&graph_.tensor(t));
       ctx.in.push_back(buffer(t));
@@ -135,7 +142,33 @@ void Session::build_device(DeviceState& state, int64_t replica) {
 }
 
 std::byte* Session::variable_buffer(ir::TensorId tensor, int64_t replica) const {
+  const ir::TensorInfo& t = graph_.tensor(tensor);
+  if (t.kind == ir::TensorKind::RemoteVariable) {
+    return remote_[static_cast<size_t>(replica)]->slot(static_cast<size_t>(t.remote_buffer), t.remote_entry);
+  }
   return devices_[static_cast<size_t>(replica)]->arena().data() + program_.tensor_offset[static_cast<size_t>(tensor)];
+}
+
+void Session::transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const {
+  const replication::VariableLayout layout = replication::variable_layout(t);
+  const size_t esize = ir::dtype_size(t.dtype);
+  const int64_t row_numel = ir::numel(layout.row_shape);
+  const size_t row_bytes = static_cast<size_t>(row_numel) * esize;
+  if (to_host) {
+    for (size_t row = 0; row < layout.row_sources.size(); ++row) {
+      const std::vector<int64_t>& sources = layout.row_sources[row];
+      for (size_t shard = 0; shard < sources.size(); ++shard) {
+        replication::insert_shard(variable_buffer(tensor, sources[shard]), host + row * row_bytes, row_numel,
+                                  layout.shard_over, static_cast<int64_t>(shard), esize);
+      }
+    }
+    return;
+  }
+  for (int64_t r = 0; r < replication_factor(); ++r) {
+    const auto row = static_cast<size_t>(layout.replica_row[static_cast<size_t>(r)]);
+    replication::extract_shard(host + row * row_bytes, variable_buffer(tensor, r), row_numel, layout.shard_over,
+                               layout.shard_index[static_cast<size_t>(r)], esize);
+  }
 }
 
 void Session::load_variables() {
@@ -144,11 +177,14 @@ void Session::load_variables() {
     const ir::TensorInfo& info = graph_.tensor(id);
     if (info.kind == ir::TensorKind::Constant) {
       for (int64_t r = 0; r < replication_factor(); ++r) std::memcpy(variable_buffer(id, r), info.data.data(), info.bytes());
-    } else if (info.kind == ir::TensorKind::Variable) {
+    } else if (info.kind == ir::TensorKind::Variable || info.kind == ir::TensorKind::RemoteVariable) {
       const replication::VariableLayout layout = replication::variable_layout(info);
+      const size_t esize = ir::dtype_size(info.dtype);
+      const int64_t row_numel = ir::numel(layout.row_shape);
       for (int64_t r = 0; r < replication_factor(); ++r) {
-        const size_t row = static_cast<size_t>(layout.initial_row[static_cast<size_t>(r)]);
-        std::memcpy(variable_buffer(id, r), info.data.data() + row * info.bytes(), info.bytes());
+        const auto row = static_cast<size_t>(layout.initial_row[static_cast<size_t>(r)]);
+        replication::extract_shard(info.data.data() + row * static_cast<size_t>(row_numel) * esize, variable_buffer(id, r),
+                                   row_numel, layout.shard_over, layout.shard_index[static_cast<size_t>(r)], esize);
       }
     }
   }
@@ -259,7 +295,7 @@ void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> 
 
 const ir::TensorInfo& Session::variable(ir::TensorId tensor) const {
   const ir::TensorInfo& t = graph_.tensor(tensor);
-  if (t.kind != ir::TensorKind::Variable) {
+  if (t.kind != ir::TensorKind::Variable && t.kind != ir::TensorKind::RemoteVariable) {
     ir::fail(ErrorCode::InvalidArgument, "tensor '" + t.name + "' is not a variable");
   }
   return t;
@@ -284,21 +320,22 @@ void Session::read_variable(ir::TensorId tensor, std::span<std::byte> out) const
   std::lock_guard lock(mutex_);
   const ir::TensorInfo& t = variable(tensor);
   check_variable_bytes(t, out.size());
-  const replication::VariableLayout layout = replication::variable_layout(t);
-  for (size_t row = 0; row < layout.row_source.size(); ++row) {
-    std::memcpy(out.data() + row * t.bytes(), variable_buffer(tensor, layout.row_source[row]), t.bytes());
-  }
+  transfer_variable(t, tensor, out.data(), true);
 }
 
 void Session::write_variable(ir::TensorId tensor, std::span<const std::byte> data) {
   std::lock_guard lock(mutex_);
   const ir::TensorInfo& t = variable(tensor);
   check_variable_bytes(t, data.size());
-  const replication::VariableLayout layout = replication::variable_layout(t);
-  for (int64_t r = 0; r < replication_factor(); ++r) {
-    const auto row = static_cast<size_t>(layout.replica_row[static_cast<size_t>(r)]);
-    std::memcpy(variable_buffer(tensor, r), data.data() + row * t.bytes(), t.bytes());
-  }
+  transfer_variable(t, tensor, const_cast<std::byte*>(data.data()), false);
+}
+
+VariableStorage Session::variable_storage(ir::TensorId tensor) const {
+  const ir::TensorInfo& t = variable(tensor);
+  VariableStorage s;
+  (t.kind == ir::TensorKind::RemoteVariable ? s.remote_bytes : s.device_bytes) = t.bytes();
+  s.shard_over = t.sharding ? t.sharding->shard_over : 1;
+  return s;
 }
 
 DeviceMemoryStats Session::memory_stats(size_t device) const {
@@ -307,8 +344,8 @@ DeviceMemoryStats Session::memory_stats(size_t device) const {
                                       std::to_string(devices_.size()) + ")");
   }
   const memory::Arena& arena = devices_[device]->arena();
-  return DeviceMemoryStats{arena.capacity(), program_.plan.persistent_bytes, arena.live_bytes(), arena.peak_bytes(),
-                           program_.plan.peak_live_bytes};
+  return DeviceMemoryStats{arena.capacity(),         program_.plan.persistent_bytes, arena.live_bytes(),
+                           arena.peak_bytes(),       program_.plan.peak_live_bytes,  remote_[device]->bytes()};
 }
 
 }  // namespace plexus::runtime

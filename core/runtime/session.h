@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/memory/remote_memory.h"
 #include "core/replication/variable_layout.h"
 #include "core/runtime/collectives.h"
 #include "core/runtime/program.h"
@@ -35,6 +36,14 @@ struct DeviceMemoryStats {
   size_t current_bytes = 0;   ///< exact bytes live now
   size_t peak_bytes = 0;      ///< most bytes live at once so far
   size_t planned_peak_bytes = 0;  ///< most bytes live at once in one step, from the plan
+  size_t remote_buffer_bytes = 0;  ///< this replica's remote buffers (host memory, not the arena)
+};
+
+/// Where one replica keeps a variable, in bytes per replica.
+struct VariableStorage {
+  size_t device_bytes = 0;  ///< in the device arena (a replica-sharded variable: its shard)
+  size_t remote_bytes = 0;  ///< in a remote buffer slot
+  int64_t shard_over = 1;   ///< replicas sharing the value in shards (1: not sharded)
 };
 
 /// A caller's host array for one stream: `data` holds numel(shape) elements of `dtype`.
@@ -65,11 +74,13 @@ class Session {
   /// Shape of the host array for `stream`: [device_iterations, R] + stream shape, each
   /// leading dim left out when it is 1 (seed 000, "Data input shape").
   ir::Shape host_shape(ir::StreamId stream) const;
-  /// Shape of the host data of variable `tensor` when read or written: see
-  /// replication/variable_layout.h (retrieval modes).
+  /// Shape of the host data of variable `tensor` (device, remote or replica-sharded) when
+  /// read or written: see replication/variable_layout.h (retrieval modes, full tensors for
+  /// sharded variables).
   ir::Shape variable_shape(ir::TensorId tensor) const;
   void read_variable(ir::TensorId tensor, std::span<std::byte> out) const;
   void write_variable(ir::TensorId tensor, std::span<const std::byte> data);
+  VariableStorage variable_storage(ir::TensorId tensor) const;
 
   size_t num_devices() const { return devices_.size(); }
   int64_t replication_factor() const { return graph_.replication_factor(); }
@@ -94,6 +105,9 @@ class Session {
   void load_variables();
   void run_steps(DeviceState& state, std::span<const HostArray> inputs, std::span<const HostArray> outputs);
   std::byte* variable_buffer(ir::TensorId tensor, int64_t replica) const;
+  /// Copies between host rows ([rows] + full shape) and the replicas' storage, through the
+  /// variable's layout; `to_host` picks the direction.
+  void transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const;
   void check_variable_bytes(const ir::TensorInfo& t, size_t bytes) const;
 
   ir::Graph graph_;
@@ -101,6 +115,7 @@ class Session {
   Program program_;
   std::unique_ptr<Collectives> collectives_;
   std::vector<std::unique_ptr<VirtualDevice>> devices_;
+  std::vector<std::unique_ptr<memory::RemoteMemory>> remote_;  ///< per replica
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<std::string> notes_;
   mutable std::mutex mutex_;

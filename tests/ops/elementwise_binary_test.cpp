@@ -197,3 +197,19 @@ TEST(ElementwiseBinary, ArithmeticOnUint8IsRejected) {
 
 }  // namespace
 }  // namespace plexus::ops::test
+
+namespace plexus::ops::test {
+namespace {
+
+// add_ (PopXL's x += y): in place, y broadcast to x's shape; the output is x's storage.
+TEST(ElementwiseBinary, AddInPlaceBroadcastsYOntoX) {
+  expect_equal(run_op1("add_", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}),
+               f32({2, 3}, {11, 22, 33, 14, 25, 36}), "add_ float32");
+  expect_equal(run_op1("add_", {i32({2}, {1, 2}), i32({}, {5})}), i32({2}, {6, 7}), "add_ int32");
+  const OpError e = op_error("add_", {f32({3}, {1, 2, 3}), f32({2, 3}, {1, 2, 3, 4, 5, 6})});
+  EXPECT_EQ(e.code, ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, ::testing::HasSubstr("y must broadcast to x's shape"));
+}
+
+}  // namespace
+}  // namespace plexus::ops::test

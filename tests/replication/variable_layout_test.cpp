@@ -55,13 +55,14 @@ TEST_P(ListingThirteenOne, ShapesAndValuesAfterDivergence) {
   std::vector<float> out(static_cast<size_t>(ir::numel(c.host_shape)));
   s.read_variable(v, std::as_writable_bytes(std::span(out)));
   const VariableLayout layout = variable_layout(g.tensor(v));
-  for (size_t row = 0; row < layout.row_source.size(); ++row) {
-    const int64_t replica = layout.row_source[row];
+  for (size_t row = 0; row < layout.row_sources.size(); ++row) {
+    ASSERT_EQ(layout.row_sources[row].size(), 1u);  // not sharded: one replica per row
+    const int64_t replica = layout.row_sources[row].front();
     const float expected = 100.0f * static_cast<float>(grouping.group_of(replica)) + static_cast<float>(replica + 1);
     for (size_t e = 0; e < 9; ++e) ASSERT_EQ(out[row * 9 + e], expected) << c.name << " row " << row;
   }
   if (c.mode == ir::RetrievalMode::OnePerGroup) {  // each group's lowest replica
-    for (int64_t k = 0; k < grouping.num_groups(); ++k) EXPECT_EQ(layout.row_source[static_cast<size_t>(k)], grouping.members(k).front());
+    for (int64_t k = 0; k < grouping.num_groups(); ++k) EXPECT_EQ(layout.row_sources[static_cast<size_t>(k)].front(), grouping.members(k).front());
   }
 
   // Writing takes the same shape; reading returns what was written.

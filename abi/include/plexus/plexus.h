@@ -22,6 +22,9 @@
  *   1  IR, ops by name, autodiff, sessions, device iterations, IDX datasets.
  *   2  replication factor, replica groupings, variables with groupings and retrieval
  *      modes, collectives plugin session options, plx_session_get_variable_shape.
+ *   3  remote buffers, remote and replica-sharded variables, in_sequence scopes,
+ *      plx_session_get_variable_storage, remote_buffer_bytes in plx_memory_stats,
+ *      shard_over in plx_variable_options.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -40,7 +43,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 2
+#define PLX_API_VERSION 3
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -245,6 +248,8 @@ typedef struct plx_variable_options {
   size_t struct_size;                   /**< sizeof(plx_variable_options), set by _init */
   const plx_replica_grouping* grouping; /**< replicas sharing a value; NULL = one group of all (default). Borrowed. */
   plx_retrieval_mode retrieval_mode;    /**< default PLX_RETRIEVAL_ONE_PER_GROUP */
+  /* since PLX_API_VERSION 3 */
+  int64_t shard_over; /**< replica-sharded variables: replicas a value is sharded over; 0 = the group size (default) */
 } plx_variable_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
@@ -266,6 +271,87 @@ PLX_API plx_status plx_ir_add_variable_with_options(plx_ir* ir, const char* name
                                                     const int64_t* shape, size_t rank, const void* data,
                                                     size_t data_bytes, const plx_variable_options* options,
                                                     plx_tensor* out_tensor);
+
+/* ---- Remote buffers and replicated tensor sharding (seed 000 17.2; seed 001 13.3) ---- */
+
+/** Id of a remote buffer in an IR (opaque; 0 is never a valid id). */
+typedef uint64_t plx_remote_buffer;
+
+/**
+ * Adds a remote buffer: `entries` slots of `shape` and `dtype` in host memory, one set per
+ * replica (PopXL popxl.remote_buffer). Ops reach the slots with "remote_load" and
+ * "remote_store" (attribute "buffer" = this id, "index" = the slot, or an int32 tensor
+ * input). Their bytes are reported apart from the device arena (plx_memory_stats).
+ *
+ * @param shape   Per-replica slot shape, without any group dim. Borrowed.
+ * @param entries Slots per replica, >= 1.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype/shape, entries < 1).
+ */
+PLX_API plx_status plx_ir_add_remote_buffer(plx_ir* ir, plx_dtype dtype, const int64_t* shape, size_t rank,
+                                            int64_t entries, plx_remote_buffer* out_buffer);
+
+/**
+ * Adds a variable that lives in slot `entry` of `buffer` (PopXL popxl.remote_variable):
+ * `data` is [num_groups] + the slot shape, each replica's slot starts from its group's row
+ * and reads back by the retrieval mode. Ops cannot use it directly: remote_load it.
+ *
+ * @param options grouping and retrieval mode; NULL for defaults (shard_over is ignored).
+ * @return as plx_ir_add_variable_with_options(), plus PLX_ERR_NOT_FOUND (no such buffer),
+ *         PLX_ERR_INVALID_ARGUMENT (entry out of range, a buffer of sharded variables),
+ *         PLX_ERR_SHAPE_MISMATCH (dtype or shape differs from the buffer's slots).
+ */
+PLX_API plx_status plx_ir_add_remote_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
+                                              size_t rank, const void* data, size_t data_bytes,
+                                              plx_remote_buffer buffer, int64_t entry,
+                                              const plx_variable_options* options, plx_tensor* out_tensor);
+
+/**
+ * Adds a replica-sharded variable (RTS; PopXL popxl.replica_sharded_variable): the full
+ * tensor `data` ([num_groups] + shape) is flattened, zero-padded to a multiple of
+ * shard_over and split contiguously; the member at position m of each shard domain (the
+ * grouping (R, shard_over, stride)) keeps shard m, [ceil(numel / shard_over)], on its
+ * device. Reading it returns full, unpadded tensors by the retrieval mode; writing takes
+ * the same. A collective on the shard takes the shard domain; "replicated_all_gather" with
+ * output_shape "auto" rebuilds the full tensor in its shape.
+ *
+ * @param shape        Full (unsharded) shape. Borrowed.
+ * @param options      grouping, retrieval mode, shard_over (0 = the group size; it must
+ *                     divide the group size). NULL for defaults.
+ * @param out_variable Receives the variable (for reading and writing it).
+ * @param out_shard    Receives this replica's shard (for ops). In Plexus the variable is
+ *                     its shard on the device, so both ids name the same tensor.
+ * @return as plx_ir_add_variable_with_options(), plus PLX_ERR_INVALID_GROUPING (shard_over
+ *         does not divide the group size).
+ */
+PLX_API plx_status plx_ir_add_replica_sharded_variable(plx_ir* ir, const char* name, plx_dtype dtype,
+                                                       const int64_t* shape, size_t rank, const void* data,
+                                                       size_t data_bytes, const plx_variable_options* options,
+                                                       plx_tensor* out_variable, plx_tensor* out_shard);
+
+/**
+ * Adds a replica-sharded variable kept in slot `entry` of `buffer` (PopXL
+ * popxl.remote_replica_sharded_variable); the buffer's slot shape must be the shard's,
+ * [ceil(numel / shard_over)]. remote_load from the buffer then yields this replica's shard,
+ * which "replicated_all_gather" turns back into the full tensor.
+ * @return as plx_ir_add_replica_sharded_variable() and plx_ir_add_remote_variable().
+ */
+PLX_API plx_status plx_ir_add_remote_replica_sharded_variable(plx_ir* ir, const char* name, plx_dtype dtype,
+                                                              const int64_t* shape, size_t rank, const void* data,
+                                                              size_t data_bytes, plx_remote_buffer buffer,
+                                                              int64_t entry, const plx_variable_options* options,
+                                                              plx_tensor* out_tensor);
+
+/**
+ * Opens an in_sequence scope (PopXL popxl.in_sequence; seed 001 listing 13.2): ops added
+ * in it run in the order they are added even without a data dependence between them, e.g.
+ * an in-place add and a remote_store of the same tensor. Plexus runs every op in the order
+ * it was added, so the scope guarantees what PopXL programs rely on; scopes nest.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (ir NULL).
+ */
+PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir);
+
+/** Closes the innermost in_sequence scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
+PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir);
 
 /**
  * Adds a constant tensor (read-only, resident on every device).
@@ -461,10 +547,29 @@ typedef struct plx_memory_stats {
   int64_t current_bytes;       /**< bytes live now (variable_bytes between runs) */
   int64_t peak_bytes;          /**< most bytes live at once since the session was created */
   int64_t planned_peak_bytes;  /**< most bytes live at once in one step, per the plan */
+  /* since PLX_API_VERSION 3 */
+  int64_t remote_buffer_bytes; /**< this replica's remote buffers (host memory, not the arena) */
 } plx_memory_stats;
 
+/** Where one replica keeps a variable, in bytes per replica. */
+typedef struct plx_variable_storage {
+  size_t struct_size;    /**< set by the caller to sizeof(plx_variable_storage) */
+  int64_t device_bytes;  /**< in the device arena (a replica-sharded variable: its shard) */
+  int64_t remote_bytes;  /**< in a remote buffer slot */
+  int64_t shard_over;    /**< replicas holding shards of one value; 1 when not sharded */
+} plx_variable_storage;
+
 /**
- * Fills `out_stats` (set its struct_size first) for device `device`.
+ * Fills `out_storage` (set its struct_size first) for variable `tensor`.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, struct_size too small,
+ *         id of another IR); PLX_ERR_NOT_FOUND.
+ */
+PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, plx_tensor tensor,
+                                                    plx_variable_storage* out_storage);
+
+/**
+ * Fills `out_stats` (set its struct_size first) for device `device`. Fields after
+ * struct_size's end are not written.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small);
  *         PLX_ERR_NOT_FOUND (no such device).
  */

@@ -102,6 +102,11 @@ struct Stream {
   plx_stream id = 0;
 };
 
+/// A remote buffer id of an Ir.
+struct RemoteBuffer {
+  plx_remote_buffer id = 0;
+};
+
 /// One op attribute; converts to plx_attr while it is alive.
 class Attr {
  public:
@@ -170,6 +175,70 @@ class Ir {
     return t;
   }
 
+  /// A remote buffer: `entries` slots of `shape` per replica, in host memory.
+  RemoteBuffer remote_buffer(plx_dtype dtype, const Shape& shape, int64_t entries = 1) {
+    RemoteBuffer b;
+    check(plx_ir_add_remote_buffer(handle_, dtype, shape.data(), shape.size(), entries, &b.id));
+    return b;
+  }
+
+  /// A variable in slot `entry` of `buffer`; `data` holds [num_groups] + shape values.
+  template <class T>
+  Tensor remote_variable(const std::string& name, const Shape& shape, const std::vector<T>& data, RemoteBuffer buffer,
+                         int64_t entry = 0, const ReplicaGrouping* grouping = nullptr,
+                         plx_retrieval_mode retrieval = PLX_RETRIEVAL_ONE_PER_GROUP) {
+    const plx_variable_options options = variable_options(grouping, retrieval, 0);
+    Tensor t;
+    check(plx_ir_add_remote_variable(handle_, name.c_str(), dtype_of<T>(), shape.data(), shape.size(), data.data(),
+                                     data.size() * sizeof(T), buffer.id, entry, &options, &t.id));
+    return t;
+  }
+
+  /// A replica-sharded variable of full shape `shape`; returns (variable, this replica's
+  /// shard), which are the same tensor in Plexus.
+  template <class T>
+  std::pair<Tensor, Tensor> replica_sharded_variable(const std::string& name, const Shape& shape,
+                                                     const std::vector<T>& data, const ReplicaGrouping* grouping = nullptr,
+                                                     int64_t shard_over = 0,
+                                                     plx_retrieval_mode retrieval = PLX_RETRIEVAL_ONE_PER_GROUP) {
+    const plx_variable_options options = variable_options(grouping, retrieval, shard_over);
+    std::pair<Tensor, Tensor> out;
+    check(plx_ir_add_replica_sharded_variable(handle_, name.c_str(), dtype_of<T>(), shape.data(), shape.size(),
+                                              data.data(), data.size() * sizeof(T), &options, &out.first.id,
+                                              &out.second.id));
+    return out;
+  }
+
+  /// A replica-sharded variable of full shape `shape` kept in slot `entry` of `buffer`,
+  /// whose slots must have the shard's shape.
+  template <class T>
+  Tensor remote_replica_sharded_variable(const std::string& name, const Shape& shape, const std::vector<T>& data,
+                                         RemoteBuffer buffer, int64_t entry = 0,
+                                         const ReplicaGrouping* grouping = nullptr, int64_t shard_over = 0,
+                                         plx_retrieval_mode retrieval = PLX_RETRIEVAL_ONE_PER_GROUP) {
+    const plx_variable_options options = variable_options(grouping, retrieval, shard_over);
+    Tensor t;
+    check(plx_ir_add_remote_replica_sharded_variable(handle_, name.c_str(), dtype_of<T>(), shape.data(), shape.size(),
+                                                     data.data(), data.size() * sizeof(T), buffer.id, entry, &options,
+                                                     &t.id));
+    return t;
+  }
+
+  /// remote_load: a copy of slot `index` (a constant, or an int32 scalar tensor).
+  Tensor remote_load(RemoteBuffer buffer, int64_t index = 0) {
+    return op1("remote_load", {}, {{"buffer", static_cast<int64_t>(buffer.id)}, {"index", index}});
+  }
+  Tensor remote_load(RemoteBuffer buffer, Tensor index) {
+    return op1("remote_load", {index}, {{"buffer", static_cast<int64_t>(buffer.id)}});
+  }
+  /// remote_store: copies `t` into slot `index`.
+  void remote_store(RemoteBuffer buffer, int64_t index, Tensor t) {
+    op("remote_store", {t}, {{"buffer", static_cast<int64_t>(buffer.id)}, {"index", index}});
+  }
+  void remote_store(RemoteBuffer buffer, Tensor index, Tensor t) {
+    op("remote_store", {t, index}, {{"buffer", static_cast<int64_t>(buffer.id)}});
+  }
+
   /// A variable initialised from `data` (numel(shape) elements).
   template <class T>
   Tensor variable(const std::string& name, const Shape& shape, const std::vector<T>& data) {
@@ -231,6 +300,8 @@ class Ir {
     return op1("matmul", {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
   }
   Tensor add(Tensor a, Tensor b) { return op1("add", {a, b}); }
+  /// x <- x + y in place (y broadcast to x); returns the updated x.
+  Tensor add_(Tensor x, Tensor y) { return op1("add_", {x, y}); }
   Tensor sub(Tensor a, Tensor b) { return op1("sub", {a, b}); }
   Tensor mul(Tensor a, Tensor b) { return op1("mul", {a, b}); }
   Tensor div(Tensor a, Tensor b) { return op1("div", {a, b}); }
@@ -296,6 +367,16 @@ class Ir {
   }
 
  private:
+  static plx_variable_options variable_options(const ReplicaGrouping* grouping, plx_retrieval_mode retrieval,
+                                               int64_t shard_over) {
+    plx_variable_options options;
+    plx_variable_options_init(&options);
+    options.grouping = grouping ? &grouping->c() : nullptr;
+    options.retrieval_mode = retrieval;
+    options.shard_over = shard_over;
+    return options;
+  }
+
   static std::vector<Attr> with_grouping(std::vector<Attr> attrs, const ReplicaGrouping* g) {
     if (g != nullptr) {
       attrs.emplace_back("group_size", g->group_size());
@@ -305,6 +386,19 @@ class Ir {
   }
 
   plx_ir* handle_ = nullptr;
+};
+
+/// An in_sequence scope (PopXL `with popxl.in_sequence():`): ops added while it lives run in
+/// the order they were added.
+class InSequence {
+ public:
+  explicit InSequence(Ir& ir) : ir_(ir) { check(plx_ir_in_sequence_begin(ir.get())); }
+  ~InSequence() { plx_ir_in_sequence_end(ir_.get()); }
+  InSequence(const InSequence&) = delete;
+  InSequence& operator=(const InSequence&) = delete;
+
+ private:
+  Ir& ir_;
 };
 
 /// Session options with the library's defaults.
@@ -388,6 +482,14 @@ class Session {
     size_t n = 0;
     check(plx_session_num_devices(handle_, &n));
     return n;
+  }
+
+  /// Where each replica keeps `variable` (device or remote bytes, shard count).
+  plx_variable_storage variable_storage(Tensor variable) const {
+    plx_variable_storage s{};
+    s.struct_size = sizeof s;
+    check(plx_session_get_variable_storage(handle_, variable.id, &s));
+    return s;
   }
 
   plx_memory_stats memory_stats(size_t device) const {
