@@ -1,0 +1,280 @@
+// What the MNIST samples (samples/mnist, samples/mnist_rts) share: their command-line
+// options, the training loop over a compiled training program (replicas x device
+// iterations per run, shuffled real MNIST, running loss and accuracy on a progress bar),
+// the test pass, and the metrics and weights files.
+#pragma once
+
+#include <plexus/plexus.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "samples/common/cli.h"
+#include "samples/common/metrics.h"
+#include "samples/common/mnist_data.h"
+#include "samples/common/mnist_mlp.h"
+#include "samples/common/progress.h"
+
+namespace samples {
+
+struct MnistOptions {
+  int64_t batch_size = 8;
+  int64_t test_batch_size = 80;
+  int64_t epochs = 1;
+  double lr = 0.005;
+  int64_t device_iterations = 1;
+  int64_t replication_factor = 1;
+  int64_t max_steps = 0;
+  uint64_t seed = 42;
+  std::string data_dir = "data";
+  std::string dataset = "mnist";
+  std::string metrics_out;
+  std::string weights_out;
+};
+
+/// Adds the shared options to `desc`, bound to `o`.
+inline void add_mnist_options(po::options_description& desc, MnistOptions& o) {
+  desc.add_options()("help,h", "show this help")
+      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "training micro-batch size per replica")
+      ("test-batch-size", po::value(&o.test_batch_size)->default_value(o.test_batch_size), "test batch size per replica")
+      ("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the training set")
+      ("lr", po::value(&o.lr)->default_value(o.lr), "SGD learning rate")
+      ("device-iterations", po::value(&o.device_iterations)->default_value(o.device_iterations),
+       "training steps per session run")
+      ("replication-factor", po::value(&o.replication_factor)->default_value(o.replication_factor),
+       "replicas training in parallel (data parallel, gradients mean-reduced)")
+      ("max-steps", po::value(&o.max_steps)->default_value(o.max_steps),
+       "stop training after this many steps (0: no limit; rounded up to whole session runs)")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
+      ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/ and fashion-mnist/")
+      ("dataset", po::value(&o.dataset)->default_value(o.dataset), "mnist or fashion")
+      ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file")
+      ("weights-out", po::value(&o.weights_out),
+       "write the trained W0, b0, W1, b1 to this file (float32, little-endian, concatenated)");
+}
+
+/// Range checks of the shared options; throws UsageError.
+inline void check_mnist_options(const MnistOptions& o) {
+  require_at_least<int64_t>("batch-size", o.batch_size, 1);
+  require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
+  require_at_least<int64_t>("epochs", o.epochs, 0);
+  require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
+  require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
+  require_at_least<int64_t>("max-steps", o.max_steps, 0);
+  if (!(o.lr > 0.0)) throw UsageError("--lr must be > 0, got " + std::to_string(o.lr));
+  dataset_folder(o.data_dir, o.dataset);  // validates --dataset
+}
+
+/// A training program: its IR, streams, and the weights to read back afterwards.
+struct TrainProgram {
+  plx::Ir ir;
+  plx::Stream images, labels, loss, correct;
+  MlpParams params;  ///< read back as full tensors once training ends
+};
+
+/// Adds images [batch, 28, 28] / labels [batch] streams, the forward pass of the MLP with
+/// weights `p`, the loss, and loss / correct-count output streams to `t`; returns the loss.
+inline plx::Tensor add_training_head(TrainProgram& t, int64_t batch, const MlpParams& p) {
+  plx::Ir& ir = t.ir;
+  auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {batch, 28, 28});
+  auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {batch});
+  t.images = image_stream;
+  t.labels = label_stream;
+  const plx::Tensor logits = mlp_forward(ir, images, batch, p);
+  const plx::Tensor loss = ir.softmax_cross_entropy(logits, labels);
+  t.correct = ir.d2h_stream("correct", count_correct(ir, logits, labels));
+  t.loss = ir.d2h_stream("loss", loss);
+  return loss;
+}
+
+/// Prints the GEMM kernel choices of a session.
+inline void print_kernels(const plx::Session& session) {
+  const nlohmann::json report = nlohmann::json::parse(session.report());
+  for (const auto& line : report["kernels"]) std::printf("  %s\n", line.get<std::string>().c_str());
+}
+
+struct TrainResult {
+  MlpWeights weights;
+  double samples_per_second = 0;
+  double final_loss = 0;
+  double train_accuracy = 0;
+  int64_t steps = 0;
+  int64_t peak_device_bytes = 0;
+};
+
+/// Trains `t` on `data` for the options' epochs (or max_steps); `on_session` sees the
+/// session once it is compiled (to report memory, kernels, ...).
+inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& data,
+                         const std::function<void(const plx::Session&, const TrainProgram&)>& on_session) {
+  plx::SessionOptions opts;
+  opts.device_iterations = o.device_iterations;
+  plx::Session session(t.ir, opts);
+  on_session(session, t);
+
+  const int64_t di = o.device_iterations, b = o.batch_size;
+  const int64_t per_run = di * o.replication_factor * b;
+  int64_t runs_per_epoch = data.size() / per_run;  // drop_last, as torch's DataLoader
+  if (o.max_steps > 0) runs_per_epoch = std::min(runs_per_epoch, (o.max_steps + di - 1) / di);
+  std::vector<float> image_buf(static_cast<size_t>(per_run * kPixels));
+  std::vector<int32_t> label_buf(static_cast<size_t>(per_run));
+  std::vector<float> loss_buf(static_cast<size_t>(di * o.replication_factor));
+  std::vector<int32_t> correct_buf(loss_buf.size());
+  const plx::Shape image_shape = session.host_shape(t.images), label_shape = session.host_shape(t.labels);
+  const plx::Shape scalar_shape = session.host_shape(t.loss);
+
+  TrainResult result;
+  const auto start = std::chrono::steady_clock::now();
+  int64_t trained = 0;
+  for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
+    data.shuffle(o.seed + static_cast<uint64_t>(epoch));
+    Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs_per_epoch);
+    double loss_sum = 0;
+    int64_t correct = 0, seen = 0;
+    for (int64_t run = 0; run < runs_per_epoch; ++run) {
+      data.fill(run * per_run, per_run, image_buf.data(), label_buf.data());
+      session.run({plx::HostArray(t.images, image_buf.data(), image_shape),
+                   plx::HostArray(t.labels, label_buf.data(), label_shape)},
+                  {plx::HostArray(t.loss, loss_buf.data(), scalar_shape),
+                   plx::HostArray(t.correct, correct_buf.data(), scalar_shape)});
+      for (size_t i = 0; i < loss_buf.size(); ++i) {
+        loss_sum += loss_buf[i];
+        correct += correct_buf[i];
+      }
+      seen += per_run;
+      result.steps += di;
+      char suffix[96];
+      std::snprintf(suffix, sizeof suffix, "loss %.4f acc %.2f%%", loss_sum / static_cast<double>(seen / b),
+                    100.0 * static_cast<double>(correct) / static_cast<double>(seen));
+      bar.update(run + 1, suffix);
+    }
+    trained += seen;
+    result.final_loss = seen ? loss_sum / static_cast<double>(seen / b) : 0.0;
+    result.train_accuracy = seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.samples_per_second = seconds > 0 ? static_cast<double>(trained) / seconds : 0.0;
+  // Every replica holds the trained weights (one group); sharded ones read back in full.
+  const MlpParams& p = t.params;
+  result.weights = {session.read<float>(p.w0), session.read<float>(p.b0), session.read<float>(p.w1),
+                    session.read<float>(p.b1)};
+  result.peak_device_bytes = session.memory_stats(0).peak_bytes;
+  return result;
+}
+
+struct TestResult {
+  double accuracy = 0;
+  int64_t samples = 0;
+};
+
+/// Test accuracy with a separate inference session (PopXL's build_test_ir) holding the
+/// trained weights; each run takes test_batch_size images per replica (drop_last).
+inline TestResult test(const MnistOptions& o, ImageSplit& data, const MlpWeights& weights) {
+  plx::Ir ir(o.replication_factor);
+  const MlpParams p = add_mlp_variables(ir, weights);
+  auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {o.test_batch_size, 28, 28});
+  auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {o.test_batch_size});
+  const plx::Tensor logits = mlp_forward(ir, images, o.test_batch_size, p);
+  const plx::Stream correct_stream = ir.d2h_stream("correct", count_correct(ir, logits, labels));
+  plx::Session session(ir);
+
+  const int64_t per_run = o.test_batch_size * o.replication_factor;
+  const int64_t batches = data.size() / per_run;
+  std::vector<float> image_buf(static_cast<size_t>(per_run * kPixels));
+  std::vector<int32_t> label_buf(static_cast<size_t>(per_run));
+  std::vector<int32_t> correct_buf(static_cast<size_t>(o.replication_factor));
+  int64_t correct = 0;
+  Progress bar("test", batches);
+  for (int64_t i = 0; i < batches; ++i) {
+    data.fill(i * per_run, per_run, image_buf.data(), label_buf.data());
+    session.run({plx::HostArray(image_stream, image_buf.data(), session.host_shape(image_stream)),
+                 plx::HostArray(label_stream, label_buf.data(), session.host_shape(label_stream))},
+                {plx::HostArray(correct_stream, correct_buf.data(), session.host_shape(correct_stream))});
+    for (int32_t c : correct_buf) correct += c;
+    char suffix[64];
+    std::snprintf(suffix, sizeof suffix, "acc %.2f%%",
+                  100.0 * static_cast<double>(correct) / static_cast<double>((i + 1) * per_run));
+    bar.update(i + 1, suffix);
+  }
+  TestResult result;
+  result.samples = batches * per_run;
+  result.accuracy = result.samples ? static_cast<double>(correct) / static_cast<double>(result.samples) : 0.0;
+  return result;
+}
+
+inline void write_weights(const std::string& path, const MlpWeights& w) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::binary);
+  for (const std::vector<float>* v : {&w.w0, &w.b0, &w.w1, &w.b1}) {
+    out.write(reinterpret_cast<const char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(float)));
+  }
+  if (!out) throw std::runtime_error("cannot write weights to '" + path + "'");
+}
+
+/// Runs a sample: parses argv (the shared options plus `extra`), loads the data, trains the
+/// program `build` makes, tests, prints a summary and writes the files. `extra_metrics`
+/// adds to the metrics JSON. Returns the process's exit status (2 for a bad command line).
+inline int run_mnist_sample(int argc, char** argv, const std::string& name, const std::string& usage,
+                            MnistOptions& o, const std::function<void(po::options_description&)>& extra,
+                            const std::function<void()>& check_extra,
+                            const std::function<TrainProgram()>& build,
+                            const std::function<void(const plx::Session&, const TrainProgram&)>& on_session,
+                            const std::function<void(nlohmann::json&)>& extra_metrics) {
+  try {
+    po::options_description desc("Options");
+    add_mnist_options(desc, o);
+    extra(desc);
+    po::variables_map vm;
+    if (!parse_command_line(argc, argv, desc, vm, usage)) return 0;
+    check_mnist_options(o);
+    check_extra();
+  } catch (const std::invalid_argument& e) {  // UsageError and bad --dataset
+    std::fprintf(stderr, "%s: error: %s (see --help)\n", name.c_str(), e.what());
+    return 2;
+  }
+  try {
+    std::printf("plexus: %s\n", plx::runtime_info().c_str());
+    const std::string folder = dataset_folder(o.data_dir, o.dataset);
+    ImageSplit train_data(folder, true);
+    ImageSplit test_data(folder, false);
+    std::printf("%s: %lld training and %lld test images from %s\n", o.dataset.c_str(),
+                static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), folder.c_str());
+    TrainProgram program = build();
+    const TrainResult trained = train(program, o, train_data, on_session);
+    write_weights(o.weights_out, trained.weights);
+    const TestResult tested = test(o, test_data, trained.weights);
+    std::printf("test accuracy: %.2f%% on %lld images (replication factor %lld, batch %lld per replica; train loss "
+                "%.4f, train accuracy %.2f%%, %lld steps, %.0f samples/s)\n",
+                100.0 * tested.accuracy, static_cast<long long>(tested.samples),
+                static_cast<long long>(o.replication_factor), static_cast<long long>(o.batch_size), trained.final_loss,
+                100.0 * trained.train_accuracy, static_cast<long long>(trained.steps), trained.samples_per_second);
+    nlohmann::json metrics = {{"test_accuracy", tested.accuracy},
+                              {"test_samples", tested.samples},
+                              {"train_samples_per_second", trained.samples_per_second},
+                              {"train_loss", trained.final_loss},
+                              {"train_accuracy", trained.train_accuracy},
+                              {"train_steps", trained.steps},
+                              {"epochs", o.epochs},
+                              {"batch_size", o.batch_size},
+                              {"replication_factor", o.replication_factor},
+                              {"test_batch_size", o.test_batch_size},
+                              {"lr", o.lr},
+                              {"device_iterations", o.device_iterations},
+                              {"seed", o.seed},
+                              {"dataset", o.dataset},
+                              {"peak_device_bytes", trained.peak_device_bytes},
+                              {"runtime", plx::runtime_info()}};
+    extra_metrics(metrics);
+    write_metrics(o.metrics_out, metrics);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace samples
