@@ -531,7 +531,9 @@ PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_ten
 /**
  * Writes a variable's value on every device (weights_from_host), in the shape reading
  * returns: with one row per group, every replica of a group gets the group's row; with
- * one per replica, each replica its own. Errors as reading.
+ * one per replica, each replica its own. A replica-sharded variable keeps only its shard
+ * of its row, so with PLX_RETRIEVAL_ALL_REPLICAS the rows of one shard domain should agree.
+ * Errors as reading.
  */
 PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
                                               size_t data_bytes);
