@@ -134,8 +134,10 @@ int main(int argc, char** argv) {
       [] {},
       [&] { return build_train(o, rts); },
       [&](const plx::Session& s, const samples::TrainProgram& t) {
-        std::printf("train session: %lld replica(s), RTS %s\n", static_cast<long long>(o.replication_factor),
+        std::printf("train session: %lld replica(s), RTS %s, GEMM kernels:\n",
+                    static_cast<long long>(o.replication_factor),
                     sharded(o, rts) ? "on" : (rts ? "off (needs a replication factor > 1)" : "off"));
+        samples::print_kernels(s);
         memory = memory_report(s, t);
       },
       [&](nlohmann::json& metrics) {
