@@ -47,6 +47,24 @@ void Graph::set_replication_factor(int64_t replication_factor) {
   replication_factor_ = replication_factor;
 }
 
+namespace {
+
+// A variable-like tensor (device, remote or sharded): its value per group and how it reads back.
+TensorInfo variable_tensor(const std::string& name, DType dtype, Shape shape, TensorKind kind,
+                           std::vector<std::byte> data, const ReplicaGrouping& grouping, RetrievalMode retrieval) {
+  TensorInfo t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.kind = kind;
+  t.data = std::move(data);
+  t.grouping = grouping;
+  t.retrieval = retrieval;
+  return t;
+}
+
+}  // namespace
+
 ReplicaGrouping Graph::check_variable(const std::string& what, const std::string& name, const Shape& shape,
                                       std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval) const {
   check_unique_name(name, "variable");
@@ -92,15 +110,7 @@ TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, 
   const std::string what = "variable '" + name + "'";
   const ReplicaGrouping g = check_variable(what, name, shape, grouping, retrieval);
   check_data_size(what, dtype, shape, data.size(), g.num_groups());
-  TensorInfo t;
-  t.name = name;
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  t.kind = TensorKind::Variable;
-  t.data = std::move(data);
-  t.grouping = g;
-  t.retrieval = retrieval;
-  return add_tensor(std::move(t));
+  return add_tensor(variable_tensor(name, dtype, std::move(shape), TensorKind::Variable, std::move(data), g, retrieval));
 }
 
 RemoteBufferId Graph::add_remote_buffer(DType dtype, Shape shape, int64_t entries) {
@@ -130,14 +140,8 @@ TensorId Graph::add_remote_variable(const std::string& name, DType dtype, Shape 
                                          " holds replica-sharded variables; use a replica-sharded variable");
   }
   check_data_size(what, dtype, shape, data.size(), g.num_groups());
-  TensorInfo t;
-  t.name = name;
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  t.kind = TensorKind::RemoteVariable;
-  t.data = std::move(data);
-  t.grouping = g;
-  t.retrieval = retrieval;
+  TensorInfo t =
+      variable_tensor(name, dtype, std::move(shape), TensorKind::RemoteVariable, std::move(data), g, retrieval);
   t.remote_buffer = buffer;
   t.remote_entry = entry;
   return add_tensor(std::move(t));
@@ -150,14 +154,8 @@ TensorId Graph::add_replica_sharded_variable(const std::string& name, DType dtyp
   const ReplicaGrouping g = check_variable(what, name, full_shape, grouping, retrieval);
   const Sharding sharding = make_sharding(what, full_shape, g, shard_over);
   check_data_size(what, dtype, full_shape, data.size(), g.num_groups());
-  TensorInfo t;
-  t.name = name;
-  t.dtype = dtype;
-  t.shape = {sharding.shard_elements()};
-  t.kind = TensorKind::Variable;
-  t.data = std::move(data);
-  t.grouping = g;
-  t.retrieval = retrieval;
+  TensorInfo t = variable_tensor(name, dtype, {sharding.shard_elements()}, TensorKind::Variable, std::move(data), g,
+                                 retrieval);
   t.sharding = sharding;
   return add_tensor(std::move(t));
 }
@@ -179,14 +177,7 @@ TensorId Graph::add_remote_replica_sharded_variable(const std::string& name, DTy
   }
   check_data_size(what, dtype, full_shape, data.size(), g.num_groups());
   remote_buffers_[static_cast<size_t>(buffer)].sharding = sharding;
-  TensorInfo t;
-  t.name = name;
-  t.dtype = dtype;
-  t.shape = shard_shape;
-  t.kind = TensorKind::RemoteVariable;
-  t.data = std::move(data);
-  t.grouping = g;
-  t.retrieval = retrieval;
+  TensorInfo t = variable_tensor(name, dtype, shard_shape, TensorKind::RemoteVariable, std::move(data), g, retrieval);
   t.sharding = sharding;
   t.remote_buffer = buffer;
   t.remote_entry = entry;

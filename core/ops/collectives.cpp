@@ -121,6 +121,12 @@ replication::Communicator* comm_for(const ir::KernelContext& ctx, const GroupVie
   return view.members.size() > 1 ? ctx.comm : nullptr;
 }
 
+// t / g, for the gradients of mean reductions over the op's groups.
+TensorId divided_by_group(ir::GradContext& ctx, TensorId t) {
+  const ir::ReplicaGrouping g = grouping(ctx.op.attrs, ctx.graph.replication_factor());
+  return ctx.add("mul", {t, scalar_constant(ctx.graph, 1.0f / static_cast<float>(g.group_size()))});
+}
+
 // --- all_reduce ------------------------------------------------------------------------
 
 ir::InferResult infer_all_reduce(const ir::InferContext& ctx) {
@@ -153,9 +159,7 @@ std::vector<TensorId> all_reduce_grad(ir::GradContext& ctx) {
                                              ctx.op.attrs.get_string("op") + ", which has no gradient");
   }
   const TensorId dy = ctx.output_grads[0];
-  if (op == ReduceOp::Sum) return {dy};
-  const ir::ReplicaGrouping g = grouping(ctx.op.attrs, ctx.graph.replication_factor());
-  return {ctx.add("mul", {dy, scalar_constant(ctx.graph, 1.0f / static_cast<float>(g.group_size()))})};
+  return {op == ReduceOp::Sum ? dy : divided_by_group(ctx, dy)};
 }
 
 ir::OpDef all_reduce_def(const char* name, bool in_place) {
@@ -283,19 +287,19 @@ ir::Kernel reduce_scatter_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-std::vector<TensorId> reduce_scatter_grad(ir::GradContext& ctx) {
-  const ReduceOp op = reduce_op(ctx.op.attrs);
+// dy, one shard, put back at this replica's shard of zeros shaped like the op's input.
+TensorId unshard(ir::GradContext& ctx, TensorId dy) {
   const ir::Shape x_shape = ctx.shape(ctx.op.inputs[0]);
   ir::Attributes attrs;
   attrs.set("group_size", ctx.op.attrs.get_int("group_size"));
   attrs.set("stride", ctx.op.attrs.get_int("stride"));
   attrs.set("shape", std::vector<int64_t>(x_shape.begin(), x_shape.end()));
-  TensorId dx = ctx.add("replica_sharded_slice_grad", {ctx.output_grads[0]}, attrs);
-  if (op == ReduceOp::Mean) {
-    const ir::ReplicaGrouping g = grouping(ctx.op.attrs, ctx.graph.replication_factor());
-    dx = ctx.add("mul", {dx, scalar_constant(ctx.graph, 1.0f / static_cast<float>(g.group_size()))});
-  }
-  return {dx};
+  return ctx.add("replica_sharded_slice_grad", {dy}, attrs);
+}
+
+std::vector<TensorId> reduce_scatter_grad(ir::GradContext& ctx) {
+  const TensorId dx = unshard(ctx, ctx.output_grads[0]);
+  return {reduce_op(ctx.op.attrs) == ReduceOp::Mean ? divided_by_group(ctx, dx) : dx};
 }
 
 ir::OpDef reduce_scatter_def() {
@@ -321,14 +325,7 @@ ir::Kernel slice_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-std::vector<TensorId> slice_grad(ir::GradContext& ctx) {
-  const ir::Shape x_shape = ctx.shape(ctx.op.inputs[0]);
-  ir::Attributes attrs;
-  attrs.set("group_size", ctx.op.attrs.get_int("group_size"));
-  attrs.set("stride", ctx.op.attrs.get_int("stride"));
-  attrs.set("shape", std::vector<int64_t>(x_shape.begin(), x_shape.end()));
-  return {ctx.add("replica_sharded_slice_grad", {ctx.output_grads[0]}, attrs)};
-}
+std::vector<TensorId> slice_grad(ir::GradContext& ctx) { return {unshard(ctx, ctx.output_grads[0])}; }
 
 ir::OpDef slice_def() {
   ir::OpDef d;
