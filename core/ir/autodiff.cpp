@@ -67,6 +67,7 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
 
   std::map<TensorId, std::vector<TensorId>> contributions;
   contributions[loss].push_back(graph.add_constant(DType::Float32, loss_info.shape, ones_f32(loss_info.shape)));
+  graph.set_phase(Phase::Backward);
 
   for (OpId o = forward_ops; o-- > 0;) {
     const Op op = graph.op(o);  // copy: add_op below may reallocate the op list
@@ -91,7 +92,9 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
                                        "but has no gradient");
     }
     GradContext ctx{graph, op, out_grads, needs};
+    graph.set_implicit_block(op.block);  // gradient ops join the block of the op they differentiate
     const std::vector<TensorId> in_grads = op.def->grad(ctx);
+    graph.set_implicit_block(-1);
     if (in_grads.size() != op.inputs.size()) {
       fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " +
                                     std::to_string(in_grads.size()) + " gradients for " +
@@ -109,7 +112,7 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
   }
 
   std::vector<TensorId> result;
-  for (TensorId t : wrt) {
+  graph.set_phase(Phase::Backward);
     auto it = contributions.find(t);
     if (it == contributions.end()) {
       fail(ErrorCode::InvalidArgument, "autodiff: the loss '" + loss_info.name + "' does not depend on '" +
@@ -117,6 +120,7 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
     }
     result.push_back(sum_contributions(graph, it->second));
   }
+  graph.set_phase(Phase::Update);  // ops added after autodiff update the weights
   return result;
 }
 

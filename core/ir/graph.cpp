@@ -184,6 +184,39 @@ TensorId Graph::add_remote_replica_sharded_variable(const std::string& name, DTy
   return add_tensor(std::move(t));
 }
 
+void Graph::begin_block(const std::string& name, int64_t device) {
+  if (name.empty()) fail(ErrorCode::InvalidArgument, "block: the name must not be empty");
+  if (device < -1) {
+    fail(ErrorCode::InvalidArgument, "block '" + name + "': device " + std::to_string(device) + " must be >= 0 (or -1)");
+  }
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (blocks_[b].name != name) continue;
+    if (blocks_[b].device != device) {
+      fail(ErrorCode::InvalidArgument, "block '" + name + "' was opened with device " + std::to_string(blocks_[b].device) +
+                                           ", now with device " + std::to_string(device));
+    }
+    block_stack_.push_back(static_cast<int32_t>(b));
+    return;
+  }
+  blocks_.push_back(Block{name, device});
+  block_stack_.push_back(static_cast<int32_t>(blocks_.size() - 1));
+}
+
+void Graph::end_block() {
+  if (block_stack_.empty()) fail(ErrorCode::InvalidArgument, "block: end without a matching begin");
+  block_stack_.pop_back();
+}
+
+int32_t Graph::block_for(const std::vector<TensorId>& inputs) const {
+  if (!block_stack_.empty()) return block_stack_.back();
+  if (implicit_block_ >= 0) return implicit_block_;
+  for (TensorId in : inputs) {
+    const OpId producer = tensors_[static_cast<size_t>(in)].producer;
+    if (producer >= 0 && ops_[static_cast<size_t>(producer)].block >= 0) return ops_[static_cast<size_t>(producer)].block;
+  }
+  return blocks_.empty() ? -1 : 0;
+}
+
 void Graph::end_in_sequence() {
   if (in_sequence_depth_ == 0) fail(ErrorCode::InvalidArgument, "in_sequence: end without a matching begin");
   --in_sequence_depth_;
@@ -252,12 +285,15 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   InferContext ctx{def->name, infos, attrs, replication_factor_, this};
   if (def->resolve_attrs) def->resolve_attrs(ctx, attrs);
   InferResult result = def->infer(ctx);
-  if (def->inplace_input >= 0) {
-    const TensorInfo& target = tensors_[inputs[def->inplace_input]];
+  for (int input : def->inplace_inputs) {
+    if (input < 0) continue;
+    const TensorInfo& target = tensors_[inputs[static_cast<size_t>(input)]];
     if (target.kind == TensorKind::Constant) {
       ctx.fail(ErrorCode::InvalidArgument, "an in-place op cannot modify the constant '" + target.name + "'");
     }
   }
+  op.phase = phase_;
+  op.block = block_for(inputs);
   op.inputs = std::move(inputs);
   op.attrs = std::move(attrs);
   op.scratch_bytes = result.scratch_bytes;
@@ -271,8 +307,8 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
     t.sharding = std::move(result.outputs[k].sharding);
     t.kind = TensorKind::OpOutput;
     t.producer = op_id;
-    if (k == 0 && def->inplace_input >= 0) {
-      t.alias_of = op.inputs[def->inplace_input];
+    if (k < def->inplace_inputs.size() && def->inplace_inputs[k] >= 0) {
+      t.alias_of = op.inputs[static_cast<size_t>(def->inplace_inputs[k])];
       t.sharding = tensors_[t.alias_of].sharding;  // an in-place update keeps the shard a shard
     }
     if (k == 0 && def->is_view) t.alias_of = op.inputs[0];
@@ -341,6 +377,8 @@ void Graph::rollback(const Mark& m) {
   ops_.resize(m.ops);
   streams_.resize(m.streams);
   remote_buffers_.resize(m.remote_buffers);
+  phase_ = m.phase;
+  implicit_block_ = -1;
 }
 
 

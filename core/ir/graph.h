@@ -16,6 +16,16 @@
 
 namespace plexus::ir {
 
+/// Which part of a training step an op belongs to (seed 003): the forward pass, the
+/// backward pass autodiff generates, or the weight update (ops added after autodiff).
+enum class Phase : int32_t { Forward = 0, Backward = 1, Update = 2 };
+
+/// A named block of ops (PopTorch poptorch.Block), optionally pinned to a device.
+struct Block {
+  std::string name;
+  int64_t device = -1;  ///< -1: placed by the session's stages
+};
+
 /// One op instance.
 struct Op {
   const OpDef* def = nullptr;
@@ -24,6 +34,8 @@ struct Op {
   std::vector<TensorId> outputs;
   Attributes attrs;
   size_t scratch_bytes = 0;
+  Phase phase = Phase::Forward;
+  int32_t block = -1;  ///< index into Graph::blocks(); -1 when the IR has no blocks
 };
 
 /// A program under construction. Copyable: a session compiles its own copy, so the IR may
@@ -73,6 +85,24 @@ class Graph {
   const RemoteBuffer& remote_buffer(RemoteBufferId id) const;
   const std::vector<RemoteBuffer>& remote_buffers() const { return remote_buffers_; }
 
+  /// Block scopes (PopTorch poptorch.Block): ops added inside belong to the block; blocks
+  /// are grouped into stages placed on devices by the session. Opening a block with a name
+  /// seen before reopens it (its device must agree). Outside any block an op takes the
+  /// block of its first input that has one, so gradient and update ops follow the layers
+  /// they belong to. Throws InvalidArgument for an empty name, a device < -1 or a device
+  /// that disagrees, and end_block() without a block.
+  void begin_block(const std::string& name, int64_t device);
+  void end_block();
+  const std::vector<Block>& blocks() const { return blocks_; }
+
+  /// The phase ops added now get: Forward until autodiff runs, Backward while autodiff
+  /// adds gradient ops, Update afterwards (autodiff.cpp drives it).
+  void set_phase(Phase phase) { phase_ = phase; }
+  Phase phase() const { return phase_; }
+  /// Makes ops added next belong to `block` (autodiff: a gradient op joins the block of the
+  /// op it differentiates); -1 restores the default rule.
+  void set_implicit_block(int32_t block) { implicit_block_ = block; }
+
   /// in_sequence scopes (seed 001, listing 13.2). Plexus runs ops in the order they were
   /// added, so every op is in sequence; the scopes are checked for balance so that PopXL
   /// programs port unchanged. end_in_sequence() without a begin is InvalidArgument.
@@ -108,8 +138,9 @@ class Graph {
   /// multi-op change (autodiff) is all or nothing.
   struct Mark {
     size_t tensors, ops, streams, remote_buffers;
+    Phase phase;
   };
-  Mark mark() const { return {tensors_.size(), ops_.size(), streams_.size(), remote_buffers_.size()}; }
+  Mark mark() const { return {tensors_.size(), ops_.size(), streams_.size(), remote_buffers_.size(), phase_}; }
   void rollback(const Mark& m);
 
 
@@ -132,6 +163,13 @@ class Graph {
   std::vector<Stream> streams_;
   std::vector<RemoteBuffer> remote_buffers_;
   int in_sequence_depth_ = 0;
+  std::vector<Block> blocks_;
+  std::vector<int32_t> block_stack_;
+  int32_t implicit_block_ = -1;
+  Phase phase_ = Phase::Forward;
+
+  /// The block a new op with these inputs joins.
+  int32_t block_for(const std::vector<TensorId>& inputs) const;
 };
 
 }  // namespace plexus::ir

@@ -116,8 +116,9 @@ struct OpDef {
   std::function<Kernel(const KernelContext&)> kernel;
   /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
   std::function<std::vector<TensorId>(GradContext&)> grad;
-  /// Output 0 overwrites this input's storage (in-place op, PopXL's trailing '_').
-  int inplace_input = -1;
+  /// In-place op (PopXL's trailing '_'): output k overwrites the storage of input
+  /// inplace_inputs[k] (for k < size; -1 = a fresh output).
+  std::vector<int> inplace_inputs;
   /// Output 0 is input 0's storage reinterpreted (reshape): the kernel does nothing.
   bool is_view = false;
   /// The kernel talks to other replicas (KernelContext::comm): a replicated session with

@@ -170,7 +170,7 @@ ir::OpDef all_reduce_def(const char* name, bool in_place) {
   d.kernel = all_reduce_kernel;
   d.communicates = true;
   if (in_place) {
-    d.inplace_input = 0;
+    d.inplace_inputs = {0};
   } else {
     d.grad = all_reduce_grad;
   }

@@ -85,7 +85,7 @@ std::vector<TensorId> finish(ir::GradContext& ctx, TensorId da, TensorId db) {
 ir::OpDef add_inplace_def() {
   ir::OpDef def = arithmetic(
       "add_", [](float x, float y) { return x + y; }, [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); }, {});
-  def.inplace_input = 0;
+  def.inplace_inputs = {0};
   def.infer = [](const ir::InferContext& ctx) {
     ctx.expect_numeric(0);
     ir::InferResult r = infer_broadcast(ctx, ctx.dtype(0));

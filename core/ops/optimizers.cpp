@@ -1,6 +1,18 @@
 // Weight-update ops, applied in place to variables.
 //   scaled_add_(x, y; a=1, b=1):  x <- a*x + b*y   (PopXL ops.scaled_add_; SGD is
 //   scaled_add_(w, grad, b=-lr), seed 000's update_weights_bias). Output 0 is x itself.
+//   adamw_(w, grad, m, v, step; lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
+//     PyTorch's torch.optim.AdamW (amsgrad off, maximize off), one update:
+//       t = step + 1 (written back to step)
+//       w <- w * (1 - lr*weight_decay)                      (decoupled weight decay)
+//       m <- beta1*m + (1-beta1)*grad;  v <- beta2*v + (1-beta2)*grad^2
+//       w <- w - lr/(1-beta1^t) * m / (sqrt(v)/sqrt(1-beta2^t) + eps)
+//     Outputs 0..3 are w, m, v and step, updated in place. step is a float32 [] or [1]
+//     tensor holding the number of updates so far (PyTorch's per-parameter state['step']:
+//     give each parameter its own step tensor). The bias corrections are computed in
+//     double from t at run time, the elementwise update in float32 in PyTorch's order.
+#include <cmath>
+
 #include "core/ir/graph.h"
 
 namespace plexus::ops {
@@ -14,7 +26,7 @@ ir::OpDef scaled_add_def() {
   d.name = "scaled_add_";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {{"a", ir::AttrKind::Float, ir::AttrValue{1.0}}, {"b", ir::AttrKind::Float, ir::AttrValue{1.0}}};
-  d.inplace_input = 0;
+  d.inplace_inputs = {0};
   d.infer = [](const ir::InferContext& ctx) {
     ctx.expect_dtype(0, DType::Float32);
     ctx.expect_dtype(1, DType::Float32);
@@ -36,6 +48,82 @@ ir::OpDef scaled_add_def() {
 }
 
 const ir::OpRegistration scaled_add_op{scaled_add_def()};
+
+// The tensor whose storage `t` uses (an in-place output or view aliases its input).
+const ir::TensorInfo* storage_of(const ir::Graph& graph, const ir::TensorInfo* t) {
+  while (t->alias_of != ir::kNoTensor) t = &graph.tensor(t->alias_of);
+  return t;
+}
+
+ir::OpDef adamw_def() {
+  ir::OpDef d;
+  d.name = "adamw_";
+  d.min_inputs = d.max_inputs = 5;
+  d.attrs = {{"lr", ir::AttrKind::Float, ir::AttrValue{1e-3}},
+             {"beta1", ir::AttrKind::Float, ir::AttrValue{0.9}},
+             {"beta2", ir::AttrKind::Float, ir::AttrValue{0.999}},
+             {"eps", ir::AttrKind::Float, ir::AttrValue{1e-8}},
+             {"weight_decay", ir::AttrKind::Float, ir::AttrValue{0.01}}};
+  d.inplace_inputs = {0, 2, 3, 4};
+  d.infer = [](const ir::InferContext& ctx) {
+    for (size_t i = 0; i < 5; ++i) ctx.expect_dtype(i, DType::Float32);
+    if (ctx.shape(1) != ctx.shape(0) || ctx.shape(2) != ctx.shape(0) || ctx.shape(3) != ctx.shape(0)) {
+      ctx.fail(ir::ErrorCode::ShapeMismatch, "w, grad, m and v must have the same shape");
+    }
+    if (ir::numel(ctx.shape(4)) != 1 || ctx.rank(4) > 1) {
+      ctx.fail(ir::ErrorCode::ShapeMismatch, "step must be a float32 [] or [1] tensor (the update count)");
+    }
+    const double beta1 = ctx.attrs.get_float("beta1"), beta2 = ctx.attrs.get_float("beta2");
+    if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0)) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, "beta1 and beta2 must be in [0, 1)");
+    }
+    if (!(ctx.attrs.get_float("eps") >= 0.0) || !(ctx.attrs.get_float("lr") >= 0.0) ||
+        !(ctx.attrs.get_float("weight_decay") >= 0.0)) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, "lr, eps and weight_decay must be >= 0");
+    }
+    if (ctx.graph) {
+      const size_t updated[] = {0, 2, 3, 4};
+      for (size_t a = 0; a < 4; ++a) {
+        for (size_t b = a + 1; b < 4; ++b) {
+          if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
+            ctx.fail(ir::ErrorCode::InvalidArgument, "w, m, v and step are updated in place and must be distinct tensors");
+          }
+        }
+      }
+    }
+    ir::InferResult r;
+    for (size_t i : {0, 2, 3, 4}) r.outputs.push_back({DType::Float32, ctx.shape(i)});
+    return r;
+  };
+  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+    const ir::Attributes& a = ctx.op.attrs;
+    const double lr = a.get_float("lr"), beta1 = a.get_float("beta1"), beta2 = a.get_float("beta2");
+    const auto eps = static_cast<float>(a.get_float("eps"));
+    const auto decay = static_cast<float>(1.0 - lr * a.get_float("weight_decay"));
+    return [w = ctx.output<float>(0), g = ctx.input<float>(1), m = ctx.output<float>(1), v = ctx.output<float>(2),
+            step = ctx.output<float>(3), n = ir::numel(ctx.outputs[0]->shape), lr, beta1, beta2, eps, decay] {
+      const float t = *step + 1.0f;
+      *step = t;
+      const double bias1 = 1.0 - std::pow(beta1, static_cast<double>(t));
+      const double bias2 = 1.0 - std::pow(beta2, static_cast<double>(t));
+      const auto step_size = static_cast<float>(lr / bias1);
+      const auto bias2_sqrt = static_cast<float>(std::sqrt(bias2));
+      const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
+      const auto c1 = static_cast<float>(1.0 - beta1), c2 = static_cast<float>(1.0 - beta2);
+      for (int64_t i = 0; i < n; ++i) {
+        const float gi = g[i];  // read before any write, in case grad shares w's storage
+        const float mi = b1 * m[i] + c1 * gi;
+        const float vi = b2 * v[i] + c2 * (gi * gi);
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = w[i] * decay - step_size * mi / (std::sqrt(vi) / bias2_sqrt + eps);
+      }
+    };
+  };
+  return d;
+}
+
+const ir::OpRegistration adamw_op{adamw_def()};
 
 }  // namespace
 

@@ -2,6 +2,8 @@
 //   reshape(x; shape)   view of x's buffer (no copy); one dim may be -1 (inferred)
 //   transpose(x; perm)  permutes dims; empty perm reverses them (numpy's default)
 //   expand(x; shape)    numpy broadcast_to
+//   flatten(x; axis=1)  [prod(dims < axis), prod(dims >= axis)], a view like reshape (ONNX
+//                       Flatten; PyTorch's x.view(N, -1) for axis 1); axis in [-rank, rank]
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -54,6 +56,33 @@ ir::OpDef reshape_def() {
   d.name = "reshape";
   d.attrs = {{"shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = infer_reshape;
+  d.is_view = true;
+  d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
+  d.grad = [](ir::GradContext& ctx) {
+    return std::vector<TensorId>{
+        ctx.add("reshape", {ctx.output_grads[0]}, shape_attr(ctx.shape(ctx.op.inputs[0])))};
+  };
+  return d;
+}
+
+// --- flatten -------------------------------------------------------------------------
+
+ir::OpDef flatten_def() {
+  ir::OpDef d;
+  d.name = "flatten";
+  d.attrs = {{"axis", ir::AttrKind::Int, ir::AttrValue{int64_t{1}}}};
+  d.infer = [](const ir::InferContext& ctx) {
+    const auto rank = static_cast<int64_t>(ctx.rank(0));
+    int64_t axis = ctx.attrs.get_int("axis");
+    if (axis < -rank || axis > rank) {
+      ctx.fail(ErrorCode::InvalidArgument, "axis " + std::to_string(axis) + " must be in [-" + std::to_string(rank) +
+                                               ", " + std::to_string(rank) + "] for rank " + std::to_string(rank));
+    }
+    if (axis < 0) axis += rank;
+    const ir::Shape& s = ctx.shape(0);
+    const int64_t outer = ir::numel(std::span<const int64_t>(s.data(), static_cast<size_t>(axis)));
+    return ir::InferResult{{{ctx.dtype(0), {outer, ir::numel(s) / outer}}}};
+  };
   d.is_view = true;
   d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
   d.grad = [](ir::GradContext& ctx) {
@@ -155,6 +184,7 @@ ir::OpDef expand_def() {
 const ir::OpRegistration reshape_op{reshape_def()};
 const ir::OpRegistration transpose_op{transpose_def()};
 const ir::OpRegistration expand_op{expand_def()};
+const ir::OpRegistration flatten_op{flatten_def()};
 
 }  // namespace
 

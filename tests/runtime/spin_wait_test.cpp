@@ -17,9 +17,11 @@ TEST(SpinWait, ReturnsAtOnceWhenTheCounterAlreadyChanged) {
 TEST(SpinWait, SlowPartnersShrinkTheSpinBudgetToZero) {
   std::atomic<uint32_t> counter{0};
   SpinWait w(true);
-  for (uint32_t i = 0; i < 8; ++i) {  // the change always comes after the spin window
+  // The change always comes long after the spin window (20 ms against at most 200 us, with
+  // room for a loaded machine descheduling the waiter).
+  for (uint32_t i = 0; i < 12; ++i) {
     std::thread t([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       counter.fetch_add(1);
       counter.notify_all();
     });
