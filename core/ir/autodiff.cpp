@@ -112,7 +112,7 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
   }
 
   std::vector<TensorId> result;
-  graph.set_phase(Phase::Backward);
+  for (TensorId t : wrt) {
     auto it = contributions.find(t);
     if (it == contributions.end()) {
       fail(ErrorCode::InvalidArgument, "autodiff: the loss '" + loss_info.name + "' does not depend on '" +

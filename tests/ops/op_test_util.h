@@ -122,6 +122,11 @@ struct GradCheckOptions {
   Tolerance gradient = kGradientTolerance;
   double eps = kFiniteDifferenceEps;
   uint32_t seed = 12345;  ///< of the loss weights R, uniform in [-1, 1)
+  /// Checks at most this many elements of each `wrt` input, drawn without repetition by a
+  /// fixed-seed generator (0 = every element). For inputs so large that differentiating the
+  /// reference at every element would take seconds (each element costs two reference runs);
+  /// the forward check still covers every output element.
+  size_t sample = 0;
 };
 
 /// Forward check plus finite-difference gradient check of every `wrt` input (see the

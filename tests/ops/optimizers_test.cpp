@@ -1,7 +1,11 @@
 // Optimizers (core/ops/optimizers.cpp): scaled_add_(x, y; a=1, b=1): x <- a*x + b*y in
-// place (output 0 is x's storage), so a variable x keeps the update across runs.
+// place (output 0 is x's storage), so a variable x keeps the update across runs;
+// adamw_(w, grad, m, v, step; lr, beta1, beta2, eps, weight_decay): PyTorch's AdamW step,
+// w, m, v and step updated in place.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "core/runtime/session.h"
 #include "tests/ops/op_test_util.h"
@@ -142,6 +146,232 @@ TEST(ScaledAdd, AttributesMustBeNumbers) {
       op_error("scaled_add_", {random_f32({2}, 1), random_f32({2}, 2)}, make_attrs({{"a", std::string("fast")}}));
   EXPECT_EQ(e.code, ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("op 'scaled_add_': attribute 'a' must be"));
+}
+
+// --- adamw_ ---------------------------------------------------------------------------
+
+struct AdamWHyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+
+  ir::Attributes attrs() const {
+    return make_attrs({{"lr", lr}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps}, {"weight_decay", weight_decay}});
+  }
+};
+
+// The optimizer state in double: PyTorch's AdamW (torch/optim/adamw.py, _single_tensor_adamw,
+// amsgrad off), written from its formulas.
+struct AdamWState {
+  Value w, m, v;
+  double step = 0.0;
+
+  void update(const Value& g, const AdamWHyper& h) {
+    step += 1.0;
+    const double bias1 = 1.0 - std::pow(h.beta1, step), bias2 = 1.0 - std::pow(h.beta2, step);
+    for (size_t i = 0; i < w.data.size(); ++i) {
+      const double gi = g.data[i];
+      w.data[i] *= 1.0 - h.lr * h.weight_decay;
+      m.data[i] = h.beta1 * m.data[i] + (1.0 - h.beta1) * gi;
+      v.data[i] = h.beta2 * v.data[i] + (1.0 - h.beta2) * gi * gi;
+      const double m_hat = m.data[i] / bias1, v_hat = v.data[i] / bias2;
+      w.data[i] -= h.lr * m_hat / (std::sqrt(v_hat) + h.eps);
+    }
+  }
+};
+
+Value zeros(const ir::Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return f32(shape, std::vector<double>(static_cast<size_t>(n), 0.0));
+}
+
+// Variables w, grad, m, v, step and one adamw_ op; returns their ids (in that order).
+std::vector<ir::TensorId> adamw_graph(ir::Graph& g, const AdamWState& s, const Value& grad, const AdamWHyper& h,
+                                      const ir::Shape& step_shape = {1}) {
+  const std::vector<ir::TensorId> ids = add_inputs(g, {s.w, grad, s.m, s.v, f32(step_shape, {s.step})});
+  const std::vector<ir::TensorId> outs = g.add_op("adamw_", ids, h.attrs());
+  EXPECT_EQ(outs.size(), 4u);
+  return ids;
+}
+
+void expect_state(const runtime::Session& session, const std::vector<ir::TensorId>& ids, const AdamWState& s,
+                  const std::string& when) {
+  expect_close(read(session, ids[0]), s.w, kForwardTolerance, "w " + when);
+  expect_close(read(session, ids[2]), s.m, kForwardTolerance, "m " + when);
+  expect_close(read(session, ids[3]), s.v, kForwardTolerance, "v " + when);
+  const Value step = read(session, ids[4]);
+  ASSERT_EQ(step.data.size(), 1u);
+  EXPECT_EQ(step.data[0], s.step) << "step " << when;
+}
+
+TEST(AdamW, MatchesPyTorchFormulasOverSeveralSteps) {
+  struct Case {
+    const char* name;
+    AdamWHyper h;
+  };
+  const Case cases[] = {
+      {"PyTorch defaults", {}},
+      {"lr 0.01, betas (0.8, 0.99), eps 1e-6, weight_decay 0.1", {0.01, 0.8, 0.99, 1e-6, 0.1}},
+      {"no weight decay, large lr", {0.5, 0.9, 0.999, 1e-8, 0.0}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ir::Shape shape{3, 5};
+    AdamWState s{random_f32(shape, 1), zeros(shape), zeros(shape), 0.0};
+    ir::Graph g;
+    const std::vector<ir::TensorId> ids = adamw_graph(g, s, zeros(shape), c.h);
+    runtime::Session session(g, options());
+    for (uint32_t run = 1; run <= 6; ++run) {
+      // A new gradient each run, of varying scale, as training would produce.
+      const Value grad = random_f32(shape, 100 + run, -std::pow(3.0, run - 3.0), std::pow(3.0, run - 3.0));
+      session.write_variable(ids[1], to_bytes(grad));
+      session.run({}, {});
+      s.update(grad, c.h);
+      expect_state(session, ids, s, "after run " + std::to_string(run));
+    }
+    expect_equal(read(session, ids[1]), random_f32(shape, 106, -27.0, 27.0), "grad is not modified");
+  }
+}
+
+TEST(AdamW, AgreesWithValuesFromPyTorch) {
+  // torch 1.13: w = torch.tensor([0.5, -1, 2, 0, 0.25]); AdamW([w], lr=0.01, betas=(0.8, 0.99),
+  // eps=1e-6, weight_decay=0.1); three step() calls with the gradients below.
+  const AdamWHyper h{0.01, 0.8, 0.99, 1e-6, 0.1};
+  const Value grads[] = {f32({5}, {0.1, -0.2, 0.3, 1e-3, -4.0}), f32({5}, {-0.5, 0.25, 0.3, 0.0, 2.0}),
+                         f32({5}, {0.05, 0.05, -1.0, -1e-3, 0.5})};
+  const Value torch_w[] = {f32({5}, {0.489500105, -0.989000082, 1.98800004, -0.00999001041, 0.259750009}),
+                           f32({5}, {0.495467126, -0.99021852, 1.97601211, -0.0162723437, 0.261601627}),
+                           f32({5}, {0.498934805, -0.991905749, 1.97773349, -0.014451297, 0.26206851})};
+  const Value torch_m = f32({5}, {-0.057199996, 0.0243999995, -0.113599993, -7.19999953e-05, -0.09200003});
+  const Value torch_v = f32({5}, {0.00259801, 0.00103578996, 0.0117730899, 1.98010017e-08, 0.198915988});
+  AdamWState s{f32({5}, {0.5, -1.0, 2.0, 0.0, 0.25}), zeros({5}), zeros({5}), 0.0};
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = adamw_graph(g, s, grads[0], h, {});
+  runtime::Session session(g, options());
+  for (size_t k = 0; k < 3; ++k) {
+    session.write_variable(ids[1], to_bytes(grads[k]));
+    session.run({}, {});
+    expect_close(read(session, ids[0]), torch_w[k], Tolerance{1e-6, 1e-6}, "w after step " + std::to_string(k + 1));
+  }
+  expect_close(read(session, ids[2]), torch_m, Tolerance{1e-8, 1e-6}, "m after 3 steps");
+  expect_close(read(session, ids[3]), torch_v, Tolerance{1e-10, 1e-6}, "v after 3 steps");
+  expect_equal(read(session, ids[4]), f32({}, {3}), "step after 3 steps");
+}
+
+TEST(AdamW, ResumesFromAStepCountAndState) {
+  // Bias corrections use t = 11 when step holds 10 (a resumed run).
+  const ir::Shape shape{4, 3};
+  const AdamWHyper h{2e-3, 0.9, 0.999, 1e-8, 0.05};
+  AdamWState s{random_f32(shape, 7), random_f32(shape, 8, -0.1, 0.1), random_f32(shape, 9, 0.0, 0.01), 10.0};
+  const Value grad = random_f32(shape, 10);
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = adamw_graph(g, s, grad, h);
+  runtime::Session session(g, options());
+  session.run({}, {});
+  s.update(grad, h);
+  expect_state(session, ids, s, "after one run");
+}
+
+TEST(AdamW, EveryStepOfARunUpdatesOnce) {
+  // grad streamed from the host, device_iterations 3: three updates per run, and the
+  // updated w streamed back after each.
+  const ir::Shape shape{6};
+  const AdamWHyper h{0.05, 0.9, 0.999, 1e-8, 0.01};
+  AdamWState s{random_f32(shape, 11), zeros(shape), zeros(shape), 0.0};
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = add_inputs(g, {s.w, s.m, s.v, f32({1}, {0})});
+  const ir::StreamId in = g.add_h2d_stream("grad", ir::DType::Float32, shape);
+  const std::vector<ir::TensorId> outs = g.add_op("adamw_", {ids[0], g.stream(in).tensor, ids[1], ids[2], ids[3]}, h.attrs());
+  const ir::StreamId fetched = g.add_d2h_stream("w_out", outs[0]);
+  runtime::Session session(g, options(3));
+  for (uint32_t run = 0; run < 2; ++run) {
+    SCOPED_TRACE(testing::Message() << "run " << run);
+    const Value grads = random_f32({3, 6}, 20 + run);
+    std::vector<std::byte> host_g = to_bytes(grads), host_w(3 * 6 * sizeof(float));
+    const runtime::HostArray inputs[] = {{in, host_g.data(), ir::DType::Float32, {3, 6}}};
+    const runtime::HostArray outputs[] = {{fetched, host_w.data(), ir::DType::Float32, {3, 6}}};
+    session.run(inputs, outputs);
+    Value per_step{ir::DType::Float32, {3, 6}, {}};
+    for (size_t step = 0; step < 3; ++step) {
+      s.update(Value{ir::DType::Float32, shape, std::vector<double>(grads.data.begin() + 6 * step,
+                                                                     grads.data.begin() + 6 * (step + 1))},
+               h);
+      per_step.data.insert(per_step.data.end(), s.w.data.begin(), s.w.data.end());
+    }
+    expect_close(from_bytes(ir::DType::Float32, {3, 6}, host_w), per_step, kForwardTolerance, "w after each step");
+    expect_close(read(session, ids[0]), s.w, kForwardTolerance, "w after the run");
+    EXPECT_EQ(read(session, ids[3]).data[0], s.step);
+  }
+}
+
+TEST(AdamW, OutputsAreTheInputsUpdatedInPlace) {
+  ir::Graph g;
+  const Value w = random_f32({2, 2}, 1);
+  const std::vector<ir::TensorId> ids = add_inputs(g, {w, w, zeros({2, 2}), zeros({2, 2}), f32({1}, {0})});
+  const std::vector<ir::TensorId> outs = g.add_op("adamw_", ids, {});
+  ASSERT_EQ(outs.size(), 4u);
+  EXPECT_EQ(g.storage_root(outs[0]), ids[0]);
+  EXPECT_EQ(g.storage_root(outs[1]), ids[2]);
+  EXPECT_EQ(g.storage_root(outs[2]), ids[3]);
+  EXPECT_EQ(g.storage_root(outs[3]), ids[4]);
+  EXPECT_FALSE(g.op(static_cast<ir::OpId>(g.num_ops() - 1)).def->grad) << "adamw_ is not differentiable";
+}
+
+TEST(AdamW, ShapesMustMatch) {
+  const Value a = random_f32({2, 3}, 1), step = f32({1}, {0});
+  OpError e = op_error("adamw_", {a, random_f32({3, 2}, 2), a, a, step});
+  EXPECT_EQ(e.stage, Stage::Build);
+  EXPECT_EQ(e.code, ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("op 'adamw_'"));
+  EXPECT_THAT(e.message, HasSubstr("w, grad, m and v must have the same shape"));
+  e = op_error("adamw_", {a, a, a, a, f32({2}, {0, 0})});
+  EXPECT_EQ(e.code, ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("step must be a float32 [] or [1] tensor"));
+}
+
+TEST(AdamW, OnlyFloat32) {
+  const Value a = random_f32({2}, 1);
+  const OpError e = op_error("adamw_", {a, a, a, a, i32({1}, {0})});
+  EXPECT_EQ(e.code, ir::ErrorCode::DTypeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("op 'adamw_'"));
+  EXPECT_THAT(e.message, HasSubstr("input 4 must be float32"));
+}
+
+TEST(AdamW, UpdatedTensorsMustBeDistinct) {
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids =
+      add_inputs(g, {random_f32({3}, 1), random_f32({3}, 2), zeros({3}), f32({1}, {0})});
+  try {
+    g.add_op("adamw_", {ids[0], ids[1], ids[2], ids[2], ids[3]}, {});  // m and v are one tensor
+    ADD_FAILURE() << "adamw_ with m == v was accepted";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("op 'adamw_'"));
+    EXPECT_THAT(e.what(), HasSubstr("w, m, v and step are updated in place and must be distinct tensors"));
+  }
+}
+
+TEST(AdamW, ConstantStateIsRejected) {
+  ir::Graph g;
+  const Value a = random_f32({2}, 1);
+  const std::vector<ir::TensorId> ids = add_inputs(g, {a, a, a, a});
+  const ir::TensorId step = g.add_constant(ir::DType::Float32, {1}, to_bytes(f32({1}, {0})));
+  try {
+    g.add_op("adamw_", {ids[0], ids[1], ids[2], ids[3], step}, {});
+    ADD_FAILURE() << "adamw_ on a constant step was accepted";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("an in-place op cannot modify the constant"));
+  }
+}
+
+TEST(AdamW, HyperParametersAreChecked) {
+  const Value a = random_f32({2}, 1), step = f32({1}, {0});
+  OpError e = op_error("adamw_", {a, a, a, a, step}, make_attrs({{"beta2", 1.0}}));
+  EXPECT_EQ(e.code, ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("beta1 and beta2 must be in [0, 1)"));
+  e = op_error("adamw_", {a, a, a, a, step}, make_attrs({{"lr", -0.1}}));
+  EXPECT_EQ(e.code, ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("lr, eps and weight_decay must be >= 0"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Shape ops (core/ops/shape_ops.cpp): reshape (a zero-copy view, one -1 allowed),
-// transpose (perm; empty = reverse), expand (numpy broadcast_to).
+// transpose (perm; empty = reverse), expand (numpy broadcast_to), flatten (a view,
+// [prod(dims < axis), prod(dims >= axis)]).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -219,6 +220,52 @@ TEST(Expand, IncompatibleTargetsAreRejected) {
     const OpError e = expect_build_error("expand", {random_f32({2, 3}, 1)}, make_attrs({{"shape", target}}),
                                          ir::ErrorCode::ShapeMismatch);
     EXPECT_THAT(e.message, HasSubstr("cannot broadcast to " + ir::shape_string(target)));
+  }
+}
+
+// --- flatten -------------------------------------------------------------------------
+
+struct FlattenCase {
+  ir::Shape in;
+  int64_t axis;
+  ir::Shape expected;
+};
+
+TEST(Flatten, SplitsTheDimsAtTheAxis) {
+  const FlattenCase cases[] = {
+      {{2, 20, 4, 4}, 1, {2, 320}},  // the seed's view(-1, 320) at batch 2
+      {{2, 3, 4}, 0, {1, 24}},       {{2, 3, 4}, 2, {6, 4}},  {{2, 3, 4}, 3, {24, 1}},
+      {{2, 3, 4}, -1, {6, 4}},       {{2, 3, 4}, -3, {1, 24}}, {{5}, 1, {5, 1}},
+      {{5}, 0, {1, 5}},              {{}, 0, {1, 1}},
+  };
+  for (const FlattenCase& c : cases) {
+    SCOPED_TRACE(testing::Message() << ir::shape_string(c.in) << " axis " << c.axis);
+    expect_gradients("flatten", {random_f32(c.in, 21)}, make_attrs({{"axis", c.axis}}), reshape_reference(c.expected));
+  }
+}
+
+TEST(Flatten, DefaultAxisIsOne) {
+  const Value x = random_f32({3, 2, 2}, 22);
+  expect_equal(run_op1("flatten", {x}), Value{x.dtype, {3, 4}, x.data}, "axis 1");
+}
+
+TEST(Flatten, IsAZeroCopyViewOnEveryDtype) {
+  ir::Graph g;
+  const Value x = i32({2, 2, 2}, {1, -2, 3, -4, 5, -6, 7, -8});
+  const ir::TensorId in = add_inputs(g, {x}).front();
+  const ir::TensorId y = g.add_op("flatten", {in}, {}).front();
+  EXPECT_EQ(g.tensor(y).alias_of, in);
+  expect_equal(evaluate(g, {y}).front(), i32({2, 4}, x.data), "int32 view of a variable");
+  expect_equal(run_op1("flatten", {u8({2, 1}, {1, 255})}, make_attrs({{"axis", int64_t{0}}})), u8({1, 2}, {1, 255}),
+               "uint8");
+}
+
+TEST(Flatten, AxisOutOfRangeIsRejected) {
+  for (const int64_t axis : {int64_t{4}, int64_t{-4}}) {
+    SCOPED_TRACE(axis);
+    const OpError e = expect_build_error("flatten", {random_f32({2, 3, 4}, 1)}, make_attrs({{"axis", axis}}),
+                                         ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.message, HasSubstr("axis " + std::to_string(axis) + " must be in [-3, 3] for rank 3"));
   }
 }
 

@@ -1,0 +1,219 @@
+// max_pool2d (core/ops/pooling.cpp): PyTorch's MaxPool2d (floor mode, no dilation), the
+// window's maximum over positions inside the image, ties to the first in row-major window
+// order, NaN propagating; max_pool2d_grad routes dy to each window's argmax.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "tests/ops/op_test_util.h"
+
+namespace plexus::ops::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct PoolCfg {
+  int64_t kh, kw, sh, sw, ph, pw;
+};
+
+ir::Attributes pool_attrs(const PoolCfg& p) {
+  return make_attrs({{"kernel", Ints{p.kh, p.kw}}, {"stride", Ints{p.sh, p.sw}}, {"padding", Ints{p.ph, p.pw}}});
+}
+
+// Calls body(plane, oh, ow, index of the window's argmax in the plane) for every window;
+// the argmax follows PyTorch's CPU loop: the first position, then any later value that is
+// greater or NaN.
+template <class Body>
+void for_each_window(const ir::Shape& x_shape, const std::vector<double>& x, const PoolCfg& p, Body body) {
+  const int64_t h = x_shape[2], w = x_shape[3];
+  const int64_t oh_n = (h + 2 * p.ph - p.kh) / p.sh + 1, ow_n = (w + 2 * p.pw - p.kw) / p.sw + 1;
+  for (int64_t plane = 0; plane < x_shape[0] * x_shape[1]; ++plane) {
+    for (int64_t oh = 0; oh < oh_n; ++oh) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        int64_t best = -1;
+        double best_value = -std::numeric_limits<double>::infinity();
+        for (int64_t i = 0; i < p.kh; ++i) {
+          for (int64_t j = 0; j < p.kw; ++j) {
+            const int64_t r = oh * p.sh - p.ph + i, c = ow * p.sw - p.pw + j;
+            if (r < 0 || r >= h || c < 0 || c >= w) continue;
+            const double v = x[static_cast<size_t>(plane * h * w + r * w + c)];
+            if (best < 0 || v > best_value || std::isnan(v)) {
+              best = r * w + c;
+              best_value = v;
+            }
+          }
+        }
+        body(plane, oh, ow, best);
+      }
+    }
+  }
+}
+
+ir::Shape pool_out_shape(const ir::Shape& x, const PoolCfg& p) {
+  return {x[0], x[1], (x[2] + 2 * p.ph - p.kh) / p.sh + 1, (x[3] + 2 * p.pw - p.kw) / p.sw + 1};
+}
+
+Reference pool_reference(PoolCfg p) {
+  return [p](const std::vector<Value>& in) {
+    const Value& x = in[0];
+    const ir::Shape ys = pool_out_shape(x.shape, p);
+    Value y{ir::DType::Float32, ys, std::vector<double>(static_cast<size_t>(ys[0] * ys[1] * ys[2] * ys[3]))};
+    const int64_t hw = x.shape[2] * x.shape[3];
+    for_each_window(x.shape, x.data, p, [&](int64_t plane, int64_t oh, int64_t ow, int64_t best) {
+      y.data[static_cast<size_t>((plane * ys[2] + oh) * ys[3] + ow)] = x.data[static_cast<size_t>(plane * hw + best)];
+    });
+    return y;
+  };
+}
+
+Reference pool_grad_reference(PoolCfg p) {
+  return [p](const std::vector<Value>& in) {
+    const Value &x = in[0], &dy = in[1];
+    Value dx{ir::DType::Float32, x.shape, std::vector<double>(x.data.size(), 0.0)};
+    const int64_t hw = x.shape[2] * x.shape[3];
+    for_each_window(x.shape, x.data, p, [&](int64_t plane, int64_t oh, int64_t ow, int64_t best) {
+      dx.data[static_cast<size_t>(plane * hw + best)] +=
+          dy.data[static_cast<size_t>((plane * dy.shape[2] + oh) * dy.shape[3] + ow)];
+    });
+    return dx;
+  };
+}
+
+TEST(MaxPool2d, SmallCaseIsExact) {
+  // Kernel 2, stride 2 (the default): the maximum of each 2x2 block.
+  const Value x = f32({1, 1, 4, 4}, {1, 5, 2, 0, -3, 4, 8, 7, 0, 0, -1, -2, 9, 0, -4, -3});
+  expect_equal(run_op1("max_pool2d", {x}, make_attrs({{"kernel", Ints{2}}})), f32({1, 1, 2, 2}, {5, 8, 9, -1}),
+               "2x2 blocks");
+  // Odd size, floor mode: the last row and column of a 5x5 input are dropped by kernel 2.
+  std::vector<double> v(25);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+  expect_equal(run_op1("max_pool2d", {f32({1, 1, 5, 5}, v)}, make_attrs({{"kernel", Ints{2, 2}}})),
+               f32({1, 1, 2, 2}, {6, 8, 16, 18}), "5x5, kernel 2");
+}
+
+TEST(MaxPool2d, PaddingNeverWins) {
+  // All values negative: a zero from padding would be the maximum if padding were zeros.
+  const Value x = random_f32({1, 2, 3, 3}, 1, -2.0, -1.0);
+  const PoolCfg p{3, 3, 2, 2, 1, 1};
+  const Value y = run_op1("max_pool2d", {x}, pool_attrs(p));
+  expect_equal(y, pool_reference(p)({x}), "negative input, padding 1");
+  for (double v : y.data) EXPECT_LT(v, -1.0 + 1e-6);
+}
+
+TEST(MaxPool2d, TiesGoToTheFirstMaximumInRowMajorOrder) {
+  // Each 2x2 window holds two equal maxima; the gradient must go to the first of them.
+  const Value x = f32({1, 1, 2, 4}, {1, 3, 3, 0, 3, 2, 1, 3});
+  const Value dy = f32({1, 1, 1, 2}, {10, 20});
+  const ir::Attributes a = make_attrs({{"kernel", Ints{2}}});
+  expect_equal(run_op1("max_pool2d", {x}, a), f32({1, 1, 1, 2}, {3, 3}), "forward");
+  expect_equal(run_op1("max_pool2d_grad", {x, dy}, a), f32({1, 1, 2, 4}, {0, 10, 20, 0, 0, 0, 0, 0}), "dx");
+  // A constant image: every window's first position.
+  const Value ones = f32({1, 1, 2, 2}, {1, 1, 1, 1});
+  expect_equal(run_op1("max_pool2d_grad", {ones, f32({1, 1, 1, 1}, {5})}, a), f32({1, 1, 2, 2}, {5, 0, 0, 0}),
+               "constant window");
+}
+
+TEST(MaxPool2d, InfinityAndNaN) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // Window 0: all -inf (the result is -inf, the gradient goes to its first position);
+  // window 1: a NaN after a larger value (NaN wins, as in PyTorch).
+  const Value x = f32({1, 1, 2, 4}, {-inf, -inf, 5, 1, -inf, -inf, nan, 2});
+  const ir::Attributes a = make_attrs({{"kernel", Ints{2}}});
+  expect_equal(run_op1("max_pool2d", {x}, a), f32({1, 1, 1, 2}, {-inf, nan}), "forward");
+  expect_equal(run_op1("max_pool2d_grad", {x, f32({1, 1, 1, 2}, {1, 2})}, a),
+               f32({1, 1, 2, 4}, {1, 0, 0, 0, 0, 0, 2, 0}), "dx");
+}
+
+// Kernel / stride / padding combinations: the seed's 2x2, overlapping windows (stride <
+// kernel, so dx sums several dy), padding, non-square kernels and strides, odd sizes.
+class MaxPool2dShapes : public ::testing::TestWithParam<PoolCfg> {};
+
+TEST_P(MaxPool2dShapes, ForwardAndGradientMatchDoubleReference) {
+  const PoolCfg p = GetParam();
+  const Value x = random_f32({2, 3, 7, 6}, 7);
+  expect_gradients("max_pool2d", {x}, pool_attrs(p), pool_reference(p));
+  expect_forward("max_pool2d_grad", {x, random_f32(pool_out_shape(x.shape, p), 8)}, pool_attrs(p),
+                 pool_grad_reference(p));
+}
+
+std::string pool_case_name(const ::testing::TestParamInfo<PoolCfg>& info) {
+  const PoolCfg& p = info.param;
+  return "k" + std::to_string(p.kh) + "x" + std::to_string(p.kw) + "_s" + std::to_string(p.sh) + "x" +
+         std::to_string(p.sw) + "_p" + std::to_string(p.ph) + "x" + std::to_string(p.pw);
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, MaxPool2dShapes,
+                         ::testing::Values(PoolCfg{2, 2, 2, 2, 0, 0}, PoolCfg{3, 3, 2, 2, 1, 1},
+                                           PoolCfg{3, 3, 1, 1, 0, 0}, PoolCfg{2, 3, 1, 2, 1, 1},
+                                           PoolCfg{1, 1, 2, 3, 0, 0}, PoolCfg{7, 6, 1, 1, 0, 0}),
+                         pool_case_name);
+
+TEST(MaxPool2d, StrideDefaultsToTheKernel) {
+  const Value x = random_f32({1, 2, 6, 9}, 3);
+  expect_forward("max_pool2d", {x}, make_attrs({{"kernel", Ints{2, 3}}}), pool_reference({2, 3, 2, 3, 0, 0}));
+}
+
+TEST(MaxPool2d, SeedLayerShapesWithGradients) {
+  // The seed's MaxPool2d(2) after each conv layer, at batch 2.
+  for (const ir::Shape& shape : {ir::Shape{2, 10, 24, 24}, ir::Shape{2, 20, 8, 8}}) {
+    SCOPED_TRACE(ir::shape_string(shape));
+    GradCheckOptions options;
+    options.sample = 1000;
+    expect_gradients("max_pool2d", {random_f32(shape, 9)}, make_attrs({{"kernel", Ints{2}}}),
+                     pool_reference({2, 2, 2, 2, 0, 0}), options);
+  }
+}
+
+// --- errors --------------------------------------------------------------------------
+
+OpError build_error(std::string_view op, const std::vector<Value>& in, const ir::Attributes& attrs, ir::ErrorCode code) {
+  OpError e = op_error(op, in, attrs);
+  EXPECT_EQ(e.stage, Stage::Build);
+  EXPECT_EQ(e.code, code);
+  EXPECT_THAT(e.message, HasSubstr("op '" + std::string(op) + "'"));
+  return e;
+}
+
+TEST(MaxPool2d, RankMustBeFour) {
+  const OpError e = build_error("max_pool2d", {random_f32({3, 4, 4}, 1)}, make_attrs({{"kernel", Ints{2}}}),
+                                ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("x must be [N,C,H,W] (rank 4)"));
+}
+
+TEST(MaxPool2d, KernelIsRequiredAndChecked) {
+  OpError e = build_error("max_pool2d", {random_f32({1, 1, 4, 4}, 1)}, {}, ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("attribute 'kernel'"));
+  e = build_error("max_pool2d", {random_f32({1, 1, 4, 4}, 1)}, make_attrs({{"kernel", Ints{2, 2, 2}}}),
+                  ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("kernel [2,2,2] must hold 1 or 2 ints >= 1"));
+  e = build_error("max_pool2d", {random_f32({1, 1, 4, 4}, 1)}, make_attrs({{"kernel", Ints{5}}}),
+                  ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("kernel 5x5 is larger than the padded input 4x4"));
+  e = build_error("max_pool2d", {random_f32({1, 1, 4, 4}, 1)}, make_attrs({{"kernel", Ints{2}}, {"stride", Ints{0}}}),
+                  ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("stride [0] must be empty (= kernel) or hold 1 or 2 ints >= 1"));
+}
+
+TEST(MaxPool2d, PaddingAtMostHalfTheKernel) {
+  const OpError e = build_error("max_pool2d", {random_f32({1, 1, 4, 4}, 1)},
+                                make_attrs({{"kernel", Ints{2}}, {"padding", Ints{2, 1}}}), ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("padding [2,1] must be at most half the kernel [2]"));
+}
+
+TEST(MaxPool2dGrad, DyMustBeTheOutputShape) {
+  const OpError e = build_error("max_pool2d_grad", {random_f32({1, 2, 4, 4}, 1), random_f32({1, 2, 3, 2}, 2)},
+                                make_attrs({{"kernel", Ints{2}}}), ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("dy must be the max_pool2d output [1,2,2,2]"));
+}
+
+TEST(MaxPool2d, OnlyFloat32) {
+  const OpError e = build_error("max_pool2d", {i32({1, 1, 2, 2}, {1, 2, 3, 4})}, make_attrs({{"kernel", Ints{2}}}),
+                                ir::ErrorCode::DTypeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("input 0 must be float32"));
+}
+
+}  // namespace
+}  // namespace plexus::ops::test
