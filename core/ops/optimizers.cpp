@@ -65,6 +65,7 @@ ir::OpDef adamw_def() {
              {"eps", ir::AttrKind::Float, ir::AttrValue{1e-8}},
              {"weight_decay", ir::AttrKind::Float, ir::AttrValue{0.01}}};
   d.inplace_inputs = {0, 2, 3, 4};
+  d.optimizer_state_inputs = {2, 3, 4};  // m, v and step: offloadable (seed 003)
   d.infer = [](const ir::InferContext& ctx) {
     for (size_t i = 0; i < 5; ++i) ctx.expect_dtype(i, DType::Float32);
     if (ctx.shape(1) != ctx.shape(0) || ctx.shape(2) != ctx.shape(0) || ctx.shape(3) != ctx.shape(0)) {
