@@ -1,69 +1,353 @@
 #include "core/runtime/program.h"
 
 #include <algorithm>
-#include <numeric>
+#include <array>
+#include <set>
+
+#include "core/ir/error.h"
 
 namespace plexus::runtime {
 
-size_t d2h_position(const ir::Stream& stream) { return stream.after_ops; }
+namespace {
 
-Program compile(const ir::Graph& graph) {
-  Program program;
-  program.schedule.resize(graph.num_ops());
-  std::iota(program.schedule.begin(), program.schedule.end(), 0);
+using ir::ErrorCode;
+using ir::Phase;
+using ir::TensorId;
 
-  // One buffer per storage root; its lifetime spans every alias's definition and uses.
-  const size_t n = graph.num_tensors();
-  std::vector<memory::BufferRequest> requests;
-  std::vector<size_t> request_of_root(n, SIZE_MAX);
-  std::vector<size_t> root_of(n);
-  for (size_t t = 0; t < n; ++t) {
-    const auto root = static_cast<size_t>(graph.storage_root(static_cast<ir::TensorId>(t)));
-    root_of[t] = root;
-    if (request_of_root[root] != SIZE_MAX) continue;
-    const ir::TensorInfo& info = graph.tensor(static_cast<ir::TensorId>(root));
-    if (info.kind == ir::TensorKind::RemoteVariable) continue;  // lives in a remote buffer, not the arena
-    memory::BufferRequest req;
-    req.bytes = info.bytes();
-    req.persistent = info.kind == ir::TensorKind::Variable || info.kind == ir::TensorKind::Constant;
-    req.first = info.kind == ir::TensorKind::OpOutput ? info.producer + 1 : 0;
-    req.last = req.first;
-    request_of_root[root] = requests.size();
-    requests.push_back(req);
+constexpr size_t align(size_t n) { return (n + memory::kAlignment - 1) / memory::kAlignment * memory::kAlignment; }
+constexpr int phase_index(Phase p) { return static_cast<int>(p); }
+
+bool is_persistent(const ir::TensorInfo& t) {
+  return t.kind == ir::TensorKind::Variable || t.kind == ir::TensorKind::Constant ||
+         t.kind == ir::TensorKind::RemoteVariable;
+}
+
+// Builds the actions of every stage; one object per compile.
+class Builder {
+ public:
+  Builder(const ir::Graph& graph, const Placement& placement, const CompileOptions& options, Program& program)
+      : g_(graph), pl_(placement), o_(options), p_(program) {}
+
+  void run() {
+    p_.root_of.resize(g_.num_tensors());
+    for (size_t t = 0; t < g_.num_tensors(); ++t) p_.root_of[t] = g_.storage_root(static_cast<TensorId>(t));
+    p_.stages.resize(static_cast<size_t>(pl_.num_stages));
+    for (size_t s = 0; s < p_.stages.size(); ++s) {
+      p_.stages[s].slots = o_.slots.empty() ? 1 : o_.slots[s];
+      p_.stages[s].device = pl_.stage_device[s];
+    }
+    assign_homes();
+    find_offloaded();
+    find_accumulated();
+    for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
+    place_remaining_streams();
+    for (int32_t s = 0; s < pl_.num_stages; ++s) plan_stage(s);
+    plan_devices();
   }
-  auto touch = [&](size_t tensor, int64_t position) {
-    memory::BufferRequest& r = requests[request_of_root[root_of[tensor]]];
-    r.first = std::min(r.first, position);
-    r.last = std::max(r.last, position);
-  };
-  for (size_t k = 0; k < program.schedule.size(); ++k) {
-    const ir::Op& op = graph.op(program.schedule[k]);
-    for (ir::TensorId in : op.inputs) touch(static_cast<size_t>(in), static_cast<int64_t>(k) + 1);
-    for (ir::TensorId out : op.outputs) touch(static_cast<size_t>(out), static_cast<int64_t>(k) + 1);
-  }
-  for (const ir::Stream& s : graph.streams()) {
-    if (s.direction == ir::StreamDirection::DeviceToHost) {
-      touch(static_cast<size_t>(s.tensor), static_cast<int64_t>(d2h_position(s)));
+
+ private:
+  TensorId root(TensorId t) const { return p_.root_of[static_cast<size_t>(t)]; }
+  const ir::TensorInfo& info(TensorId t) const { return g_.tensor(t); }
+  int32_t stage_of(ir::OpId o) const { return pl_.op_stage[static_cast<size_t>(o)]; }
+  Phase phase_of(ir::OpId o) const { return g_.op(o).phase; }
+
+  // Variables belong to the one stage whose ops use them; constants go wherever used.
+  void assign_homes() {
+    constants_.resize(p_.stages.size());
+    for (size_t o = 0; o < g_.num_ops(); ++o) {
+      const ir::Op& op = g_.op(static_cast<ir::OpId>(o));
+      const int32_t s = stage_of(static_cast<ir::OpId>(o));
+      auto visit = [&](TensorId t) {
+        const TensorId r = root(t);
+        if (info(r).kind == ir::TensorKind::Constant) constants_[static_cast<size_t>(s)].insert(r);
+        if (info(r).kind != ir::TensorKind::Variable) return;
+        auto [it, fresh] = p_.home_stage.emplace(r, s);
+        if (!fresh && it->second != s) {
+          ir::fail(ErrorCode::InvalidArgument, "variable '" + info(r).name + "' is used by stage " +
+                                                   std::to_string(it->second) + " (" + pl_.stage_names[static_cast<size_t>(it->second)] +
+                                                   ") and by op '" + op.name + "' in stage " + std::to_string(s) + " (" +
+                                                   pl_.stage_names[static_cast<size_t>(s)] + "): a variable lives on one stage");
+        }
+      };
+      for (TensorId t : op.inputs) visit(t);
+      for (TensorId t : op.outputs) visit(t);
+    }
+    for (size_t t = 0; t < g_.num_tensors(); ++t) {  // unused variables: stage 0
+      if (info(static_cast<TensorId>(t)).kind == ir::TensorKind::Variable) p_.home_stage.emplace(static_cast<TensorId>(t), 0);
     }
   }
-  std::vector<size_t> scratch_request(graph.num_ops(), SIZE_MAX);
-  for (size_t k = 0; k < program.schedule.size(); ++k) {
-    const ir::Op& op = graph.op(program.schedule[k]);
-    if (op.scratch_bytes == 0) continue;
-    scratch_request[program.schedule[k]] = requests.size();
-    requests.push_back({op.scratch_bytes, static_cast<int64_t>(k) + 1, static_cast<int64_t>(k) + 1, false});
+
+  void find_offloaded() {
+    if (!o_.offload_optimizer_state) return;
+    for (const ir::Op& op : g_.ops()) {
+      for (int input : op.def->optimizer_state_inputs) {
+        const TensorId r = root(op.inputs[static_cast<size_t>(input)]);
+        if (info(r).kind != ir::TensorKind::Variable) continue;  // state computed on the fly stays on the device
+        if (p_.offloaded.emplace(r, p_.offloaded_bytes).second) p_.offloaded_bytes += align(info(r).bytes());
+      }
+    }
   }
 
-  program.plan = memory::plan_memory(requests, static_cast<int64_t>(program.num_positions()));
-  program.tensor_offset.resize(n);
-  for (size_t t = 0; t < n; ++t) {
-    const size_t request = request_of_root[root_of[t]];
-    program.tensor_offset[t] = request == SIZE_MAX ? SIZE_MAX : program.plan.offsets[request];
+  // Roots produced per micro-batch: stream inputs and outputs of forward / backward ops.
+  bool per_micro_batch(TensorId r) const {
+    const ir::TensorInfo& t = info(r);
+    if (t.kind == ir::TensorKind::StreamInput) return true;
+    return t.kind == ir::TensorKind::OpOutput && phase_of(t.producer) != Phase::Update;
   }
-  program.scratch_offset.assign(graph.num_ops(), 0);
-  for (size_t o = 0; o < graph.num_ops(); ++o) {
-    if (scratch_request[o] != SIZE_MAX) program.scratch_offset[o] = program.plan.offsets[scratch_request[o]];
+
+  // With several micro-batches, the update step reads per-micro-batch tensors through
+  // accumulators holding their sum, scaled to the mean when the update starts.
+  void find_accumulated() {
+    accumulate_ = p_.training && o_.micro_batches > 1;
+    if (!accumulate_) return;
+    for (size_t o = 0; o < g_.num_ops(); ++o) {
+      const ir::Op& op = g_.op(static_cast<ir::OpId>(o));
+      if (op.phase != Phase::Update) continue;
+      for (TensorId t : op.inputs) {
+        const TensorId r = root(t);
+        if (!per_micro_batch(r)) continue;
+        const int32_t s = stage_of(static_cast<ir::OpId>(o));
+        if (info(r).kind != ir::TensorKind::OpOutput || stage_of(info(r).producer) != s || info(r).dtype != ir::DType::Float32) {
+          ir::fail(ErrorCode::InvalidArgument,
+                   "update op '" + op.name + "' reads '" + info(r).name +
+                       "', a per-micro-batch tensor that cannot be accumulated over micro-batches (it must be a "
+                       "float32 tensor computed in the same stage)");
+        }
+        p_.stages[static_cast<size_t>(s)].accumulator.emplace(r, 0);
+      }
+    }
   }
+
+  // The stage that keeps a stream's tensor, and the step where it is there.
+  std::pair<int32_t, Phase> owner(TensorId r) const {
+    const ir::TensorInfo& t = info(r);
+    if (t.kind == ir::TensorKind::OpOutput) return {stage_of(t.producer), phase_of(t.producer)};
+    if (t.kind == ir::TensorKind::Variable) return {p_.home_stage.at(r), Phase::Forward};
+    auto it = first_loader_.find(r);
+    return it == first_loader_.end() ? std::pair{0, Phase::Forward} : it->second;
+  }
+
+  // Makes `t` (an input of an op of stage s in phase x) available: a stream load or a
+  // receive in the phase's prologue, the matching send in the producer's epilogue.
+  void provide(int32_t s, Phase x, TensorId t, const ir::Op& user) {
+    const TensorId r = root(t);
+    if (!per_micro_batch(r) || (x == Phase::Update && accumulate_)) return;
+    auto& have = available_[static_cast<size_t>(s)];
+    if (have.count(r)) return;
+    have.insert(r);
+    const ir::TensorInfo& ti = info(r);
+    if (ti.kind == ir::TensorKind::StreamInput) {
+      prologue_[static_cast<size_t>(s)][phase_index(x)].push_back({ActionKind::LoadStream, stream_of_.at(r)});
+      first_loader_.emplace(r, std::pair{s, x});
+      return;
+    }
+    const int32_t from = stage_of(ti.producer);
+    const Phase from_phase = phase_of(ti.producer);
+    if (from == s) return;  // computed here
+    if (x == Phase::Update) {
+      ir::fail(ErrorCode::InvalidArgument, "update op '" + user.name + "' in stage " + std::to_string(s) +
+                                               " reads '" + ti.name + "' from stage " + std::to_string(from));
+    }
+    const bool backward_flow = from_phase == Phase::Backward;
+    if (backward_flow && (x == Phase::Forward || from < s)) {
+      ir::fail(ErrorCode::InvalidArgument, "op '" + user.name + "' in stage " + std::to_string(s) + " reads the gradient '" +
+                                               ti.name + "' of stage " + std::to_string(from) +
+                                               ", against the direction of the backward pass");
+    }
+    const auto channel = static_cast<int32_t>(p_.channels.size());
+    p_.channels.push_back(ChannelPlan{r, from, s, from_phase, x, ti.bytes()});
+    prologue_[static_cast<size_t>(s)][phase_index(x)].push_back({ActionKind::Receive, channel});
+    epilogue_[static_cast<size_t>(from)][phase_index(from_phase)].push_back({ActionKind::Send, channel});
+  }
+
+  void build_stage(int32_t s) {
+    if (prologue_.empty()) {
+      prologue_.resize(p_.stages.size());
+      epilogue_.resize(p_.stages.size());
+      body_.resize(p_.stages.size());
+      available_.resize(p_.stages.size());
+      for (size_t i = 0; i < g_.num_streams(); ++i) {
+        const ir::Stream& st = g_.stream(static_cast<ir::StreamId>(i));
+        if (st.direction == ir::StreamDirection::HostToDevice) stream_of_[st.tensor] = static_cast<int32_t>(i);
+      }
+    }
+    StagePlan& plan = p_.stages[static_cast<size_t>(s)];
+    for (Phase x : {Phase::Forward, Phase::Backward, Phase::Update}) {
+      auto& body = body_[static_cast<size_t>(s)][phase_index(x)];
+      for (size_t o = 0; o < g_.num_ops(); ++o) {
+        const auto id = static_cast<ir::OpId>(o);
+        if (stage_of(id) != s || phase_of(id) != x) continue;
+        const ir::Op& op = g_.op(id);
+        for (TensorId t : op.inputs) provide(s, x, t, op);
+        std::vector<TensorId> staged;
+        for (int input : op.def->optimizer_state_inputs) {
+          const TensorId r = root(op.inputs[static_cast<size_t>(input)]);
+          if (p_.offloaded.count(r)) {
+            body.push_back({ActionKind::LoadOffloaded, r});
+            staged.push_back(r);
+          }
+        }
+        body.push_back({ActionKind::RunOp, id});
+        for (TensorId r : staged) body.push_back({ActionKind::StoreOffloaded, r});
+        for (TensorId t : op.outputs) available_[static_cast<size_t>(s)].insert(root(t));
+        store_streams_after(s, id, body);
+      }
+      for (const auto& [r, unused] : plan.accumulator) {
+        if (owner(r) == std::pair{s, x}) epilogue_[static_cast<size_t>(s)][phase_index(x)].push_back({ActionKind::Accumulate, r});
+      }
+    }
+  }
+
+  // Device-to-host copies anchored right after op `op` (the order the program was built in)
+  // whose tensor this stage keeps.
+  void store_streams_after(int32_t s, ir::OpId op, std::vector<Action>& body) {
+    for (size_t i = 0; i < g_.num_streams(); ++i) {
+      const ir::Stream& st = g_.stream(static_cast<ir::StreamId>(i));
+      if (st.direction != ir::StreamDirection::DeviceToHost || st.after_ops != static_cast<size_t>(op) + 1) continue;
+      const TensorId r = root(st.tensor);
+      if (owner(r).first != s || placed_streams_.count(i)) continue;
+      body.push_back({ActionKind::StoreStream, static_cast<int32_t>(i)});
+      placed_streams_.insert(i);
+    }
+  }
+
+  // Streams not anchored next to an op of their owner stage: at the end of the owner's step
+  // (or its very start when added before any op).
+  void place_remaining_streams() {
+    for (size_t i = 0; i < g_.num_streams(); ++i) {
+      const ir::Stream& st = g_.stream(static_cast<ir::StreamId>(i));
+      if (st.direction != ir::StreamDirection::DeviceToHost || placed_streams_.count(i)) continue;
+      const auto [s, x] = owner(root(st.tensor));
+      const Action store{ActionKind::StoreStream, static_cast<int32_t>(i)};
+      if (st.after_ops == 0) {
+        prologue_[static_cast<size_t>(s)][phase_index(x)].push_back(store);
+      } else {
+        epilogue_[static_cast<size_t>(s)][phase_index(x)].insert(epilogue_[static_cast<size_t>(s)][phase_index(x)].begin(), store);
+      }
+    }
+  }
+
+  // Memory plan of the stage's slot region over its timeline [forward | backward | update].
+  void plan_stage(int32_t s) {
+    StagePlan& plan = p_.stages[static_cast<size_t>(s)];
+    std::vector<Action> timeline;
+    for (Phase x : {Phase::Forward, Phase::Backward, Phase::Update}) {
+      const int i = phase_index(x);
+      plan.first_position[i] = timeline.size();
+      for (const auto* part : {&prologue_[static_cast<size_t>(s)][i], &body_[static_cast<size_t>(s)][i],
+                               &epilogue_[static_cast<size_t>(s)][i]}) {
+        plan.actions[i].insert(plan.actions[i].end(), part->begin(), part->end());
+        timeline.insert(timeline.end(), part->begin(), part->end());
+      }
+    }
+    std::vector<memory::BufferRequest> requests;
+    std::map<TensorId, size_t> request_of;
+    auto touch = [&](TensorId t, int64_t position, Phase x) {
+      const TensorId r = root(t);
+      const ir::TensorInfo& ti = info(r);
+      const bool in_slot = p_.offloaded.count(r) || (!is_persistent(ti) && !(x == Phase::Update && plan.accumulator.count(r)));
+      if (!in_slot) return;
+      auto [it, fresh] = request_of.emplace(r, requests.size());
+      if (fresh) requests.push_back({ti.bytes(), position, position, false});
+      memory::BufferRequest& req = requests[it->second];
+      req.first = std::min(req.first, position);
+      req.last = std::max(req.last, position);
+    };
+    std::map<ir::OpId, size_t> scratch_request;
+    for (size_t k = 0; k < timeline.size(); ++k) {
+      const auto pos = static_cast<int64_t>(k);
+      const Phase x = k >= plan.first_position[2] ? Phase::Update : k >= plan.first_position[1] ? Phase::Backward : Phase::Forward;
+      const Action& a = timeline[k];
+      switch (a.kind) {
+        case ActionKind::LoadStream:
+        case ActionKind::StoreStream:
+          touch(g_.stream(a.index).tensor, pos, x);
+          break;
+        case ActionKind::Receive:
+        case ActionKind::Send:
+          touch(p_.channels[static_cast<size_t>(a.index)].root, pos, x);
+          break;
+        case ActionKind::Accumulate:
+          touch(a.index, pos, Phase::Backward);
+          break;
+        case ActionKind::LoadOffloaded:
+        case ActionKind::StoreOffloaded:
+          touch(a.index, pos, x);
+          break;
+        case ActionKind::RunOp: {
+          const ir::Op& op = g_.op(a.index);
+          for (TensorId t : op.inputs) touch(t, pos, x);
+          for (TensorId t : op.outputs) touch(t, pos, x);
+          if (op.scratch_bytes > 0) {
+            scratch_request[a.index] = requests.size();
+            requests.push_back({op.scratch_bytes, pos, pos, false});
+          }
+          break;
+        }
+      }
+    }
+    plan.slot_plan = memory::plan_memory(requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
+    for (const auto& [r, req] : request_of) plan.slot_offset[r] = plan.slot_plan.offsets[req];
+    for (const auto& [op, req] : scratch_request) plan.scratch_offset[op] = plan.slot_plan.offsets[req];
+  }
+
+  void plan_devices() {
+    p_.devices.resize(static_cast<size_t>(pl_.num_devices));
+    auto add_persistent = [](DevicePlan& d, TensorId r, size_t bytes) {
+      if (!d.persistent_offset.emplace(r, d.persistent_size).second) return;
+      d.persistent_size += align(bytes);
+      d.persistent_bytes += bytes;
+    };
+    for (const auto& [r, s] : p_.home_stage) {
+      if (!p_.offloaded.count(r)) add_persistent(p_.devices[static_cast<size_t>(pl_.stage_device[static_cast<size_t>(s)])], r, info(r).bytes());
+    }
+    for (size_t s = 0; s < p_.stages.size(); ++s) {
+      DevicePlan& d = p_.devices[static_cast<size_t>(p_.stages[s].device)];
+      for (TensorId c : constants_[s]) add_persistent(d, c, info(c).bytes());
+      for (auto& [r, offset] : p_.stages[s].accumulator) {
+        offset = d.persistent_size;  // accumulators are per stage even when a tensor would repeat
+        d.persistent_size += align(info(r).bytes());
+        d.persistent_bytes += info(r).bytes();
+      }
+    }
+    for (DevicePlan& d : p_.devices) {
+      d.arena_bytes = d.persistent_size;
+      d.planned_peak_bytes = d.persistent_bytes;
+    }
+    for (size_t s = 0; s < p_.stages.size(); ++s) {
+      const StagePlan& sp = p_.stages[s];
+      DevicePlan& d = p_.devices[static_cast<size_t>(sp.device)];
+      d.slot_base[static_cast<int32_t>(s)] = d.arena_bytes;
+      d.arena_bytes += static_cast<size_t>(sp.slots) * align(sp.slot_plan.arena_bytes);
+      d.planned_peak_bytes += static_cast<size_t>(sp.slots) * sp.slot_plan.peak_live_bytes;
+    }
+  }
+
+  const ir::Graph& g_;
+  const Placement& pl_;
+  const CompileOptions& o_;
+  Program& p_;
+  bool accumulate_ = false;
+  std::vector<std::set<TensorId>> constants_;
+  std::vector<std::set<TensorId>> available_;
+  std::vector<std::array<std::vector<Action>, 3>> prologue_, epilogue_, body_;
+  std::map<TensorId, int32_t> stream_of_;
+  std::map<TensorId, std::pair<int32_t, Phase>> first_loader_;
+  std::set<size_t> placed_streams_;
+};
+
+}  // namespace
+
+bool is_training(const ir::Graph& graph) {
+  return std::any_of(graph.ops().begin(), graph.ops().end(), [](const ir::Op& op) { return op.phase == Phase::Backward; });
+}
+
+Program compile(const ir::Graph& graph, const Placement& placement, const CompileOptions& options) {
+  Program program;
+  program.placement = placement;
+  program.micro_batches = options.micro_batches;
+  program.training = is_training(graph);
+  Builder(graph, placement, options, program).run();
   return program;
 }
 

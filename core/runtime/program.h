@@ -1,34 +1,98 @@
-// Compilation of an IR into what every device of a session runs: the op schedule, the
-// memory plan, and where each stream copy happens. Positions: 0 is "host-to-device loads",
-// op number k of the schedule runs at position k+1, a device-to-host copy runs at the
-// position of the last op before it was added.
+// Compilation of an IR into what each device of a replica runs (seed 003; DESIGN.md "Data
+// flow" and "Pipelining"): per stage, the actions of its forward, backward and update steps
+// (stream copies, transfers between stages, kernels, gradient accumulation, optimizer state
+// loads), the memory plan of one micro-batch slot of the stage, and where every tensor of
+// the stage lives. Ops keep the order they were added (a topological order that also honours
+// in-place semantics, as in PopXL, and in_sequence).
+//
+// Memory of a device: a persistent block (its stages' variables and constants, gradient
+// accumulators) followed, for each of its stages, by `slots` copies of the stage's slot
+// region: the tensors of one micro-batch from its forward step to its backward step, planned
+// by liveness over the stage's action timeline [forward | backward | update]. The update
+// step runs once every slot is free and uses slot 0.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <vector>
 
 #include "core/ir/graph.h"
 #include "core/memory/memory_plan.h"
+#include "core/runtime/placement.h"
 
 namespace plexus::runtime {
 
-struct Program {
-  std::vector<ir::OpId> schedule;
-  /// Arena offset of each tensor's buffer (aliases share their root's offset); SIZE_MAX for
-  /// remote variables, which live in remote buffers.
-  std::vector<size_t> tensor_offset;
-  /// Arena offset of each op's scratch space (0 bytes when the op needs none).
-  std::vector<size_t> scratch_offset;
-  memory::MemoryPlan plan;
-  size_t num_positions() const { return schedule.size() + 1; }
+enum class ActionKind : uint8_t {
+  LoadStream,      ///< host -> this stage, `index` = stream
+  Receive,         ///< channel -> this stage, `index` = channel
+  RunOp,           ///< `index` = op
+  Send,            ///< this stage -> channel, `index` = channel
+  StoreStream,     ///< this stage -> host, `index` = stream
+  Accumulate,      ///< accumulator += micro-batch value, `index` = root tensor
+  LoadOffloaded,   ///< host-resident optimizer state -> staging buffer, `index` = root tensor
+  StoreOffloaded,  ///< staging buffer -> host-resident optimizer state, `index` = root tensor
 };
 
-/// Schedules the ops in creation order, which is a topological order that also honours
-/// in-place semantics (an op sees its inputs as they were when it was added, as in PopXL)
-/// and in_sequence, and plans memory by liveness.
-Program compile(const ir::Graph& graph);
+struct Action {
+  ActionKind kind;
+  int32_t index;
+};
 
-/// Position of a device-to-host stream's copy.
-size_t d2h_position(const ir::Stream& stream);
+/// A tensor carried from one stage to another for every micro-batch.
+struct ChannelPlan {
+  ir::TensorId root;
+  int32_t from_stage, to_stage;
+  ir::Phase from_phase, to_phase;  ///< the step that sends / the step that receives
+  size_t bytes;
+};
+
+struct StagePlan {
+  std::vector<Action> actions[3];      ///< per ir::Phase: forward, backward, update
+  size_t first_position[3] = {0, 0, 0};  ///< timeline position of each phase's first action
+  std::map<ir::TensorId, size_t> slot_offset;     ///< roots in the slot region
+  std::map<ir::OpId, size_t> scratch_offset;      ///< op scratch in the slot region
+  std::map<ir::TensorId, size_t> accumulator;     ///< root -> offset in the device's persistent block
+  memory::MemoryPlan slot_plan;        ///< live_bytes per timeline position
+  int64_t slots = 1;                   ///< micro-batch slots (micro-batches in flight at once)
+  int64_t device = 0;
+};
+
+struct DevicePlan {
+  size_t persistent_bytes = 0;   ///< exact bytes of variables, constants and accumulators
+  size_t persistent_size = 0;    ///< aligned size of the persistent block
+  std::map<ir::TensorId, size_t> persistent_offset;  ///< root -> offset
+  std::map<int32_t, size_t> slot_base;                ///< stage -> offset of its first slot region
+  size_t arena_bytes = 0;
+  size_t planned_peak_bytes = 0;  ///< persistent + every slot region at its peak
+};
+
+struct Program {
+  Placement placement;
+  int64_t micro_batches = 1;  ///< per step: gradient accumulation (training), device iterations (inference)
+  bool training = false;
+  std::vector<ir::TensorId> root_of;      ///< storage root of every tensor
+  std::vector<StagePlan> stages;
+  std::vector<ChannelPlan> channels;
+  std::vector<DevicePlan> devices;        ///< per device of a replica
+  std::map<ir::TensorId, int32_t> home_stage;  ///< variables: the stage that holds them
+  std::map<ir::TensorId, size_t> offloaded;    ///< optimizer state kept in host memory: root -> offset
+  size_t offloaded_bytes = 0;
+};
+
+struct CompileOptions {
+  int64_t micro_batches = 1;
+  std::vector<int64_t> slots;          ///< per stage, from the schedule's analysis
+  bool offload_optimizer_state = false;
+};
+
+/// Builds the program of one replica. Throws InvalidArgument naming the op or tensor when a
+/// variable is used by two stages, a tensor flows backward against the pipeline, or the
+/// update step reads a per-micro-batch tensor of another stage or a non-float one while
+/// accumulating several micro-batches.
+Program compile(const ir::Graph& graph, const Placement& placement, const CompileOptions& options);
+
+/// True when the graph has a backward pass (autodiff ran).
+bool is_training(const ir::Graph& graph);
 
 }  // namespace plexus::runtime

@@ -1,44 +1,95 @@
 #include "core/runtime/session.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <thread>
 
 #include "core/ir/error.h"
 #include "core/replication/shard_layout.h"
+#include "core/replication/variable_layout.h"
+#include "core/runtime/strategy.h"
 
 namespace plexus::runtime {
 
 using ir::ErrorCode;
+using ir::Phase;
 
-/// What one device runs: its replica, the item list, and the per-stream host pointers of
-/// the current step, which the copy items read through.
+/// One executable piece of a step: a copy, a channel transfer or a kernel.
+struct Session::Item {
+  ir::Kernel fn;
+  size_t live_bytes = 0;  ///< bytes of the slot region live after it (from the stage's plan)
+  bool traced = false;    ///< recorded as a span of `span` kind when profiling
+  bool receive = false;   ///< waits for another device: not counted in the step's busy time
+  SpanKind span = SpanKind::Transfer;
+  int32_t op = -1;
+};
+
+/// The items of one step kind of one stage in one micro-batch slot.
+struct Session::StepItems {
+  std::vector<Item> items;
+  size_t live_index = 0;  ///< this slot's entry in DeviceState::slot_live
+};
+
+/// What one device runs, and the cursor its items read while running.
 struct Session::DeviceState {
   VirtualDevice* device = nullptr;
   int64_t replica = 0;
-  std::vector<Item> items;
-  std::vector<std::byte*> host_slot;  ///< per stream
+  int64_t index = 0;  ///< device within the replica
+  std::vector<Step> steps;
+  std::vector<std::array<std::vector<StepItems>, 3>> items;  ///< [stage][phase][slot]
+  size_t persistent_bytes = 0;
+  std::vector<size_t> slot_live;  ///< bytes live in each (stage, slot) region
+  size_t live_total = 0;
+  int64_t iteration = 0, micro_batch = 0;
+  std::vector<const std::byte*> host_in;  ///< per stream: the caller's array (or null)
+  std::vector<std::byte*> host_out;
+  std::vector<Span> spans;
+
+  void set_live(size_t index, size_t bytes) {
+    live_total = live_total - slot_live[index] + bytes;
+    slot_live[index] = bytes;
+    device->arena().set_live_bytes(persistent_bytes + live_total);
+  }
+  void clear_live() {
+    std::fill(slot_live.begin(), slot_live.end(), 0);
+    live_total = 0;
+    device->arena().set_live_bytes(persistent_bytes);
+  }
 };
 
 namespace {
 
+constexpr size_t aligned(size_t n) { return (n + memory::kAlignment - 1) / memory::kAlignment * memory::kAlignment; }
+
+void require_positive(const char* name, int64_t value) {
+  if (value < 1) ir::fail(ErrorCode::InvalidArgument, std::string("session option ") + name + " is " + std::to_string(value) + ", must be >= 1");
+}
+
 void check_options(const SessionOptions& o) {
-  if (o.device_iterations < 1) {
-    ir::fail(ErrorCode::InvalidArgument, "session option device_iterations is " + std::to_string(o.device_iterations) +
-                                             ", must be >= 1");
-  }
+  require_positive("device_iterations", o.device_iterations);
+  require_positive("gradient_accumulation", o.gradient_accumulation);
+  require_positive("collective_timeout_ms", o.collective_timeout_ms);
+  require_positive("output_return_period", o.output_return_period);
   if (o.threads_per_device < 0) {
     ir::fail(ErrorCode::InvalidArgument, "session option threads_per_device is " +
                                              std::to_string(o.threads_per_device) + ", must be >= 0");
   }
-  if (o.collective_timeout_ms < 1) {
-    ir::fail(ErrorCode::InvalidArgument, "session option collective_timeout_ms is " +
-                                             std::to_string(o.collective_timeout_ms) + ", must be >= 1");
+  const auto mode = static_cast<int32_t>(o.output_mode);
+  if (mode < 0 || mode > static_cast<int32_t>(OutputMode::Sum)) {
+    ir::fail(ErrorCode::InvalidArgument, "session option output_mode is " + std::to_string(mode) +
+                                             ", must be all (0), final (1), every_n (2) or sum (3)");
+  }
+  if (o.output_mode == OutputMode::EveryN && o.device_iterations % o.output_return_period != 0) {
+    ir::fail(ErrorCode::InvalidArgument, "session option output_return_period is " +
+                                             std::to_string(o.output_return_period) +
+                                             ", must divide device_iterations (" + std::to_string(o.device_iterations) +
+                                             ") for output mode every_n");
   }
 }
 
-// The error a failed run reports: the first replica's that is not a consequence of
-// another replica's failure (Cancelled), else the first.
+// The error a failed run reports: the first device's that is not a consequence of another
+// device's failure (Cancelled), else the first.
 std::exception_ptr primary_error(const std::vector<std::exception_ptr>& errors) {
   std::exception_ptr first;
   for (const std::exception_ptr& e : errors) {
@@ -55,89 +106,292 @@ std::exception_ptr primary_error(const std::vector<std::exception_ptr>& errors) 
   return first;
 }
 
+template <class T>
+void add_elements(std::byte* dst, const std::byte* src, size_t n) {
+  auto* d = reinterpret_cast<T*>(dst);
+  const auto* s = reinterpret_cast<const T*>(src);
+  for (size_t i = 0; i < n; ++i) d[i] += s[i];
+}
+
+// dst += src, elementwise (output mode sum, gradient accumulation).
+void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n) {
+  switch (dtype) {
+    case ir::DType::Float32:
+      return add_elements<float>(dst, src, n);
+    case ir::DType::Int32:
+      return add_elements<int32_t>(dst, src, n);
+    default:
+      return add_elements<uint8_t>(dst, src, n);
+  }
+}
+
+SpanKind step_span(StepKind k) {
+  return k == StepKind::Forward ? SpanKind::Forward : k == StepKind::Backward ? SpanKind::Backward : SpanKind::Update;
+}
+
 }  // namespace
 
-Session::Session(const ir::Graph& graph, const SessionOptions& options)
-    : graph_(graph), options_(options), program_(compile(graph_)) {
+Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_(graph), options_(options) {
   check_options(options_);
+  const Placement placement = place(graph_, options_.stages);
+  program_.placement = placement;
+  program_.training = is_training(graph_);
+  program_.micro_batches = program_.training ? options_.gradient_accumulation
+                                             : options_.device_iterations * options_.gradient_accumulation;
+  iterations_ = program_.training ? options_.device_iterations : 1;
+  make_schedule();
+  const ScheduleAnalysis analysis = check_schedule(
+      {placement.num_stages, placement.num_devices, placement.stage_device, program_.micro_batches, program_.training},
+      schedule_, strategy_name_);
+  program_ = compile(graph_, placement, {program_.micro_batches, analysis.slots, options_.offload_optimizer_state});
+  check_memory();
+
   const int64_t replicas = graph_.replication_factor();
+  const int64_t per_replica = placement.num_devices;
+  const int64_t total = replicas * per_replica;
   const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options_.threads_per_device == 0) options_.threads_per_device = static_cast<int>(std::max<int64_t>(1, cores / replicas));
-  const bool spin = replicas <= cores;  // measured: R=2 on 2 cores, 58k -> 101k samples/s (mnist, batch 4)
-  const memory::MemoryPlan& plan = program_.plan;
-  if (options_.device_memory_bytes != 0 && plan.arena_bytes > options_.device_memory_bytes) {
-    ir::fail(ErrorCode::OutOfDeviceMemory,
-             "device 0 needs " + std::to_string(plan.arena_bytes) + " bytes (variables and constants " +
-                 std::to_string(plan.persistent_bytes) + ", peak live " + std::to_string(plan.peak_live_bytes) +
-                 ") but its capacity (device_memory_bytes) is " + std::to_string(options_.device_memory_bytes));
-  }
+  if (options_.threads_per_device == 0) options_.threads_per_device = static_cast<int>(std::max<int64_t>(1, cores / total));
+  const bool spin = total <= cores;  // measured: R=2 on 2 cores, 58k -> 101k samples/s (mnist, batch 4)
   const bool communicates = std::any_of(graph_.ops().begin(), graph_.ops().end(),
                                        [](const ir::Op& op) { return op.def->communicates; });
   if (replicas > 1 && communicates) {
-    collectives_ = std::make_unique<Collectives>(options_.collectives_plugin, replicas, options_.collective_timeout_ms);
+    for (int64_t d = 0; d < per_replica; ++d) {
+      collectives_.push_back(std::make_unique<Collectives>(options_.collectives_plugin, replicas, options_.collective_timeout_ms));
+    }
   }
   for (int64_t r = 0; r < replicas; ++r) {
     remote_.push_back(std::make_unique<memory::RemoteMemory>(graph_.remote_buffers()));
-    devices_.push_back(std::make_unique<VirtualDevice>(static_cast<int>(r), plan.arena_bytes, spin));
-    auto state = std::make_unique<DeviceState>();
-    state->device = devices_.back().get();
-    state->replica = r;
-    build_device(*state, r);
-    states_.push_back(std::move(state));
+    offloaded_.emplace_back(program_.offloaded_bytes);
+    auto& channels = channels_.emplace_back();
+    for (size_t c = 0; c < program_.channels.size(); ++c) {
+      const ChannelPlan& cp = program_.channels[c];
+      channels.push_back(std::make_unique<Channel>(
+          "'" + graph_.tensor(cp.root).name + "' from stage " + std::to_string(cp.from_stage) + " to stage " +
+              std::to_string(cp.to_stage) + " of replica " + std::to_string(r),
+          cp.bytes, static_cast<size_t>(program_.micro_batches), spin));
+    }
+  }
+  for (int64_t r = 0; r < replicas; ++r) {
+    for (int64_t d = 0; d < per_replica; ++d) {
+      const DevicePlan& plan = program_.devices[static_cast<size_t>(d)];
+      devices_.push_back(std::make_unique<VirtualDevice>(static_cast<int>(r * per_replica + d), plan.arena_bytes, spin));
+      auto state = std::make_unique<DeviceState>();
+      state->device = devices_.back().get();
+      state->replica = r;
+      state->index = d;
+      state->steps = schedule_[static_cast<size_t>(d)];
+      build_device(*state);
+      states_.push_back(std::move(state));
+    }
   }
   load_variables();
 }
 
 Session::~Session() = default;
 
-void Session::build_device(DeviceState& state, int64_t replica) {
-  std::byte* base = state.device->arena().data();
-  const memory::MemoryPlan& plan = program_.plan;
-  state.host_slot.assign(graph_.num_streams(), nullptr);
-  auto buffer = [&](ir::TensorId t) { return base + program_.tensor_offset[static_cast<size_t>(t)]; };
-
-  // Position 0: host-to-device loads.
-  for (size_t s = 0; s < graph_.num_streams(); ++s) {
-    const ir::Stream& stream = graph_.stream(static_cast<ir::StreamId>(s));
-    if (stream.direction != ir::StreamDirection::HostToDevice) continue;
-    state.items.push_back({[dst = buffer(stream.tensor), slot = &state.host_slot[s],
-                            bytes = graph_.tensor(stream.tensor).bytes()] { std::memcpy(dst, *slot, bytes); },
-                           plan.live_bytes[0]});
+void Session::make_schedule() {
+  const Placement& pl = program_.placement;
+  const ScheduleProblem problem{pl.num_stages, pl.num_devices, pl.stage_device, program_.micro_batches,
+                                program_.training};
+  strategy_name_ = options_.execution_strategy;
+  if (strategy_name_.empty() && pl.num_devices == 1) {
+    strategy_name_ = "trivial";
+    schedule_ = trivial_schedule(problem);
+    return;
   }
-  auto add_d2h_copies = [&](size_t position) {
-    for (size_t s = 0; s < graph_.num_streams(); ++s) {
-      const ir::Stream& stream = graph_.stream(static_cast<ir::StreamId>(s));
-      if (stream.direction != ir::StreamDirection::DeviceToHost || d2h_position(stream) != position) continue;
-      state.items.push_back({[src = buffer(stream.tensor), slot = &state.host_slot[s],
-                              bytes = graph_.tensor(stream.tensor).bytes()] {
-                               if (*slot) std::memcpy(*slot, src, bytes);
-                             },
-                             plan.live_bytes[position]});
+  if (strategy_name_.empty()) strategy_name_ = "pipelined";
+  const Strategy strategy(strategy_name_);
+  schedule_ = strategy.schedule(problem, options_.strategy_options);
+}
+
+void Session::check_memory() const {
+  if (options_.device_memory_bytes == 0) return;
+  for (size_t d = 0; d < program_.devices.size(); ++d) {
+    const DevicePlan& p = program_.devices[d];
+    if (p.arena_bytes <= options_.device_memory_bytes) continue;
+    ir::fail(ErrorCode::OutOfDeviceMemory,
+             "device " + std::to_string(d) + " needs " + std::to_string(p.arena_bytes) +
+                 " bytes (variables, constants and accumulators " + std::to_string(p.persistent_bytes) +
+                 ", planned peak " + std::to_string(p.planned_peak_bytes) +
+                 ") but its capacity (device_memory_bytes) is " + std::to_string(options_.device_memory_bytes));
+  }
+}
+
+std::byte* Session::slot_region(const DeviceState& state, int32_t stage, int64_t slot) const {
+  const StagePlan& sp = program_.stages[static_cast<size_t>(stage)];
+  const DevicePlan& dp = program_.devices[static_cast<size_t>(state.index)];
+  return state.device->arena().data() + dp.slot_base.at(stage) + static_cast<size_t>(slot) * aligned(sp.slot_plan.arena_bytes);
+}
+
+std::byte* Session::slot_address(const DeviceState& state, int32_t stage, int64_t slot, ir::TensorId root) const {
+  return slot_region(state, stage, slot) + program_.stages[static_cast<size_t>(stage)].slot_offset.at(root);
+}
+
+std::byte* Session::tensor_address(const DeviceState& state, int32_t stage, Phase phase, int64_t slot,
+                                   ir::TensorId tensor) const {
+  const ir::TensorId root = program_.root_of[static_cast<size_t>(tensor)];
+  const StagePlan& sp = program_.stages[static_cast<size_t>(stage)];
+  const DevicePlan& dp = program_.devices[static_cast<size_t>(state.index)];
+  std::byte* base = state.device->arena().data();
+  if (phase == Phase::Update) {
+    if (auto it = sp.accumulator.find(root); it != sp.accumulator.end()) return base + it->second;
+  }
+  if (program_.offloaded.count(root)) return slot_address(state, stage, slot, root);
+  if (auto it = dp.persistent_offset.find(root); it != dp.persistent_offset.end()) return base + it->second;
+  return slot_address(state, stage, slot, root);
+}
+
+void Session::build_device(DeviceState& state) {
+  const size_t num_stages = program_.stages.size();
+  state.items.resize(num_stages);
+  state.persistent_bytes = program_.devices[static_cast<size_t>(state.index)].persistent_bytes;
+  state.host_in.assign(graph_.num_streams(), nullptr);
+  state.host_out.assign(graph_.num_streams(), nullptr);
+  for (size_t s = 0; s < num_stages; ++s) {
+    const StagePlan& sp = program_.stages[s];
+    if (sp.device != state.index) continue;
+    const size_t first_live = state.slot_live.size();
+    state.slot_live.resize(first_live + static_cast<size_t>(sp.slots), 0);
+    for (Phase phase : {Phase::Forward, Phase::Backward, Phase::Update}) {
+      auto& per_slot = state.items[s][static_cast<size_t>(phase)];
+      const int64_t slots = phase == Phase::Update ? 1 : sp.slots;
+      per_slot.resize(static_cast<size_t>(slots));
+      for (int64_t k = 0; k < slots; ++k) {
+        per_slot[static_cast<size_t>(k)].live_index = first_live + static_cast<size_t>(k);
+        build_step(state, static_cast<int32_t>(s), phase, k, per_slot[static_cast<size_t>(k)].items);
+      }
     }
-  };
-  add_d2h_copies(0);
-  for (size_t k = 0; k < program_.schedule.size(); ++k) {
-    const ir::Op& op = graph_.op(program_.schedule[k]);
-    ir::KernelContext ctx{.graph = graph_,
-                          .op = op,
-                          .scratch = op.scratch_bytes ? base + program_.scratch_offset[program_.schedule[k]] : nullptr,
-                          .max_threads = options_.threads_per_device,
-                          .replica = replica,
-                          .replication_factor = graph_.replication_factor(),
-                          .comm = collectives_ ? collectives_->communicator(replica) : nullptr,
-                          .remote = remote_[static_cast<size_t>(replica)]->bases(),
-                          .notes = replica == 0 ? &notes_ : nullptr};
-    for (ir::TensorId t : op.inputs) {
-      ctx.inputs.push_back(&graph_.tensor(t));
-      ctx.in.push_back(buffer(t));
+  }
+}
+
+OutputLayout Session::output_layout(ir::StreamId stream) const {
+  const ir::TensorId root = program_.root_of[static_cast<size_t>(graph_.stream(stream).tensor)];
+  const ir::OpId producer = graph_.tensor(root).producer;
+  const bool per_update = producer >= 0 && graph_.op(producer).phase == Phase::Update;
+  return OutputLayout{options_.output_mode, options_.output_return_period, options_.device_iterations,
+                      per_update ? 1 : options_.gradient_accumulation, replication_factor()};
+}
+
+void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t slot, std::vector<Item>& items) {
+  const StagePlan& sp = program_.stages[static_cast<size_t>(stage)];
+  const auto& actions = sp.actions[static_cast<size_t>(phase)];
+  const int64_t replicas = replication_factor();
+  const int64_t replica = st.replica;
+  const int64_t micro_batches = program_.micro_batches;
+  auto address = [&](ir::TensorId t) { return tensor_address(st, stage, phase, slot, t); };
+  if (phase == Phase::Update && micro_batches > 1) {  // accumulated sums -> means, once per update
+    for (const auto& [root, offset] : sp.accumulator) {
+      auto* data = reinterpret_cast<float*>(st.device->arena().data() + offset);
+      const auto n = static_cast<size_t>(ir::numel(graph_.tensor(root).shape));
+      const float scale = 1.0f / static_cast<float>(micro_batches);
+      items.push_back({[data, n, scale] {
+                         for (size_t i = 0; i < n; ++i) data[i] *= scale;
+                       },
+                       0});
     }
-    for (ir::TensorId t : op.outputs) {
-      ctx.outputs.push_back(&graph_.tensor(t));
-      ctx.out.push_back(buffer(t));
+  }
+  size_t position = sp.first_position[static_cast<size_t>(phase)];
+  for (const Action& a : actions) {
+    Item item;
+    item.live_bytes = sp.slot_plan.live_bytes.empty() ? 0 : sp.slot_plan.live_bytes[position++];
+    switch (a.kind) {
+      case ActionKind::LoadStream: {
+        const ir::TensorId t = graph_.stream(a.index).tensor;
+        const size_t bytes = graph_.tensor(t).bytes();
+        item.fn = [&st, dst = address(t), s = static_cast<size_t>(a.index), bytes, replicas, replica, micro_batches] {
+          const int64_t row = (st.iteration * micro_batches + st.micro_batch) * replicas + replica;
+          std::memcpy(dst, st.host_in[s] + static_cast<size_t>(row) * bytes, bytes);
+        };
+        item.traced = true;
+        break;
+      }
+      case ActionKind::StoreStream: {
+        const ir::TensorId t = graph_.stream(a.index).tensor;
+        const ir::TensorInfo& info = graph_.tensor(t);
+        item.fn = [&st, src = address(t), s = static_cast<size_t>(a.index), bytes = info.bytes(),
+                   n = static_cast<size_t>(ir::numel(info.shape)), dtype = info.dtype, layout = output_layout(a.index), replica,
+                   micro_batches, update = phase == Phase::Update] {
+          std::byte* base = st.host_out[s];
+          if (base == nullptr) return;
+          const int64_t k = update ? st.iteration : st.iteration * micro_batches + st.micro_batch;
+          const int64_t row = layout.row(k / layout.micro_batches, k % layout.micro_batches, replica);
+          if (row < 0) return;
+          std::byte* dst = base + static_cast<size_t>(row) * bytes;
+          if (layout.accumulates()) {
+            add_into(dtype, dst, src, n);
+          } else {
+            std::memcpy(dst, src, bytes);
+          }
+        };
+        item.traced = true;
+        break;
+      }
+      case ActionKind::Receive: {
+        Channel* channel = channels_[static_cast<size_t>(replica)][static_cast<size_t>(a.index)].get();
+        item.fn = [channel, dst = address(program_.channels[static_cast<size_t>(a.index)].root)] { channel->pop(dst); };
+        item.traced = item.receive = true;
+        break;
+      }
+      case ActionKind::Send: {
+        Channel* channel = channels_[static_cast<size_t>(replica)][static_cast<size_t>(a.index)].get();
+        item.fn = [channel, src = address(program_.channels[static_cast<size_t>(a.index)].root)] { channel->push(src); };
+        item.traced = true;
+        break;
+      }
+      case ActionKind::Accumulate: {
+        const ir::TensorInfo& info = graph_.tensor(a.index);
+        item.fn = [&st, src = address(a.index), dst = st.device->arena().data() + sp.accumulator.at(a.index),
+                   n = static_cast<size_t>(ir::numel(info.shape)), bytes = info.bytes()] {
+          if (st.micro_batch == 0) {
+            std::memcpy(dst, src, bytes);
+          } else {
+            add_into(ir::DType::Float32, dst, src, n);
+          }
+        };
+        break;
+      }
+      case ActionKind::LoadOffloaded:
+      case ActionKind::StoreOffloaded: {
+        std::byte* host = offloaded_[static_cast<size_t>(replica)].data() + program_.offloaded.at(a.index);
+        std::byte* device = slot_address(st, stage, slot, a.index);
+        const size_t bytes = graph_.tensor(a.index).bytes();
+        if (a.kind == ActionKind::LoadOffloaded) {
+          item.fn = [host, device, bytes] { std::memcpy(device, host, bytes); };
+        } else {
+          item.fn = [host, device, bytes] { std::memcpy(host, device, bytes); };
+        }
+        item.traced = true;
+        break;
+      }
+      case ActionKind::RunOp: {
+        const ir::Op& op = graph_.op(a.index);
+        ir::KernelContext ctx{.graph = graph_,
+                              .op = op,
+                              .scratch = op.scratch_bytes ? slot_region(st, stage, slot) + sp.scratch_offset.at(a.index) : nullptr,
+                              .max_threads = options_.threads_per_device,
+                              .replica = replica,
+                              .replication_factor = replicas,
+                              .comm = collectives_.empty() ? nullptr
+                                                           : collectives_[static_cast<size_t>(st.index)]->communicator(replica),
+                              .remote = remote_[static_cast<size_t>(replica)]->bases(),
+                              .notes = replica == 0 ? &notes_ : nullptr};
+        for (ir::TensorId t : op.inputs) {
+          ctx.inputs.push_back(&graph_.tensor(t));
+          ctx.in.push_back(address(t));
+        }
+        for (ir::TensorId t : op.outputs) {
+          ctx.outputs.push_back(&graph_.tensor(t));
+          ctx.out.push_back(address(t));
+        }
+        item.fn = op.def->kernel(ctx);
+        item.traced = op.def->communicates;
+        item.span = SpanKind::Collective;
+        item.op = a.index;
+        if (!item.fn) item.fn = [] {};
+        break;
+      }
     }
-    ir::Kernel kernel = op.def->kernel(ctx);
-    if (kernel) state.items.push_back({std::move(kernel), plan.live_bytes[k + 1]});
-    add_d2h_copies(k + 1);
+    items.push_back(std::move(item));
   }
 }
 
@@ -146,7 +400,12 @@ std::byte* Session::variable_buffer(ir::TensorId tensor, int64_t replica) const 
   if (t.kind == ir::TensorKind::RemoteVariable) {
     return remote_[static_cast<size_t>(replica)]->slot(static_cast<size_t>(t.remote_buffer), t.remote_entry);
   }
-  return devices_[static_cast<size_t>(replica)]->arena().data() + program_.tensor_offset[static_cast<size_t>(tensor)];
+  if (auto it = program_.offloaded.find(tensor); it != program_.offloaded.end()) {
+    return const_cast<std::byte*>(offloaded_[static_cast<size_t>(replica)].data()) + it->second;
+  }
+  const int64_t device = program_.stages[static_cast<size_t>(program_.home_stage.at(tensor))].device;
+  return devices_[static_cast<size_t>(replica * devices_per_replica() + device)]->arena().data() +
+         program_.devices[static_cast<size_t>(device)].persistent_offset.at(tensor);
 }
 
 void Session::transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const {
@@ -175,8 +434,13 @@ void Session::load_variables() {
   for (size_t t = 0; t < graph_.num_tensors(); ++t) {
     const auto id = static_cast<ir::TensorId>(t);
     const ir::TensorInfo& info = graph_.tensor(id);
-    if (info.kind == ir::TensorKind::Constant) {
-      for (int64_t r = 0; r < replication_factor(); ++r) std::memcpy(variable_buffer(id, r), info.data.data(), info.bytes());
+    if (info.kind == ir::TensorKind::Constant) {  // on every device whose stages use it
+      for (const auto& state : states_) {
+        const DevicePlan& plan = program_.devices[static_cast<size_t>(state->index)];
+        if (auto it = plan.persistent_offset.find(id); it != plan.persistent_offset.end()) {
+          std::memcpy(state->device->arena().data() + it->second, info.data.data(), info.bytes());
+        }
+      }
     } else if (info.kind == ir::TensorKind::Variable || info.kind == ir::TensorKind::RemoteVariable) {
       const replication::VariableLayout layout = replication::variable_layout(info);
       const size_t esize = ir::dtype_size(info.dtype);
@@ -188,17 +452,14 @@ void Session::load_variables() {
       }
     }
   }
-  for (auto& device : devices_) device->arena().set_live_bytes(program_.plan.persistent_bytes);
+  for (auto& state : states_) state->clear_live();
 }
 
 ir::Shape Session::host_shape(ir::StreamId stream) const {
-  const ir::Shape& stream_shape = graph_.tensor(graph_.stream(stream).tensor).shape;
-  ir::Shape shape;
-  shape.reserve(stream_shape.size() + 2);
-  if (options_.device_iterations > 1) shape.push_back(options_.device_iterations);
-  if (replication_factor() > 1) shape.push_back(replication_factor());
-  shape.insert(shape.end(), stream_shape.begin(), stream_shape.end());
-  return shape;
+  const ir::Stream& s = graph_.stream(stream);
+  const ir::Shape& shape = graph_.tensor(s.tensor).shape;
+  if (s.direction == ir::StreamDirection::DeviceToHost) return output_layout(stream).host_shape(shape);
+  return with_leading_dims({options_.device_iterations * options_.gradient_accumulation, replication_factor()}, shape);
 }
 
 void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required) const {
@@ -225,9 +486,10 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
     if (a.shape != expected) {
       ir::fail(ErrorCode::ShapeMismatch,
                what() + ": host array has shape " + ir::shape_string(a.shape) + ", expected " +
-                   ir::shape_string(expected) + " ([device_iterations=" + std::to_string(options_.device_iterations) +
-                   ", replication_factor=" + std::to_string(replication_factor()) + "] + stream shape " +
-                   ir::shape_string(t.shape) + ", leading dims of 1 left out)");
+                   ir::shape_string(expected) + " (device_iterations=" + std::to_string(options_.device_iterations) +
+                   ", gradient_accumulation=" + std::to_string(options_.gradient_accumulation) +
+                   ", replication_factor=" + std::to_string(replication_factor()) + ", stream shape " +
+                   ir::shape_string(t.shape) + "; leading dims of 1 left out)");
     }
   }
   if (!required) return;
@@ -239,44 +501,87 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
   }
 }
 
-// One device's part of a run: every step's copies and kernels, on the device thread. A
-// failure aborts the collectives first, so that no other replica waits for this one.
-void Session::run_steps(DeviceState& st, std::span<const HostArray> inputs, std::span<const HostArray> outputs) {
-  const int64_t replicas = replication_factor();
-  memory::Arena& arena = st.device->arena();
+void Session::abort_all(const std::string& reason) {
+  for (auto& c : collectives_) c->abort(reason);
+  for (auto& per_replica : channels_) {
+    for (auto& channel : per_replica) channel->abort();
+  }
+}
+
+void Session::run_step(DeviceState& st, const Step& step, int64_t iteration) {
+  const bool update = step.kind == StepKind::Update;
+  st.iteration = iteration;
+  st.micro_batch = update ? 0 : step.micro_batch;
+  const StagePlan& sp = program_.stages[static_cast<size_t>(step.stage)];
+  const int64_t slot = update ? 0 : step.micro_batch % sp.slots;
+  const StepItems& si = st.items[static_cast<size_t>(step.stage)][static_cast<size_t>(step.kind)][static_cast<size_t>(slot)];
+  if (!options_.profile) {
+    for (const Item& item : si.items) {
+      item.fn();
+      st.set_live(si.live_index, item.live_bytes);
+    }
+  } else {
+    const auto stage = static_cast<int32_t>(step.stage);
+    const auto micro_batch = static_cast<int32_t>(step.micro_batch);
+    const auto iter = static_cast<int32_t>(iteration);
+    int64_t begin = -1;
+    for (const Item& item : si.items) {
+      const int64_t t0 = trace_now();
+      item.fn();
+      st.set_live(si.live_index, item.live_bytes);
+      if (!item.receive && begin < 0) begin = t0;
+      if (item.traced) st.spans.push_back({item.span, stage, micro_batch, iter, item.op, t0, trace_now()});
+    }
+    const int64_t end = trace_now();
+    st.spans.push_back({step_span(step.kind), stage, update ? -1 : micro_batch, iter, -1, begin < 0 ? end : begin, end});
+  }
+  if (update || step.kind == StepKind::Backward || !program_.training) st.set_live(si.live_index, 0);
+}
+
+// One device's part of a run, on its thread. A failure aborts the collectives and the
+// channels first, so that no other device waits for this one.
+void Session::run_device(DeviceState& st) {
   try {
-    for (int64_t step = 0; step < options_.device_iterations; ++step) {
-      for (const auto* arrays : {&inputs, &outputs}) {
-        for (const HostArray& a : *arrays) {
-          const size_t bytes = graph_.tensor(graph_.stream(a.stream).tensor).bytes();
-          st.host_slot[static_cast<size_t>(a.stream)] =
-              static_cast<std::byte*>(a.data) + bytes * static_cast<size_t>(step * replicas + st.replica);
-        }
-      }
-      for (const Item& item : st.items) {
-        item.fn();
-        arena.set_live_bytes(item.live_bytes);
-      }
+    for (int64_t i = 0; i < iterations_; ++i) {
+      for (const Step& step : st.steps) run_step(st, step, i);
     }
   } catch (const ir::Error& e) {
-    arena.set_live_bytes(program_.plan.persistent_bytes);
-    if (collectives_ && e.code() != ErrorCode::Cancelled) {
-      collectives_->abort("replica " + std::to_string(st.replica) + " failed: " + e.what());
-    }
-    if (replicas > 1) ir::fail(e.code(), "replica " + std::to_string(st.replica) + ": " + e.what());
+    st.clear_live();
+    const std::string who = num_devices() == 1 ? std::string()
+                            : devices_per_replica() == 1
+                                ? "replica " + std::to_string(st.replica)
+                                : "replica " + std::to_string(st.replica) + " device " + std::to_string(st.index);
+    if (e.code() != ErrorCode::Cancelled) abort_all(who + " failed: " + e.what());
+    if (!who.empty()) ir::fail(e.code(), who + ": " + e.what());
     throw;
   }
-  arena.set_live_bytes(program_.plan.persistent_bytes);
+  st.clear_live();
 }
 
 void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> outputs) {
   std::lock_guard lock(mutex_);
   check_arrays(inputs, ir::StreamDirection::HostToDevice, true);
   check_arrays(outputs, ir::StreamDirection::DeviceToHost, false);
+  for (auto& per_replica : channels_) {
+    for (auto& channel : per_replica) channel->reset();
+  }
+  for (auto& state : states_) {
+    std::fill(state->host_in.begin(), state->host_in.end(), nullptr);
+    std::fill(state->host_out.begin(), state->host_out.end(), nullptr);
+    for (const HostArray& a : inputs) state->host_in[static_cast<size_t>(a.stream)] = static_cast<const std::byte*>(a.data);
+    for (const HostArray& a : outputs) state->host_out[static_cast<size_t>(a.stream)] = static_cast<std::byte*>(a.data);
+    state->spans.clear();
+  }
+  if (options_.output_mode == OutputMode::Sum) {
+    for (const HostArray& a : outputs) {
+      std::memset(a.data, 0, static_cast<size_t>(ir::numel(a.shape)) * ir::dtype_size(a.dtype));
+    }
+  }
   std::vector<std::function<void()>> work;
   work.reserve(states_.size());
+  const int64_t start = trace_now();
   for (auto& state : states_) {
-    work.emplace_back([this, st = state.get(), inputs, outputs] { run_steps(*st, inputs, outputs); });
+    work.emplace_back([this, st = state.get()] { run_device(*st); });
     state->device->submit(work.back());
   }
   std::vector<std::exception_ptr> errors(states_.size());
@@ -287,10 +592,20 @@ void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> 
       errors[d] = std::current_exception();
     }
   }
+  if (options_.profile) {
+    trace_ = RunTrace{start, trace_now(), devices_per_replica(), {}, program_.placement.stage_names, {}};
+    for (const auto& op : graph_.ops()) trace_.op_names.push_back(op.name);
+    for (auto& state : states_) trace_.devices.push_back(std::move(state->spans));
+  }
   if (std::exception_ptr error = primary_error(errors)) {
-    if (collectives_) collectives_->reset();
+    for (auto& c : collectives_) c->reset();
     std::rethrow_exception(error);
   }
+}
+
+RunTrace Session::last_trace() const {
+  std::lock_guard lock(mutex_);
+  return trace_;
 }
 
 const ir::TensorInfo& Session::variable(ir::TensorId tensor) const {
@@ -333,7 +648,8 @@ void Session::write_variable(ir::TensorId tensor, std::span<const std::byte> dat
 VariableStorage Session::variable_storage(ir::TensorId tensor) const {
   const ir::TensorInfo& t = variable(tensor);
   VariableStorage s;
-  (t.kind == ir::TensorKind::RemoteVariable ? s.remote_bytes : s.device_bytes) = t.bytes();
+  const bool host = t.kind == ir::TensorKind::RemoteVariable || program_.offloaded.count(tensor);
+  (host ? s.remote_bytes : s.device_bytes) = t.bytes();
   s.shard_over = t.sharding ? t.sharding->shard_over : 1;
   return s;
 }
@@ -343,9 +659,23 @@ DeviceMemoryStats Session::memory_stats(size_t device) const {
     ir::fail(ErrorCode::NotFound, "device " + std::to_string(device) + " does not exist (the session has " +
                                       std::to_string(devices_.size()) + ")");
   }
+  const auto per_replica = static_cast<size_t>(devices_per_replica());
+  const size_t index = device % per_replica;
+  const DevicePlan& plan = program_.devices[index];
   const memory::Arena& arena = devices_[device]->arena();
-  return DeviceMemoryStats{arena.capacity(),         program_.plan.persistent_bytes, arena.live_bytes(),
-                           arena.peak_bytes(),       program_.plan.peak_live_bytes,  remote_[device]->bytes()};
+  size_t offloaded = 0;
+  for (const auto& [root, offset] : program_.offloaded) {
+    if (program_.stages[static_cast<size_t>(program_.home_stage.at(root))].device == static_cast<int64_t>(index)) {
+      offloaded += graph_.tensor(root).bytes();
+    }
+  }
+  return DeviceMemoryStats{arena.capacity(),
+                           plan.persistent_bytes,
+                           arena.live_bytes(),
+                           arena.peak_bytes(),
+                           plan.planned_peak_bytes,
+                           index == 0 ? remote_[device / per_replica]->bytes() : 0,
+                           offloaded};
 }
 
 }  // namespace plexus::runtime

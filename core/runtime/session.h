@@ -1,7 +1,14 @@
-// A session: an IR compiled for a set of virtual devices, one per replica, with its
-// variables resident on the devices between runs (PopXL's Session). Runs consume
-// `device_iterations` steps of host data per call; the replicas run concurrently and meet
-// in collectives through the session's collectives plugin.
+// A session: an IR compiled for R replicas of D virtual devices each, with its variables
+// resident on the devices between runs (PopXL's Session, PopTorch's compiled model).
+//
+// A run executes `device_iterations` iterations. Training: each iteration processes
+// `gradient_accumulation` micro-batches (forward and backward), then one weight update
+// with the gradients summed and scaled once to their mean (seed 003). Inference: the
+// device_iterations x gradient_accumulation micro-batches flow through the stages as one
+// pipeline. Every device of a replica runs its list of steps from the execution strategy
+// (strategy_plugin.h; the trivial schedule for one device); activations and gradients
+// cross stages through bounded channels; replicas meet in collectives through the
+// collectives plugin (one communicator per device index).
 #pragma once
 
 #include <cstddef>
@@ -14,35 +21,52 @@
 
 #include "core/ir/graph.h"
 #include "core/memory/remote_memory.h"
-#include "core/replication/variable_layout.h"
+#include "core/runtime/channel.h"
 #include "core/runtime/collectives.h"
+#include "core/runtime/output_mode.h"
+#include "core/runtime/placement.h"
 #include "core/runtime/program.h"
+#include "core/runtime/schedule.h"
+#include "core/runtime/trace.h"
 #include "core/runtime/virtual_device.h"
 
 namespace plexus::runtime {
 
 struct SessionOptions {
-  int64_t device_iterations = 1;   ///< steps per run, >= 1
-  size_t device_memory_bytes = 0;  ///< arena capacity per device; 0 = no limit
-  int threads_per_device = 0;      ///< BLIS threads a device may use; 0 = cores / devices
-  std::string collectives_plugin;  ///< "" = $PLEXUS_COLLECTIVES, else "local"; loaded when needed
+  int64_t device_iterations = 1;      ///< iterations per run, >= 1
+  int64_t gradient_accumulation = 1;  ///< micro-batches per weight update, >= 1
+  size_t device_memory_bytes = 0;     ///< arena capacity per device; 0 = no limit
+  int threads_per_device = 0;         ///< BLIS threads a device may use; 0 = cores / devices
+  std::string collectives_plugin;     ///< "" = $PLEXUS_COLLECTIVES, else "local"; loaded when needed
   int64_t collective_timeout_ms = 60000;  ///< how long a collective waits for a missing replica
+  /// Stages of blocks and their devices; empty: auto-staging from the blocks' devices, or
+  /// one stage when the IR has no blocks (placement.h).
+  std::vector<StageSpec> stages;
+  /// Strategy plugin name ("pipelined", "sharded", ...); "" = the trivial schedule for one
+  /// device per replica, "pipelined" for more.
+  std::string execution_strategy;
+  std::string strategy_options;  ///< passed to the plugin, e.g. "fill_drain"
+  OutputMode output_mode = OutputMode::All;
+  int64_t output_return_period = 1;  ///< N of OutputMode::EveryN; must divide device_iterations
+  bool offload_optimizer_state = false;  ///< optimizer state in host memory (seed 003)
+  bool profile = false;                  ///< record a RunTrace of every run
 };
 
 /// Memory of one device, in bytes.
 struct DeviceMemoryStats {
   size_t arena_bytes = 0;     ///< size of the device arena (the plan's need)
-  size_t variable_bytes = 0;  ///< variables and constants (always resident)
+  size_t variable_bytes = 0;  ///< variables, constants and gradient accumulators (always resident)
   size_t current_bytes = 0;   ///< exact bytes live now
   size_t peak_bytes = 0;      ///< most bytes live at once so far
-  size_t planned_peak_bytes = 0;  ///< most bytes live at once in one step, from the plan
+  size_t planned_peak_bytes = 0;  ///< most bytes live at once, from the plan
   size_t remote_buffer_bytes = 0;  ///< this replica's remote buffers (host memory, not the arena)
+  size_t offloaded_bytes = 0;      ///< optimizer state of this device's stages kept in host memory
 };
 
 /// Where one replica keeps a variable, in bytes per replica.
 struct VariableStorage {
   size_t device_bytes = 0;  ///< in the device arena (a replica-sharded variable: its shard)
-  size_t remote_bytes = 0;  ///< in a remote buffer slot
+  size_t remote_bytes = 0;  ///< in a remote buffer slot, or offloaded to host memory
   int64_t shard_over = 1;   ///< replicas sharing the value in shards (1: not sharded)
 };
 
@@ -58,21 +82,25 @@ struct HostArray {
 /// internal mutex (one run at a time).
 class Session {
  public:
-  /// Copies `graph`, compiles it, allocates one device per replica, loads the variables
-  /// and, for R > 1 and a graph with collective ops, the collectives plugin. Throws InvalidArgument (options),
-  /// OutOfDeviceMemory (naming the device and bytes), Unsupported (a bad BLIS_ARCH_TYPE),
-  /// Plugin (collectives plugin missing or broken).
+  /// Copies `graph`, places its ops on stages and devices, asks the execution strategy for
+  /// a schedule and checks it, compiles every stage, allocates R x D devices, loads the
+  /// variables and, for R > 1 and a graph with collective ops, the collectives plugin.
+  /// Throws InvalidArgument (options, placement, fewer micro-batches than the strategy
+  /// needs), OutOfDeviceMemory (naming the device and bytes), Unsupported (a bad
+  /// BLIS_ARCH_TYPE), Plugin (a plugin missing or broken, a schedule breaking a rule).
   Session(const ir::Graph& graph, const SessionOptions& options);
   ~Session();
 
-  /// Runs device_iterations steps on every replica. Every host-to-device stream needs
+  /// Runs device_iterations iterations on every replica. Every host-to-device stream needs
   /// exactly one input array of shape host_shape(stream); device-to-host arrays are
-  /// optional. When a replica fails, the others are woken from their collectives, the
-  /// run throws the failing replica's error (naming it), and the session stays usable.
+  /// optional. When a device fails, the others are woken from their channels and
+  /// collectives, the run throws the failing device's error (naming it), and the session
+  /// stays usable.
   void run(std::span<const HostArray> inputs, std::span<const HostArray> outputs);
 
-  /// Shape of the host array for `stream`: [device_iterations, R] + stream shape, each
-  /// leading dim left out when it is 1 (seed 000, "Data input shape").
+  /// Shape of the host array for `stream`: inputs [device_iterations *
+  /// gradient_accumulation, R] + S; outputs per the output mode (output_mode.h); leading
+  /// dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics").
   ir::Shape host_shape(ir::StreamId stream) const;
   /// Shape of the host data of variable `tensor` (device, remote or replica-sharded) when
   /// read or written: see replication/variable_layout.h (retrieval modes, full tensors for
@@ -82,28 +110,47 @@ class Session {
   void write_variable(ir::TensorId tensor, std::span<const std::byte> data);
   VariableStorage variable_storage(ir::TensorId tensor) const;
 
+  /// R x D; device index = replica * devices_per_replica() + device within the replica.
   size_t num_devices() const { return devices_.size(); }
+  int64_t devices_per_replica() const { return program_.placement.num_devices; }
+  int64_t num_stages() const { return program_.placement.num_stages; }
+  /// Micro-batches per iteration of the schedule (gradient accumulation when training).
+  int64_t micro_batches() const { return program_.micro_batches; }
+  bool training() const { return program_.training; }
   int64_t replication_factor() const { return graph_.replication_factor(); }
   /// The collectives plugin in use; null when the session needs none.
-  const Collectives* collectives() const { return collectives_.get(); }
+  const Collectives* collectives() const { return collectives_.empty() ? nullptr : collectives_.front().get(); }
+  const std::string& strategy_name() const { return strategy_name_; }
+  const Schedule& schedule() const { return schedule_; }
   DeviceMemoryStats memory_stats(size_t device) const;
   const SessionOptions& options() const { return options_; }
   const ir::Graph& graph() const { return graph_; }
+  const Placement& placement() const { return program_.placement; }
   /// Decisions made while compiling (GEMM kernel sets, ...), one line each.
   const std::vector<std::string>& notes() const { return notes_; }
+  /// The last run's trace; empty (no devices) unless options().profile.
+  RunTrace last_trace() const;
 
  private:
-  struct Item {
-    ir::Kernel fn;
-    size_t live_bytes;
-  };
+  struct Item;
   struct DeviceState;
+  struct StepItems;
 
   const ir::TensorInfo& variable(ir::TensorId tensor) const;
-  void build_device(DeviceState& state, int64_t replica);
+  void make_schedule();
+  void check_memory() const;
+  void build_device(DeviceState& state);
+  void build_step(DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot, std::vector<Item>& items);
+  std::byte* slot_region(const DeviceState& state, int32_t stage, int64_t slot) const;
+  std::byte* slot_address(const DeviceState& state, int32_t stage, int64_t slot, ir::TensorId root) const;
+  std::byte* tensor_address(const DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot,
+                            ir::TensorId tensor) const;
   void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required) const;
+  OutputLayout output_layout(ir::StreamId stream) const;
   void load_variables();
-  void run_steps(DeviceState& state, std::span<const HostArray> inputs, std::span<const HostArray> outputs);
+  void run_device(DeviceState& state);
+  void run_step(DeviceState& state, const Step& step, int64_t iteration);
+  void abort_all(const std::string& reason);
   std::byte* variable_buffer(ir::TensorId tensor, int64_t replica) const;
   /// Copies between host rows ([rows] + full shape) and the replicas' storage, through the
   /// variable's layout; `to_host` picks the direction.
@@ -113,11 +160,17 @@ class Session {
   ir::Graph graph_;
   SessionOptions options_;
   Program program_;
-  std::unique_ptr<Collectives> collectives_;
+  Schedule schedule_;
+  std::string strategy_name_;
+  int64_t iterations_ = 1;  ///< schedule iterations per run
+  std::vector<std::unique_ptr<Collectives>> collectives_;  ///< per device index; empty when none is needed
   std::vector<std::unique_ptr<VirtualDevice>> devices_;
   std::vector<std::unique_ptr<memory::RemoteMemory>> remote_;  ///< per replica
+  std::vector<std::vector<std::byte>> offloaded_;              ///< per replica: optimizer state
+  std::vector<std::vector<std::unique_ptr<Channel>>> channels_;  ///< per replica, per ChannelPlan
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<std::string> notes_;
+  RunTrace trace_;
   mutable std::mutex mutex_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/ir/autodiff.h"
+#include "core/ir/error.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace plexus::runtime {
@@ -9,44 +11,161 @@ namespace {
 
 using testing::f32;
 
-TEST(Program, SchedulesInCreationOrderAndSharesStorageOfViews) {
+Program compile_one_stage(const ir::Graph& g, CompileOptions options = {}) {
+  return compile(g, place(g, {}), options);
+}
+
+std::vector<ActionKind> kinds(const std::vector<Action>& actions) {
+  std::vector<ActionKind> out;
+  for (const Action& a : actions) out.push_back(a.kind);
+  return out;
+}
+
+TEST(Program, ViewsShareStorageAndVariablesArePersistent) {
   ir::Graph g;
   const ir::TensorId x = g.add_variable("x", ir::DType::Float32, {2, 2}, f32({1, 2, 3, 4}));
   ir::Attributes flat;
   flat.set("shape", std::vector<int64_t>{4});
   const ir::TensorId r = g.add_op("reshape", {x}, flat).front();
   const ir::TensorId n = g.add_op("neg", {r}, {}).front();
-  const Program p = compile(g);
-  EXPECT_EQ(p.schedule, (std::vector<ir::OpId>{0, 1}));
-  EXPECT_EQ(p.tensor_offset[static_cast<size_t>(r)], p.tensor_offset[static_cast<size_t>(x)]);
-  EXPECT_NE(p.tensor_offset[static_cast<size_t>(n)], p.tensor_offset[static_cast<size_t>(x)]);
-  EXPECT_EQ(p.plan.persistent_bytes, 16u);
+  const Program p = compile_one_stage(g);
+  ASSERT_EQ(p.stages.size(), 1u);
+  EXPECT_EQ(kinds(p.stages[0].actions[0]), (std::vector<ActionKind>{ActionKind::RunOp, ActionKind::RunOp}));
+  EXPECT_EQ(p.root_of[static_cast<size_t>(r)], x);
+  EXPECT_EQ(p.devices[0].persistent_offset.count(x), 1u);
+  EXPECT_EQ(p.stages[0].slot_offset.count(n), 1u);
+  EXPECT_EQ(p.devices[0].persistent_bytes, 16u);
 }
 
 TEST(Program, AChainOfOpsReusesMemory) {
-  // x -> neg -> neg -> ... : each intermediate dies after the next op, so the arena holds
-  // about two of them at once, not all ten.
+  // x -> neg -> neg -> ... : each intermediate dies after the next op, so the slot region
+  // holds about two of them at once, not all ten.
   ir::Graph g;
   const ir::StreamId s = g.add_h2d_stream("x", ir::DType::Float32, {1024});
   ir::TensorId t = g.stream(s).tensor;
   for (int i = 0; i < 10; ++i) t = g.add_op("neg", {t}, {}).front();
   g.add_d2h_stream("y", t);
-  const Program p = compile(g);
-  EXPECT_EQ(p.plan.peak_live_bytes, 2u * 4096u);
-  EXPECT_LE(p.plan.arena_bytes, 3u * 4096u);
+  const Program p = compile_one_stage(g);
+  EXPECT_EQ(p.stages[0].slot_plan.peak_live_bytes, 2u * 4096u);
+  EXPECT_LE(p.stages[0].slot_plan.arena_bytes, 3u * 4096u);
 }
 
-TEST(Program, DeviceToHostStreamsKeepTheirTensorAliveUntilTheCopy) {
+TEST(Program, DeviceToHostStreamsAreCopiedWhereTheyWereAdded) {
   ir::Graph g;
   const ir::StreamId s = g.add_h2d_stream("x", ir::DType::Float32, {256});
   const ir::TensorId a = g.add_op("neg", {g.stream(s).tensor}, {}).front();
   const ir::TensorId b = g.add_op("neg", {a}, {}).front();
   const ir::TensorId c = g.add_op("neg", {b}, {}).front();
   g.add_op("neg", {c}, {});
-  g.add_d2h_stream("a", a);  // copied after op 3: `a` lives through positions 1..4
-  const Program p = compile(g);
-  for (size_t position = 1; position <= 4; ++position) EXPECT_GE(p.plan.live_bytes[position], 1024u * 2);
-  EXPECT_EQ(d2h_position(g.stream(1)), 4u);
+  g.add_d2h_stream("a", a);  // added after op 3: copied after it, so `a` lives until then
+  const Program p = compile_one_stage(g);
+  EXPECT_EQ(kinds(p.stages[0].actions[0]),
+            (std::vector<ActionKind>{ActionKind::LoadStream, ActionKind::RunOp, ActionKind::RunOp, ActionKind::RunOp,
+                                     ActionKind::RunOp, ActionKind::StoreStream}));
+  for (size_t position = 1; position <= 5; ++position) EXPECT_GE(p.stages[0].slot_plan.live_bytes[position], 1024u);
+}
+
+// Two blocks: x -> [B1: h = relu(x w1)] -> [B2: y = h w2, loss] with autodiff and SGD.
+struct TwoStages {
+  ir::Graph g;
+  ir::TensorId w1, w2, loss;
+  TwoStages() {
+    const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {4, 3})).tensor;
+    w1 = g.add_variable("w1", ir::DType::Float32, {3, 5}, std::vector<std::byte>(60));
+    w2 = g.add_variable("w2", ir::DType::Float32, {5, 2}, std::vector<std::byte>(40));
+    g.begin_block("B1", -1);
+    const ir::TensorId h = g.add_op("relu", {g.add_op("matmul", {x, w1}, {}).front()}, {}).front();
+    g.end_block();
+    g.begin_block("B2", -1);
+    const ir::TensorId y = g.add_op("matmul", {h, w2}, {}).front();
+    loss = g.add_op("reduce_mean", {g.add_op("mul", {y, y}, {}).front()}, {}).front();
+    g.end_block();
+    const std::vector<ir::TensorId> wrt{w1, w2};
+    const std::vector<ir::TensorId> grads = ir::autodiff(g, loss, wrt);
+    ir::Attributes a;
+    a.set("a", 1.0);
+    a.set("b", -0.1);
+    g.add_op("scaled_add_", {w1, grads[0]}, a);
+    g.add_op("scaled_add_", {w2, grads[1]}, a);
+    g.add_d2h_stream("loss", loss);
+  }
+};
+
+TEST(Program, StagesExchangeActivationsForwardAndGradientsBackward) {
+  TwoStages m;
+  const Placement pl = place(m.g, {{{"B1"}, 0}, {{"B2"}, 1}});
+  const Program p = compile(m.g, pl, {.micro_batches = 1, .slots = {2, 1}});
+  ASSERT_EQ(p.stages.size(), 2u);
+  EXPECT_TRUE(p.training);
+  ASSERT_EQ(p.channels.size(), 2u);
+  const bool forward_first = p.channels[0].to_phase == ir::Phase::Forward;
+  const ChannelPlan& activation = p.channels[forward_first ? 0 : 1];
+  const ChannelPlan& gradient = p.channels[forward_first ? 1 : 0];
+  EXPECT_EQ(activation.from_stage, 0);  // h: stage 0 forward -> stage 1 forward
+  EXPECT_EQ(activation.to_stage, 1);
+  EXPECT_EQ(activation.from_phase, ir::Phase::Forward);
+  EXPECT_EQ(activation.bytes, 4u * 5u * 4u);
+  EXPECT_EQ(gradient.from_stage, 1);  // dL/dh: stage 1 backward -> stage 0 backward
+  EXPECT_EQ(gradient.to_stage, 0);
+  EXPECT_EQ(gradient.from_phase, ir::Phase::Backward);
+  EXPECT_EQ(gradient.to_phase, ir::Phase::Backward);
+  EXPECT_EQ(p.home_stage.at(m.w1), 0);
+  EXPECT_EQ(p.home_stage.at(m.w2), 1);
+  EXPECT_EQ(p.devices[0].persistent_offset.count(m.w2), 0u);
+  EXPECT_EQ(p.devices[1].persistent_offset.count(m.w2), 1u);
+  // Stage 0 keeps two micro-batch slots: its arena holds two slot regions.
+  EXPECT_GE(p.devices[0].arena_bytes, p.devices[0].persistent_size + 2 * p.stages[0].slot_plan.arena_bytes);
+}
+
+TEST(Program, GradientAccumulationSumsWhatTheUpdateReads) {
+  TwoStages m;
+  const Program p = compile(m.g, place(m.g, {{{"B1"}, 0}, {{"B2"}, 1}}), {.micro_batches = 4, .slots = {2, 1}});
+  EXPECT_EQ(p.stages[0].accumulator.size(), 1u);  // dL/dw1
+  EXPECT_EQ(p.stages[1].accumulator.size(), 1u);  // dL/dw2
+  const auto& backward = p.stages[1].actions[static_cast<size_t>(ir::Phase::Backward)];
+  EXPECT_EQ(backward.back().kind, ActionKind::Accumulate);
+}
+
+TEST(Program, OffloadedOptimizerStateLeavesTheDevice) {
+  ir::Graph g;
+  const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {4})).tensor;
+  const ir::TensorId w = g.add_variable("w", ir::DType::Float32, {4}, std::vector<std::byte>(16));
+  const ir::TensorId loss = g.add_op("reduce_sum", {g.add_op("mul", {x, w}, {}).front()}, {}).front();
+  const std::vector<ir::TensorId> wrt{w};
+  const ir::TensorId grad = ir::autodiff(g, loss, wrt).front();
+  const ir::TensorId mom = g.add_variable("m", ir::DType::Float32, {4}, std::vector<std::byte>(16));
+  const ir::TensorId var = g.add_variable("v", ir::DType::Float32, {4}, std::vector<std::byte>(16));
+  const ir::TensorId step = g.add_variable("step", ir::DType::Float32, {}, std::vector<std::byte>(4));
+  g.add_op("adamw_", {w, grad, mom, var, step}, {});
+  const Program on_device = compile_one_stage(g);
+  const Program offloaded = compile_one_stage(g, {.micro_batches = 1, .slots = {}, .offload_optimizer_state = true});
+  EXPECT_EQ(offloaded.offloaded.size(), 3u);
+  EXPECT_EQ(offloaded.offloaded_bytes, 3u * 64u);  // aligned
+  EXPECT_EQ(on_device.devices[0].persistent_bytes - offloaded.devices[0].persistent_bytes, 16u + 16u + 4u);
+  EXPECT_EQ(kinds(offloaded.stages[0].actions[static_cast<size_t>(ir::Phase::Update)]),
+            (std::vector<ActionKind>{ActionKind::LoadOffloaded, ActionKind::LoadOffloaded, ActionKind::LoadOffloaded,
+                                     ActionKind::RunOp, ActionKind::StoreOffloaded, ActionKind::StoreOffloaded,
+                                     ActionKind::StoreOffloaded}));
+}
+
+TEST(Program, AVariableUsedByTwoStagesIsAnErrorNamingIt) {
+  ir::Graph g;
+  const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {2})).tensor;
+  const ir::TensorId w = g.add_variable("shared_w", ir::DType::Float32, {2}, std::vector<std::byte>(8));
+  g.begin_block("B1", -1);
+  const ir::TensorId h = g.add_op("mul", {x, w}, {}).front();
+  g.end_block();
+  g.begin_block("B2", -1);
+  g.add_op("mul", {h, w}, {});
+  g.end_block();
+  try {
+    compile(g, place(g, {{{"B1"}, 0}, {{"B2"}, 1}}), {});
+    FAIL() << "expected an error";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("shared_w"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a variable lives on one stage"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
