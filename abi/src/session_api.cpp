@@ -10,6 +10,33 @@ using abi::require;
 
 namespace {
 
+// Stages, strategy, gradient accumulation, output mode, offload and profiling (version 4).
+void read_pipelining(const plx_session_options& o, runtime::SessionOptions& out) {
+  out.gradient_accumulation = o.gradient_accumulation;
+  if (o.num_stages > 0) require(o.stages, "plx_session_create", "options->stages");
+  for (size_t s = 0; s < o.num_stages; ++s) {
+    const plx_stage& stage = o.stages[s];
+    const std::string what = "options->stages[" + std::to_string(s) + "]";
+    if (stage.num_blocks > 0) require(stage.blocks, "plx_session_create", (what + ".blocks").c_str());
+    runtime::StageSpec spec{{}, stage.device};
+    for (size_t b = 0; b < stage.num_blocks; ++b) {
+      require(stage.blocks[b], "plx_session_create", (what + ".blocks[" + std::to_string(b) + "]").c_str());
+      spec.blocks.emplace_back(stage.blocks[b]);
+    }
+    if (stage.device < -1) {
+      ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: " + what + ".device is " +
+                                                   std::to_string(stage.device) + ", must be >= -1");
+    }
+    out.stages.push_back(std::move(spec));
+  }
+  if (o.execution_strategy != nullptr) out.execution_strategy = o.execution_strategy;
+  if (o.strategy_options != nullptr) out.strategy_options = o.strategy_options;
+  out.output_mode = static_cast<runtime::OutputMode>(o.output_mode);
+  out.output_return_period = o.output_return_period;
+  out.offload_optimizer_state = o.offload_optimizer_state != 0;
+  out.profile = o.profile != 0;
+}
+
 // Reads the fields the caller's struct has; later fields keep their defaults.
 runtime::SessionOptions to_options(const plx_session_options* o) {
   runtime::SessionOptions out;
@@ -30,6 +57,9 @@ runtime::SessionOptions to_options(const plx_session_options* o) {
   if (o->struct_size >= offsetof(plx_session_options, collective_timeout_ms) + sizeof(int64_t)) {  // version 2
     if (o->collectives_plugin != nullptr) out.collectives_plugin = o->collectives_plugin;
     out.collective_timeout_ms = o->collective_timeout_ms;
+  }
+  if (o->struct_size >= offsetof(plx_session_options, profile) + sizeof(int32_t)) {  // version 4
+    read_pipelining(*o, out);
   }
   return out;
 }
@@ -55,6 +85,22 @@ std::string report(const runtime::Session& s) {
   if (const runtime::Collectives* c = s.collectives()) j["collectives"] = {{"plugin", c->name()}, {"path", c->path()}};
   j["threads_per_device"] = s.options().threads_per_device;
   j["num_ops"] = s.graph().num_ops();
+  j["gradient_accumulation"] = s.options().gradient_accumulation;
+  j["training"] = s.training();
+  j["micro_batches_per_iteration"] = s.micro_batches();
+  j["execution_strategy"] = s.strategy_name();
+  j["devices_per_replica"] = s.devices_per_replica();
+  j["stages"] = nlohmann::json::array();
+  for (int64_t st = 0; st < s.num_stages(); ++st) {
+    j["stages"].push_back({{"name", s.placement().stage_names[static_cast<size_t>(st)]},
+                           {"device", s.placement().stage_device[static_cast<size_t>(st)]}});
+  }
+  j["schedule"] = nlohmann::json::array();
+  for (const auto& steps : s.schedule()) {
+    std::string line;
+    for (const runtime::Step& step : steps) line += (line.empty() ? "" : " ") + runtime::step_name(step);
+    j["schedule"].push_back(line);
+  }
   j["devices"] = nlohmann::json::array();
   for (size_t d = 0; d < s.num_devices(); ++d) {
     const runtime::DeviceMemoryStats m = s.memory_stats(d);
@@ -63,6 +109,7 @@ std::string report(const runtime::Session& s) {
                             {"variable_bytes", m.variable_bytes},
                             {"planned_peak_bytes", m.planned_peak_bytes},
                             {"remote_buffer_bytes", m.remote_buffer_bytes},
+                            {"offloaded_bytes", m.offloaded_bytes},
                             {"peak_bytes", m.peak_bytes}});
   }
   j["kernels"] = s.notes();
@@ -88,6 +135,15 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   options->threads_per_device = defaults.threads_per_device;
   options->collectives_plugin = nullptr;
   options->collective_timeout_ms = defaults.collective_timeout_ms;
+  options->gradient_accumulation = defaults.gradient_accumulation;
+  options->stages = nullptr;
+  options->num_stages = 0;
+  options->execution_strategy = nullptr;
+  options->strategy_options = nullptr;
+  options->output_mode = static_cast<plx_output_mode>(defaults.output_mode);
+  options->output_return_period = defaults.output_return_period;
+  options->offload_optimizer_state = defaults.offload_optimizer_state ? 1 : 0;
+  options->profile = defaults.profile ? 1 : 0;
 }
 
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
@@ -180,6 +236,9 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
     if (out_stats->struct_size >= offsetof(plx_memory_stats, remote_buffer_bytes) + sizeof(int64_t)) {  // version 3
       out_stats->remote_buffer_bytes = static_cast<int64_t>(m.remote_buffer_bytes);
     }
+    if (out_stats->struct_size >= offsetof(plx_memory_stats, offloaded_bytes) + sizeof(int64_t)) {  // version 4
+      out_stats->offloaded_bytes = static_cast<int64_t>(m.offloaded_bytes);
+    }
   });
 }
 
@@ -209,6 +268,19 @@ PLX_API plx_status plx_session_get_report(const plx_session* session, char* buff
     require(session, "plx_session_get_report", "session");
     if (capacity > 0) require(buffer, "plx_session_get_report", "buffer");
     abi::copy_text(report(*session->session), buffer, capacity, out_size);
+  });
+}
+
+PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffer, size_t capacity,
+                                         size_t* out_size) {
+  return guarded([&] {
+    require(session, "plx_session_get_trace", "session");
+    if (capacity > 0) require(buffer, "plx_session_get_trace", "buffer");
+    if (!session->session->options().profile) {
+      ir::fail(ir::ErrorCode::InvalidArgument,
+               "plx_session_get_trace: the session was created without options->profile, so no run was traced");
+    }
+    abi::copy_text(session->session->last_trace().to_json(), buffer, capacity, out_size);
   });
 }
 

@@ -25,6 +25,9 @@
  *   3  remote buffers, remote and replica-sharded variables, in_sequence scopes,
  *      plx_session_get_variable_storage, remote_buffer_bytes in plx_memory_stats,
  *      shard_over in plx_variable_options.
+ *   4  blocks, stages and devices per replica (pipelined and sharded execution through
+ *      strategy plugins), gradient accumulation, output modes, optimizer state offload,
+ *      profiling (plx_session_get_trace), offloaded_bytes in plx_memory_stats.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -43,7 +46,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 3
+#define PLX_API_VERSION 4
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -353,6 +356,28 @@ PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir);
 /** Closes the innermost in_sequence scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
 PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir);
 
+/* ---- Blocks (pipelined and sharded execution) ---------------------------------------- */
+
+/**
+ * Opens a block scope (PopTorch poptorch.Block; seed 003, "Annotation for model
+ * partitioning"): ops added until plx_ir_end_block() belong to block `name`. Blocks are
+ * grouped into stages and stages placed on devices by plx_session_options.stages; when
+ * every block names a device (`device` >= 0) and no stages are given, each block is its
+ * own stage on that device (auto-staging). Ops added outside any block join the block of
+ * their first input that has one (gradient ops join the block of the op they
+ * differentiate), so backward and update ops follow their layers. Reopening a name adds
+ * to that block.
+ *
+ * @param name   UTF-8, non-empty. Copied.
+ * @param device device index within a replica, or -1 (placed by the session's stages).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, empty name, device < -1, a reopened
+ *         block given another device).
+ */
+PLX_API plx_status plx_ir_begin_block(plx_ir* ir, const char* name, int64_t device);
+
+/** Closes the innermost block scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
+PLX_API plx_status plx_ir_end_block(plx_ir* ir);
+
 /**
  * Adds a constant tensor (read-only, resident on every device).
  * Parameters and errors as plx_ir_add_variable(), without a name.
@@ -438,6 +463,25 @@ PLX_API plx_status plx_ir_get_tensor_type(const plx_ir* ir, plx_tensor tensor, p
 /** A compiled IR bound to virtual devices, with variables resident between runs. */
 typedef struct plx_session plx_session;
 
+/**
+ * A stage (PopTorch poptorch.Stage): blocks run together on one device of each replica.
+ * Stages are numbered in pipeline order (the forward pass runs stage 0 first).
+ */
+typedef struct plx_stage {
+  const char* const* blocks; /**< [num_blocks] block names; borrowed for plx_session_create */
+  size_t num_blocks;
+  int64_t device;            /**< device within a replica; -1 = the stage's index (short form) */
+} plx_stage;
+
+/** What device-to-host streams return (PopTorch output modes; DESIGN.md "Semantics"). */
+typedef int32_t plx_output_mode;
+enum {
+  PLX_OUTPUT_ALL = 0,     /**< every micro-batch: [device_iterations, gradient_accumulation, R] + S */
+  PLX_OUTPUT_FINAL = 1,   /**< the last micro-batch of the run: [R] + S */
+  PLX_OUTPUT_EVERY_N = 2, /**< every N-th iteration: [device_iterations / N, gradient_accumulation, R] + S */
+  PLX_OUTPUT_SUM = 3      /**< the sum over the run: [R] + S */
+};
+
 /** Session options. Initialise with plx_session_options_init(), then change fields. */
 typedef struct plx_session_options {
   size_t struct_size;            /**< sizeof(plx_session_options), set by _init */
@@ -447,6 +491,19 @@ typedef struct plx_session_options {
   /* since PLX_API_VERSION 2 */
   const char* collectives_plugin; /**< collectives plugin name; NULL = $PLEXUS_COLLECTIVES, else "local". Copied. */
   int64_t collective_timeout_ms;  /**< how long a collective waits for a missing replica (default 60000) */
+  /* since PLX_API_VERSION 4 */
+  int64_t gradient_accumulation;  /**< micro-batches per weight update, >= 1 (default 1); gradients are
+                                       summed over them and scaled once to their mean */
+  const plx_stage* stages;        /**< [num_stages]; NULL/0 = auto-staging, or one stage without blocks */
+  size_t num_stages;
+  const char* execution_strategy; /**< strategy plugin, "pipelined" or "sharded"; NULL = the trivial
+                                       schedule for one device per replica, else "pipelined". Copied. */
+  const char* strategy_options;   /**< passed to the strategy, e.g. "fill_drain"; NULL = "". Copied. */
+  plx_output_mode output_mode;    /**< default PLX_OUTPUT_ALL */
+  int64_t output_return_period;   /**< N of PLX_OUTPUT_EVERY_N; must divide device_iterations (default 1) */
+  int32_t offload_optimizer_state; /**< 1: optimizer state (AdamW moments, step) lives in host memory and is
+                                        loaded only around the update (seed 003); default 0 */
+  int32_t profile;                /**< 1: record a trace of every run (plx_session_get_trace); default 0 */
 } plx_session_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
@@ -484,7 +541,8 @@ typedef struct plx_host_array {
 } plx_host_array;
 
 /**
- * Runs device_iterations steps. Blocks until done.
+ * Runs device_iterations iterations (each of gradient_accumulation micro-batches when
+ * training, then one weight update). Blocks until done.
  *
  * @param inputs  One array per host-to-device stream (all are required).
  * @param outputs Arrays for device-to-host streams (any subset; others are discarded).
@@ -551,6 +609,8 @@ typedef struct plx_memory_stats {
   int64_t planned_peak_bytes;  /**< most bytes live at once in one step, per the plan */
   /* since PLX_API_VERSION 3 */
   int64_t remote_buffer_bytes; /**< this replica's remote buffers (host memory, not the arena) */
+  /* since PLX_API_VERSION 4 */
+  int64_t offloaded_bytes;     /**< optimizer state of this device's stages kept in host memory */
 } plx_memory_stats;
 
 /** Where one replica keeps a variable, in bytes per replica. */
@@ -589,6 +649,18 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
  */
 PLX_API plx_status plx_session_get_report(const plx_session* session, char* buffer, size_t capacity,
                                           size_t* out_size);
+
+/**
+ * The last run's trace as Chrome Trace Event JSON (loads in Perfetto's UI and
+ * chrome://tracing): one process per replica, one thread per device; "X" events for
+ * forward, backward and update steps (with stage and micro-batch), transfers and
+ * collectives; "otherData" holds run_seconds, each device's busy_fraction and the
+ * bubble_fraction (1 - mean busy fraction). Buffer protocol as plx_session_get_report().
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL; the session was created without
+ *         `profile`); PLX_ERR_BUFFER_TOO_SMALL.
+ */
+PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffer, size_t capacity,
+                                         size_t* out_size);
 
 /* ---- Runtime information ------------------------------------------------------------ */
 

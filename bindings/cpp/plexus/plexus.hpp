@@ -401,9 +401,53 @@ class InSequence {
   Ir& ir_;
 };
 
+/// A block scope (PopTorch `with poptorch.Block("B1", ipu_id=...)`): ops added while it
+/// lives belong to block `name` (plx_ir_begin_block).
+class Block {
+ public:
+  Block(Ir& ir, const std::string& name, int64_t device = -1) : ir_(ir) {
+    check(plx_ir_begin_block(ir.get(), name.c_str(), device));
+  }
+  ~Block() { plx_ir_end_block(ir_.get()); }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+
+ private:
+  Ir& ir_;
+};
+
 /// Session options with the library's defaults.
 struct SessionOptions : plx_session_options {
   SessionOptions() : plx_session_options() { plx_session_options_init(this); }
+};
+
+/// Stages for plx_session_options (PopTorch poptorch.Stage("B1", "B2").ipu(0)): owns the
+/// block names that the options point to, so it must outlive the session's creation.
+class Stages {
+ public:
+  Stages& add(std::vector<std::string> blocks, int64_t device = -1) {
+    names_.push_back(std::move(blocks));
+    devices_.push_back(device);
+    return *this;
+  }
+  /// Points `options` at these stages.
+  void apply(plx_session_options& options) {
+    pointers_.clear();
+    stages_.clear();
+    for (const auto& names : names_) {
+      std::vector<const char*>& p = pointers_.emplace_back();
+      for (const std::string& n : names) p.push_back(n.c_str());
+    }
+    for (size_t s = 0; s < names_.size(); ++s) stages_.push_back(plx_stage{pointers_[s].data(), pointers_[s].size(), devices_[s]});
+    options.stages = stages_.data();
+    options.num_stages = stages_.size();
+  }
+
+ private:
+  std::vector<std::vector<std::string>> names_;
+  std::vector<int64_t> devices_;
+  std::vector<std::vector<const char*>> pointers_;
+  std::vector<plx_stage> stages_;
 };
 
 /// A caller's array for one stream (see plx_host_array); keeps its shape alive.
@@ -500,16 +544,20 @@ class Session {
   }
 
   /// JSON report of the compiled session (plx_session_get_report).
-  std::string report() const {
-    size_t size = 0;
-    plx_session_get_report(handle_, nullptr, 0, &size);
-    std::string text(size, '\0');
-    check(plx_session_get_report(handle_, text.data(), text.size(), &size));
-    text.resize(size - 1);
-    return text;
-  }
+  std::string report() const { return text(plx_session_get_report); }
+  /// The last run's Chrome Trace Event JSON (plx_session_get_trace; needs options.profile).
+  std::string trace() const { return text(plx_session_get_trace); }
 
  private:
+  std::string text(plx_status (*get)(const plx_session*, char*, size_t, size_t*)) const {
+    size_t size = 0;
+    if (const plx_status first = get(handle_, nullptr, 0, &size); first != PLX_ERR_BUFFER_TOO_SMALL) check(first);
+    std::string out(size, '\0');
+    check(get(handle_, out.data(), out.size(), &size));
+    out.resize(size - 1);
+    return out;
+  }
+
   plx_session* handle_ = nullptr;
 };
 
