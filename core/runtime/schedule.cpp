@@ -91,7 +91,57 @@ std::vector<Key> dependencies(const ScheduleProblem& p, const Step& step) {
   return deps;
 }
 
+const char* rule_of(StepKind kind) {
+  switch (kind) {
+    case StepKind::Forward:
+      return "forward";
+    case StepKind::Backward:
+      return "backward";
+    case StepKind::Update:
+      return "update";
+  }
+  return "coverage";
+}
+
+// Rules forward, backward and update where they can be decided from one list: a step listed
+// after one it waits for on the same device can never start. (Waits across devices are
+// legal; a cycle of them is caught by the simulation, rule 'progress'.)
+void check_dependencies_on_device(const ScheduleProblem& p, const Schedule& schedule, const std::string& source) {
+  for (size_t d = 0; d < schedule.size(); ++d) {
+    std::map<Key, size_t> position;
+    for (size_t i = 0; i < schedule[d].size(); ++i) position.emplace(key(schedule[d][i]), i);
+    for (size_t i = 0; i < schedule[d].size(); ++i) {
+      const Step& step = schedule[d][i];
+      for (const Key& dep : dependencies(p, step)) {
+        auto it = position.find(dep);
+        if (it == position.end() || it->second < i) continue;
+        const auto [s, m, k] = dep;
+        broken(source, rule_of(step.kind), step_name(step) + " is listed before " +
+                                               step_name(Step{s, m, static_cast<StepKind>(k)}) +
+                                               ", which it waits for, on device " + std::to_string(d));
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void check_problem(const ScheduleProblem& p) {
+  auto bad = [](const std::string& what) { ir::fail(ir::ErrorCode::InvalidArgument, "schedule problem: " + what); };
+  if (p.num_stages < 1) bad("num_stages is " + std::to_string(p.num_stages) + ", must be >= 1");
+  if (p.num_devices < 1) bad("num_devices is " + std::to_string(p.num_devices) + ", must be >= 1");
+  if (p.num_micro_batches < 1) bad("num_micro_batches is " + std::to_string(p.num_micro_batches) + ", must be >= 1");
+  if (static_cast<int64_t>(p.stage_device.size()) != p.num_stages) {
+    bad("stage_device has " + std::to_string(p.stage_device.size()) + " entries for " + std::to_string(p.num_stages) +
+        " stages");
+  }
+  for (size_t s = 0; s < p.stage_device.size(); ++s) {
+    if (p.stage_device[s] < 0 || p.stage_device[s] >= p.num_devices) {
+      bad("stage " + std::to_string(s) + " is on device " + std::to_string(p.stage_device[s]) + ", outside [0, " +
+          std::to_string(p.num_devices) + ")");
+    }
+  }
+}
 
 std::string step_name(const Step& s) {
   switch (s.kind) {
@@ -102,10 +152,12 @@ std::string step_name(const Step& s) {
     case StepKind::Update:
       return "U(" + std::to_string(s.stage) + ")";
   }
-  return "?";
+  return "step of unknown kind " + std::to_string(static_cast<int32_t>(s.kind)) + " (stage " + std::to_string(s.stage) +
+         ", micro-batch " + std::to_string(s.micro_batch) + ")";
 }
 
 Schedule trivial_schedule(const ScheduleProblem& p) {
+  check_problem(p);
   Schedule schedule(static_cast<size_t>(p.num_devices));
   auto add = [&](Step step) { schedule[static_cast<size_t>(p.stage_device[static_cast<size_t>(step.stage)])].push_back(step); };
   for (int64_t m = 0; m < p.num_micro_batches; ++m) {
@@ -120,8 +172,10 @@ Schedule trivial_schedule(const ScheduleProblem& p) {
 }
 
 ScheduleAnalysis check_schedule(const ScheduleProblem& p, const Schedule& schedule, const std::string& source) {
+  check_problem(p);
   check_coverage(p, schedule, source);
   check_order(schedule, source);
+  check_dependencies_on_device(p, schedule, source);
 
   // Simulate: every device runs its list in order; a step starts once its dependencies
   // ended; one time unit per step. No progress in a round means a device waits forever.

@@ -47,13 +47,20 @@ struct ScheduleAnalysis {
   int64_t makespan = 0;  ///< simulated units until the last step ends
 };
 
+/// Checks the problem itself: S, D, M >= 1, one device in [0, D) per stage. Throws
+/// ir::Error(InvalidArgument) naming the bad field.
+void check_problem(const ScheduleProblem& problem);
+
 /// One device runs every step in order: forward and backward of each micro-batch, then the
 /// updates (the default schedule for one device per replica).
 Schedule trivial_schedule(const ScheduleProblem& problem);
 
 /// Checks `schedule` against the rules of strategy_plugin.h (coverage, order, forward,
 /// backward, update, progress) and returns its analysis. Throws ir::Error(Plugin) naming
-/// `source` (the strategy), the broken rule and the offending step.
+/// `source` (the strategy), the broken rule and the offending step. Rules forward, backward
+/// and update are reported when a step is listed after, on its own device, a step it waits
+/// for; a wait that can never end across devices is rule 'progress'. Checks the problem
+/// first (check_problem).
 ScheduleAnalysis check_schedule(const ScheduleProblem& problem, const Schedule& schedule, const std::string& source);
 
 }  // namespace plexus::runtime

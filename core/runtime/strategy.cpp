@@ -30,6 +30,7 @@ Strategy::Strategy(const std::string& name) : library_(PluginLibrary::open("stra
 }
 
 Schedule Strategy::schedule(const ScheduleProblem& problem, const std::string& options) const {
+  check_problem(problem);  // the plugin reads stage_device[0 .. S)
   const size_t capacity = static_cast<size_t>(problem.num_stages * (2 * problem.num_micro_batches + 1));
   std::vector<std::vector<plx_schedule_step>> buffers(static_cast<size_t>(problem.num_devices),
                                                       std::vector<plx_schedule_step>(capacity));
