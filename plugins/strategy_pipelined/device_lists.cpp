@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <tuple>
+#include <utility>
 
 namespace plexus::strategy_pipelined {
+
+using strategy_common::DeviceLists;
+using strategy_common::Outcome;
+using strategy_common::Problem;
 
 namespace {
 
@@ -64,7 +69,7 @@ Outcome device_lists(const Problem& p, const StageOrders& orders, DeviceLists& o
         progressed = true;
       }
     }
-    if (!progressed) return {PLX_ERR_INTERNAL, "pipelined strategy: its stage orders wait on each other"};
+    if (!progressed) return Outcome::internal("pipelined strategy: its stage orders wait on each other");
   }
 
   // Each device: its stages' steps by (time, backward first, older micro-batch, deeper stage).

@@ -9,20 +9,23 @@
 #ifndef PLEXUS_STRATEGY_PIPELINED_DEVICE_LISTS_H
 #define PLEXUS_STRATEGY_PIPELINED_DEVICE_LISTS_H
 
-#include <vector>
-
-#include "outcome.h"
-#include "problem.h"
 #include "stage_orders.h"
+#include "strategy_common/outcome.h"
+#include "strategy_common/planner_call.h"
+#include "strategy_common/problem.h"
 
 namespace plexus::strategy_pipelined {
 
-/// Per device, its steps in order.
-using DeviceLists = std::vector<std::vector<plx_schedule_step>>;
-
-/// Places `orders` on the devices of `problem` into `out`. PLX_ERR_INTERNAL if the stage
-/// orders themselves cannot run (a bug in stage_orders.cpp).
-Outcome device_lists(const Problem& problem, const StageOrders& orders, DeviceLists& out);
+/**
+ * Places `orders` (one per stage of `problem`, from stage_orders) on the devices of
+ * `problem`: out[d] receives the steps of the stages on device d, each stage's steps in its
+ * own order. Every stage, even on a shared device, keeps its slots.
+ * @return PLX_OK; PLX_ERR_INTERNAL if the stage orders themselves cannot run (a bug in
+ *         stage_orders.cpp). `out` is untouched on error. Throws std::bad_alloc only.
+ * Thread safety: safe.
+ */
+strategy_common::Outcome device_lists(const strategy_common::Problem& problem, const StageOrders& orders,
+                                      strategy_common::DeviceLists& out);
 
 }  // namespace plexus::strategy_pipelined
 

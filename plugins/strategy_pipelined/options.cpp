@@ -2,6 +2,8 @@
 
 namespace plexus::strategy_pipelined {
 
+using strategy_common::Outcome;
+
 Outcome parse_options(const std::string& options, Flavour& out) {
   if (options.empty() || options == "1f1b") {
     out = Flavour::one_f_one_b;

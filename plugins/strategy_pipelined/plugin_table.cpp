@@ -1,50 +1,32 @@
 // The C face of the pipelined strategy: the table returned by the one exported symbol,
-// plx_strategy_plugin_v1. make_schedule is noexcept: a C++ exception never crosses the
-// ABI, and the caller's lists and counts are written only on success.
-#include <algorithm>
-#include <new>
-
+// plx_strategy_plugin_v1. make_schedule is strategy_common::run_planner around plan().
 #include "device_lists.h"
 #include "options.h"
-#include "outcome.h"
 #include "plexus/strategy_plugin.h"
-#include "problem.h"
 #include "stage_orders.h"
+#include "strategy_common/planner_call.h"
 
 namespace plexus::strategy_pipelined {
 namespace {
 
-Outcome plan(const plx_schedule_problem* problem, plx_schedule_step* const* device_steps, size_t capacity,
-             size_t* device_step_counts) {
-  Problem p;
+using strategy_common::DeviceLists;
+using strategy_common::Outcome;
+using strategy_common::Problem;
+
+// Options first (a typo is reported whatever the sizes), then M >= S, then the orders.
+Outcome plan(const Problem& p, DeviceLists& out) {
   Flavour flavour = Flavour::one_f_one_b;
-  Outcome o = read_problem(problem, device_steps, capacity, device_step_counts, p);
-  if (o.is_ok()) o = parse_options(p.options, flavour);
+  Outcome o = parse_options(p.options, flavour);
   if (o.is_ok()) o = check_micro_batches(p);
-  DeviceLists lists;
-  if (o.is_ok()) o = device_lists(p, stage_orders(p, flavour), lists);
-  if (!o.is_ok()) return o;
-  for (size_t d = 0; d < lists.size(); ++d) {
-    std::copy(lists[d].begin(), lists[d].end(), device_steps[d]);
-    device_step_counts[d] = lists[d].size();
-  }
+  if (o.is_ok()) o = device_lists(p, stage_orders(p, flavour), out);
   return o;
 }
 
 plx_status make_schedule(const plx_schedule_problem* problem, plx_schedule_step* const* device_steps,
                          size_t capacity, size_t* device_step_counts, char* message,
                          size_t message_capacity) noexcept {
-  try {
-    const Outcome o = plan(problem, device_steps, capacity, device_step_counts);
-    if (!o.is_ok()) write_message(message, message_capacity, o.message);
-    return o.status;
-  } catch (const std::bad_alloc&) {
-    write_message(message, message_capacity, "out of memory in the pipelined strategy plugin");
-    return PLX_ERR_RUNTIME;
-  } catch (...) {
-    write_message(message, message_capacity, "internal error in the pipelined strategy plugin");
-    return PLX_ERR_INTERNAL;
-  }
+  return strategy_common::run_planner("pipelined", plan, problem, device_steps, capacity, device_step_counts, message,
+                                      message_capacity);
 }
 
 const plx_strategy_plugin kTable = {
@@ -57,6 +39,7 @@ const plx_strategy_plugin kTable = {
 }  // namespace
 }  // namespace plexus::strategy_pipelined
 
+/** The pipelined strategy's table (strategy_plugin.h); static storage. Thread-safe. */
 extern "C" __attribute__((visibility("default"))) const plx_strategy_plugin* plx_strategy_plugin_v1(void) {
   return &plexus::strategy_pipelined::kTable;
 }

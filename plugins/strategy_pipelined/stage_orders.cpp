@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace plexus::strategy_pipelined {
+
+using strategy_common::Outcome;
+using strategy_common::Problem;
 
 namespace {
 
@@ -40,10 +44,11 @@ std::vector<plx_schedule_step> inference(int64_t s, int64_t M) {
 }  // namespace
 
 Outcome check_micro_batches(const Problem& p) {
-  if (p.training && p.num_micro_batches < p.num_stages) {
+  if (p.num_micro_batches < p.num_stages) {
     return Outcome::invalid(
-        "pipelined training needs at least as many micro-batches (gradient accumulation) as stages: M=" +
-        std::to_string(p.num_micro_batches) + ", S=" + std::to_string(p.num_stages));
+        "pipelined execution needs at least as many micro-batches (gradient accumulation when training) as stages: "
+        "got " +
+        std::to_string(p.num_micro_batches) + " micro-batches for " + std::to_string(p.num_stages) + " stages");
   }
   return Outcome::ok();
 }

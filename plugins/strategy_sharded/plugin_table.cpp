@@ -1,45 +1,27 @@
 // The C face of the sharded strategy: the table returned by the one exported symbol,
-// plx_strategy_plugin_v1. make_schedule is noexcept: a C++ exception never crosses the
-// ABI, and the caller's lists and counts are written only on success.
-#include <algorithm>
-#include <new>
-
-#include "outcome.h"
+// plx_strategy_plugin_v1. make_schedule is strategy_common::run_planner around plan().
 #include "plexus/strategy_plugin.h"
-#include "problem.h"
 #include "sharded_order.h"
+#include "strategy_common/planner_call.h"
 
 namespace plexus::strategy_sharded {
 namespace {
 
-Outcome plan(const plx_schedule_problem* problem, plx_schedule_step* const* device_steps, size_t capacity,
-             size_t* device_step_counts) {
-  Problem p;
-  Outcome o = read_problem(problem, device_steps, capacity, device_step_counts, p);
-  if (o.is_ok()) o = check_options(p);
-  if (!o.is_ok()) return o;
-  const auto lists = sharded_order(p);
-  for (size_t d = 0; d < lists.size(); ++d) {
-    std::copy(lists[d].begin(), lists[d].end(), device_steps[d]);
-    device_step_counts[d] = lists[d].size();
-  }
+using strategy_common::DeviceLists;
+using strategy_common::Outcome;
+using strategy_common::Problem;
+
+Outcome plan(const Problem& p, DeviceLists& out) {
+  Outcome o = check_options(p);
+  if (o.is_ok()) out = sharded_order(p);
   return o;
 }
 
 plx_status make_schedule(const plx_schedule_problem* problem, plx_schedule_step* const* device_steps,
                          size_t capacity, size_t* device_step_counts, char* message,
                          size_t message_capacity) noexcept {
-  try {
-    const Outcome o = plan(problem, device_steps, capacity, device_step_counts);
-    if (!o.is_ok()) write_message(message, message_capacity, o.message);
-    return o.status;
-  } catch (const std::bad_alloc&) {
-    write_message(message, message_capacity, "out of memory in the sharded strategy plugin");
-    return PLX_ERR_RUNTIME;
-  } catch (...) {
-    write_message(message, message_capacity, "internal error in the sharded strategy plugin");
-    return PLX_ERR_INTERNAL;
-  }
+  return strategy_common::run_planner("sharded", plan, problem, device_steps, capacity, device_step_counts, message,
+                                      message_capacity);
 }
 
 const plx_strategy_plugin kTable = {
@@ -52,6 +34,7 @@ const plx_strategy_plugin kTable = {
 }  // namespace
 }  // namespace plexus::strategy_sharded
 
+/** The sharded strategy's table (strategy_plugin.h); static storage. Thread-safe. */
 extern "C" __attribute__((visibility("default"))) const plx_strategy_plugin* plx_strategy_plugin_v1(void) {
   return &plexus::strategy_sharded::kTable;
 }

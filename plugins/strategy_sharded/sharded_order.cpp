@@ -4,6 +4,10 @@
 
 namespace plexus::strategy_sharded {
 
+using strategy_common::DeviceLists;
+using strategy_common::Outcome;
+using strategy_common::Problem;
+
 Outcome check_options(const Problem& p) {
   if (!p.options.empty()) {
     return Outcome::invalid("unknown option '" + p.options + "' for the sharded strategy; accepted: '' (it takes none)");
@@ -11,8 +15,8 @@ Outcome check_options(const Problem& p) {
   return Outcome::ok();
 }
 
-std::vector<std::vector<plx_schedule_step>> sharded_order(const Problem& p) {
-  std::vector<std::vector<plx_schedule_step>> lists(static_cast<size_t>(p.num_devices));
+DeviceLists sharded_order(const Problem& p) {
+  DeviceLists lists(static_cast<size_t>(p.num_devices));
   auto add = [&](int64_t stage, int64_t micro_batch, plx_step_kind kind) {
     lists[static_cast<size_t>(p.stage_device[static_cast<size_t>(stage)])].push_back({stage, micro_batch, kind});
   };

@@ -1,9 +1,10 @@
-#include "problem.h"
+#include "strategy_common/problem.h"
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
-namespace plexus::strategy_sharded {
+namespace plexus::strategy_common {
 
 namespace {
 
@@ -70,4 +71,4 @@ Outcome read_problem(const plx_schedule_problem* problem, plx_schedule_step* con
   return Outcome::ok();
 }
 
-}  // namespace plexus::strategy_sharded
+}  // namespace plexus::strategy_common

@@ -1,9 +1,9 @@
-#include "outcome.h"
+#include "strategy_common/outcome.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace plexus::strategy_sharded {
+namespace plexus::strategy_common {
 
 void write_message(char* message, size_t capacity, const std::string& text) noexcept {
   if (message == nullptr || capacity == 0) return;
@@ -12,4 +12,4 @@ void write_message(char* message, size_t capacity, const std::string& text) noex
   message[n] = '\0';
 }
 
-}  // namespace plexus::strategy_sharded
+}  // namespace plexus::strategy_common
