@@ -36,7 +36,9 @@ Outcome plan_and_write(const char* strategy, Planner plan, const plx_schedule_pr
 
 // "<what> in the <strategy> strategy plugin", without allocating (for the catch blocks).
 void write_failure(char* message, size_t capacity, const char* what, const char* strategy) noexcept {
-  if (message != nullptr && capacity > 0) std::snprintf(message, capacity, "%s in the %s strategy plugin", what, strategy);
+  if (message != nullptr && capacity > 0) {
+    std::snprintf(message, capacity, "%s in the %s strategy plugin", what, strategy);
+  }
 }
 
 }  // namespace

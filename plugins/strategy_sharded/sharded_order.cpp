@@ -10,7 +10,8 @@ using strategy_common::Problem;
 
 Outcome check_options(const Problem& p) {
   if (!p.options.empty()) {
-    return Outcome::invalid("unknown option '" + p.options + "' for the sharded strategy; accepted: '' (it takes none)");
+    return Outcome::invalid("unknown option '" + p.options +
+                            "' for the sharded strategy; accepted: '' (it takes none)");
   }
   return Outcome::ok();
 }
