@@ -1,0 +1,303 @@
+// Sessions over several stages and devices (seed 003; DESIGN.md "Pipelining"): strategies
+// change the schedule, not the math; gradient accumulation; output modes; optimizer state
+// offload; traces; errors at creation and during runs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ir/autodiff.h"
+#include "core/ir/error.h"
+#include "core/runtime/session.h"
+#include "tests/runtime/test_graphs.h"
+
+namespace plexus::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::f32;
+
+constexpr int64_t kBatch = 4;
+
+// x [b,3] -> B1: h = relu(x w1) -> B2: logits = h w2, loss = cross-entropy(logits, labels);
+// autodiff; SGD (lr 0.1) or AdamW per variable. Streams: x, labels in; loss out.
+struct TwoBlockModel {
+  ir::Graph g;
+  ir::StreamId x, labels, loss;
+  ir::TensorId w1, w2;
+
+  explicit TwoBlockModel(bool adamw = false, int64_t batch = kBatch) {
+    x = g.add_h2d_stream("x", ir::DType::Float32, {batch, 3});
+    labels = g.add_h2d_stream("labels", ir::DType::Int32, {batch});
+    std::vector<float> v1(15), v2(10);
+    for (size_t i = 0; i < v1.size(); ++i) v1[i] = 0.05f * static_cast<float>(i % 7) - 0.12f;
+    for (size_t i = 0; i < v2.size(); ++i) v2[i] = 0.07f * static_cast<float>(i % 5) - 0.1f;
+    w1 = g.add_variable("w1", ir::DType::Float32, {3, 5}, f32(v1));
+    w2 = g.add_variable("w2", ir::DType::Float32, {5, 2}, f32(v2));
+    g.begin_block("B1", -1);
+    const ir::TensorId h = g.add_op("relu", {g.add_op("matmul", {g.stream(x).tensor, w1}, {}).front()}, {}).front();
+    g.end_block();
+    g.begin_block("B2", -1);
+    const ir::TensorId logits = g.add_op("matmul", {h, w2}, {}).front();
+    const ir::TensorId l = g.add_op("softmax_cross_entropy", {logits, g.stream(labels).tensor}, {}).front();
+    g.end_block();
+    loss = g.add_d2h_stream("loss", l);
+    const std::vector<ir::TensorId> wrt{w1, w2};
+    const std::vector<ir::TensorId> grads = ir::autodiff(g, l, wrt);
+    for (size_t k = 0; k < wrt.size(); ++k) {
+      if (adamw) {
+        const ir::Shape shape = g.tensor(wrt[k]).shape;
+        const auto bytes = static_cast<size_t>(ir::numel(shape)) * 4;
+        const std::string n = g.tensor(wrt[k]).name;
+        const ir::TensorId m = g.add_variable(n + ".m", ir::DType::Float32, shape, std::vector<std::byte>(bytes));
+        const ir::TensorId v = g.add_variable(n + ".v", ir::DType::Float32, shape, std::vector<std::byte>(bytes));
+        const ir::TensorId step = g.add_variable(n + ".step", ir::DType::Float32, {}, std::vector<std::byte>(4));
+        g.add_op("adamw_", {wrt[k], grads[k], m, v, step}, {});
+      } else {
+        ir::Attributes a;
+        a.set("a", 1.0);
+        a.set("b", -0.1);
+        g.add_op("scaled_add_", {wrt[k], grads[k]}, a);
+      }
+    }
+  }
+};
+
+// Host data for `rows` micro-batches of `batch` samples.
+struct Data {
+  std::vector<float> x;
+  std::vector<int32_t> labels;
+  Data(int64_t rows, int64_t batch) {
+    for (int64_t i = 0; i < rows * batch; ++i) {
+      for (int j = 0; j < 3; ++j) x.push_back(0.3f * static_cast<float>((i * 3 + j) % 11) - 1.2f);
+      labels.push_back(static_cast<int32_t>((i * 7) % 2));
+    }
+  }
+};
+
+std::vector<float> read(const Session& s, ir::TensorId t) {
+  std::vector<float> out(static_cast<size_t>(ir::numel(s.variable_shape(t))));
+  s.read_variable(t, std::as_writable_bytes(std::span(out)));
+  return out;
+}
+
+// Runs `runs` calls; returns the loss outputs of the last one.
+std::vector<float> train(Session& s, const TwoBlockModel& m, int runs, int64_t batch = kBatch) {
+  const int64_t rows = s.options().device_iterations * s.options().gradient_accumulation;
+  std::vector<float> loss(static_cast<size_t>(ir::numel(s.host_shape(m.loss))));
+  for (int r = 0; r < runs; ++r) {
+    Data d(rows, batch);
+    for (float& v : d.x) v += 0.01f * static_cast<float>(r);
+    const std::vector<HostArray> in{{m.x, d.x.data(), ir::DType::Float32, s.host_shape(m.x)},
+                                    {m.labels, d.labels.data(), ir::DType::Int32, s.host_shape(m.labels)}};
+    const HostArray out{m.loss, loss.data(), ir::DType::Float32, s.host_shape(m.loss)};
+    s.run(in, std::span(&out, 1));
+  }
+  return loss;
+}
+
+SessionOptions two_stages(const std::string& strategy, const std::string& strategy_options = "") {
+  SessionOptions o;
+  o.stages = {{{"B1"}, 0}, {{"B2"}, 1}};
+  o.execution_strategy = strategy;
+  o.strategy_options = strategy_options;
+  o.device_iterations = 2;
+  o.gradient_accumulation = 4;
+  return o;
+}
+
+TEST(PipelinedSession, StrategiesChangeTheScheduleNotTheWeights) {
+  TwoBlockModel m;
+  SessionOptions one_device;
+  one_device.stages = {{{"B1", "B2"}, 0}};
+  one_device.device_iterations = 2;
+  one_device.gradient_accumulation = 4;
+  Session reference(m.g, one_device);
+  const std::vector<float> reference_loss = train(reference, m, 3);
+  EXPECT_EQ(reference.num_devices(), 1u);
+  for (const auto& [strategy, options] : std::vector<std::pair<std::string, std::string>>{
+           {"pipelined", ""}, {"pipelined", "fill_drain"}, {"sharded", ""}}) {
+    SCOPED_TRACE(strategy + " " + options);
+    Session s(m.g, two_stages(strategy, options));
+    EXPECT_EQ(s.num_devices(), 2u);
+    EXPECT_EQ(train(s, m, 3), reference_loss);  // same ops in the same order per micro-batch: bit for bit
+    EXPECT_EQ(read(s, m.w1), read(reference, m.w1));
+    EXPECT_EQ(read(s, m.w2), read(reference, m.w2));
+  }
+}
+
+TEST(PipelinedSession, GradientAccumulationEqualsOneBigBatch) {
+  // Mean loss over a micro-batch, gradients summed over 4 micro-batches and scaled once by
+  // 1/4: the same update as one batch of 4x the samples.
+  TwoBlockModel small(false, kBatch), big(false, 4 * kBatch);
+  SessionOptions ga = two_stages("pipelined");
+  ga.device_iterations = 1;
+  Session accumulated(small.g, ga);
+  SessionOptions plain;
+  plain.stages = {{{"B1", "B2"}, 0}};
+  Session whole(big.g, plain);
+  train(accumulated, small, 5, kBatch);
+  train(whole, big, 5, 4 * kBatch);
+  const std::vector<float> a = read(accumulated, small.w1), b = read(whole, big.w1);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6f) << i;
+  const std::vector<float> a2 = read(accumulated, small.w2), b2 = read(whole, big.w2);
+  for (size_t i = 0; i < a2.size(); ++i) EXPECT_NEAR(a2[i], b2[i], 1e-6f) << i;
+}
+
+TEST(PipelinedSession, OutputModesShapeAndSelectTheResults) {
+  TwoBlockModel m;
+  SessionOptions all = two_stages("pipelined");
+  all.device_iterations = 4;
+  all.gradient_accumulation = 2;
+  Session s_all(m.g, all);
+  EXPECT_EQ(s_all.host_shape(m.x), (ir::Shape{8, kBatch, 3}));
+  EXPECT_EQ(s_all.host_shape(m.loss), (ir::Shape{4, 2}));
+  const std::vector<float> every = train(s_all, m, 1);
+
+  auto with_mode = [&](OutputMode mode, int64_t period, const ir::Shape& shape) {
+    SessionOptions o = all;
+    o.output_mode = mode;
+    o.output_return_period = period;
+    Session s(m.g, o);
+    EXPECT_EQ(s.host_shape(m.loss), shape);
+    return train(s, m, 1);
+  };
+  EXPECT_EQ(with_mode(OutputMode::Final, 1, {}), std::vector<float>{every.back()});
+  EXPECT_EQ(with_mode(OutputMode::EveryN, 2, {2, 2}), (std::vector<float>{every[2], every[3], every[6], every[7]}));
+  float sum = 0;
+  for (float v : every) sum += v;
+  const std::vector<float> summed = with_mode(OutputMode::Sum, 1, {});
+  EXPECT_NEAR(summed[0], sum, 1e-5f);
+}
+
+TEST(PipelinedSession, InferencePipelinesDeviceIterations) {
+  ir::Graph g;
+  const ir::StreamId x = g.add_h2d_stream("x", ir::DType::Float32, {2});
+  g.begin_block("B1", 0);
+  const ir::TensorId a = g.add_op("neg", {g.stream(x).tensor}, {}).front();
+  g.end_block();
+  g.begin_block("B2", 1);
+  const ir::TensorId two = g.add_constant(ir::DType::Float32, {}, f32({2.0f}));
+  const ir::StreamId y = g.add_d2h_stream("y", g.add_op("mul", {a, two}, {}).front());
+  g.end_block();
+  SessionOptions o;  // auto-staging: one stage per block on its device; pipelined by default
+  o.device_iterations = 3;
+  Session s(g, o);
+  EXPECT_EQ(s.strategy_name(), "pipelined");
+  EXPECT_EQ(s.micro_batches(), 3);
+  std::vector<float> in{1, 2, 3, 4, 5, 6}, out(6);
+  const HostArray hin{x, in.data(), ir::DType::Float32, {3, 2}};
+  const HostArray hout{y, out.data(), ir::DType::Float32, {3, 2}};
+  s.run(std::span(&hin, 1), std::span(&hout, 1));
+  EXPECT_EQ(out, (std::vector<float>{-2, -4, -6, -8, -10, -12}));
+}
+
+TEST(PipelinedSession, FewerMicroBatchesThanStagesIsAnErrorAtCreation) {
+  TwoBlockModel m;
+  SessionOptions o = two_stages("pipelined");
+  o.gradient_accumulation = 1;
+  EXPECT_THAT(
+      [&] {
+        try {
+          Session s(m.g, o);
+        } catch (const ir::Error& e) {
+          return std::string(e.what());
+        }
+        return std::string("no error");
+      }(),
+      HasSubstr("at least as many micro-batches"));
+  o.execution_strategy = "sharded";  // one micro-batch at a time: any count works
+  Session sharded(m.g, o);
+  train(sharded, m, 1);
+}
+
+TEST(PipelinedSession, PlacementErrorsNameTheBlock) {
+  TwoBlockModel m;
+  SessionOptions o;
+  o.stages = {{{"B1"}, 0}};
+  try {
+    Session s(m.g, o);
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("block 'B2' is in no stage"));
+  }
+  o.stages = {{{"B1"}, 0}, {{"B3"}, 1}};
+  try {
+    Session s(m.g, o);
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("names block 'B3', which the IR does not have"));
+  }
+}
+
+TEST(PipelinedSession, OffloadedOptimizerStateTrainsTheSameAndLeavesTheDevices) {
+  TwoBlockModel m(true);
+  SessionOptions o = two_stages("pipelined");
+  Session on_device(m.g, o);
+  o.offload_optimizer_state = true;
+  Session offloaded(m.g, o);
+  EXPECT_EQ(train(offloaded, m, 3), train(on_device, m, 3));
+  EXPECT_EQ(read(offloaded, m.w1), read(on_device, m.w1));
+  // Each stage's AdamW state: m and v of its weight plus the step counter.
+  const size_t stage0_state = 2 * 15 * 4 + 4, stage1_state = 2 * 10 * 4 + 4;
+  EXPECT_EQ(offloaded.memory_stats(0).offloaded_bytes, stage0_state);
+  EXPECT_EQ(offloaded.memory_stats(1).offloaded_bytes, stage1_state);
+  EXPECT_EQ(on_device.memory_stats(0).variable_bytes - offloaded.memory_stats(0).variable_bytes, stage0_state);
+  EXPECT_EQ(on_device.memory_stats(1).variable_bytes - offloaded.memory_stats(1).variable_bytes, stage1_state);
+  const ir::TensorId moment = *m.g.find_named("w1.m");
+  EXPECT_EQ(offloaded.variable_storage(moment).remote_bytes, 60u);
+  EXPECT_EQ(read(offloaded, moment), read(on_device, moment));
+}
+
+TEST(PipelinedSession, TraceHasEveryStepOnItsDeviceTrack) {
+  TwoBlockModel m;
+  SessionOptions o = two_stages("pipelined", "fill_drain");
+  o.profile = true;
+  Session s(m.g, o);
+  train(s, m, 1);
+  const RunTrace trace = s.last_trace();
+  ASSERT_EQ(trace.devices.size(), 2u);
+  const nlohmann::json j = nlohmann::json::parse(trace.to_json());
+  std::map<std::pair<int, std::string>, int> count;  // (device, category) -> spans
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") ++count[{e["tid"].get<int>(), e["cat"].get<std::string>()}];
+  }
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ((count[{d, "forward"}]), 8) << d;  // 2 iterations x 4 micro-batches
+    EXPECT_EQ((count[{d, "backward"}]), 8) << d;
+    EXPECT_EQ((count[{d, "update"}]), 2) << d;
+    EXPECT_GT((count[{d, "transfer"}]), 0) << d;
+  }
+  for (double busy : trace.busy_fractions()) {
+    EXPECT_GT(busy, 0.0);
+    EXPECT_LE(busy, 1.0);
+  }
+  EXPECT_GE(j["otherData"]["bubble_fraction"].get<double>(), 0.0);
+}
+
+TEST(PipelinedSession, AFailingStageWakesTheOtherDeviceAndTheSessionStaysUsable) {
+  TwoBlockModel m;
+  Session s(m.g, two_stages("pipelined"));
+  Data d(8, kBatch);
+  d.labels[5] = 9;  // micro-batch 1: out of range for 2 classes, fails in stage 1 (B2)
+  std::vector<float> loss(8);
+  const std::vector<HostArray> in{{m.x, d.x.data(), ir::DType::Float32, s.host_shape(m.x)},
+                                  {m.labels, d.labels.data(), ir::DType::Int32, s.host_shape(m.labels)}};
+  const HostArray out{m.loss, loss.data(), ir::DType::Float32, s.host_shape(m.loss)};
+  try {
+    s.run(in, std::span(&out, 1));
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::Runtime);
+    EXPECT_THAT(e.what(), HasSubstr("device 1"));
+    EXPECT_THAT(e.what(), HasSubstr("label 9"));
+  }
+  d.labels[5] = 1;
+  s.run(in, std::span(&out, 1));
+  for (float l : loss) EXPECT_GT(l, 0.0f);
+}
+
+}  // namespace
+}  // namespace plexus::runtime
