@@ -1,0 +1,394 @@
+// mnist_pipeline: seed 003 (PopTorch "Pipelining" tutorial, mnist_pipeline.py) through the
+// Plexus C API. The CNN of network.h is split into blocks B1..B4, one stage per block on
+// devices 0..3 of each replica, and trained with AdamW and CrossEntropyLoss under
+// pipelined (1F1B, or GPipe fill-drain with --schedule fill_drain) or sharded execution,
+// gradient accumulation and device iterations; then tested by an inference pipeline.
+//
+//   samples/mnist_pipeline/mnist_pipeline                        (the seed's defaults)
+//   samples/mnist_pipeline/mnist_pipeline --strategy sharded
+//   samples/mnist_pipeline/mnist_pipeline --offload-optimiser
+//   samples/mnist_pipeline/mnist_pipeline --profile --profile-dir pipeline_profile
+#include <plexus/plexus.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "samples/common/cli.h"
+#include "samples/common/metrics.h"
+#include "samples/common/mnist_data.h"
+#include "samples/common/mnist_mlp.h"
+#include "samples/common/progress.h"
+#include "samples/mnist_pipeline/network.h"
+
+namespace {
+
+using samples::po::value;
+
+constexpr int64_t kStages = 4;
+
+struct Options {
+  int64_t batch_size = 40;
+  int64_t device_iterations = 10;
+  int64_t test_batch_size = 8;
+  int64_t test_device_iterations = 100;
+  int64_t epochs = 3;
+  double learning_rate = 0.001;
+  int64_t gradient_accumulation = 10;
+  int64_t replication_factor = 1;
+  std::string strategy = "pipelined";
+  std::string schedule = "1f1b";
+  bool offload_optimiser = false;
+  bool profile = false;
+  std::string profile_dir = "profile";
+  bool debug = false;
+  uint64_t seed = 0;
+  std::string data_dir = "data";
+  std::string metrics_out;
+  std::string weights_out;
+};
+
+bool parse(int argc, char** argv, Options& o) {
+  samples::po::options_description desc("Options");
+  desc.add_options()("help,h", "show this help")
+      ("batch-size", value(&o.batch_size)->default_value(o.batch_size), "training micro-batch size per replica")
+      ("device-iterations", value(&o.device_iterations)->default_value(o.device_iterations),
+       "weight updates per session run")
+      ("test-batch-size", value(&o.test_batch_size)->default_value(o.test_batch_size), "inference micro-batch size")
+      ("test-device-iterations", value(&o.test_device_iterations)->default_value(o.test_device_iterations),
+       "inference micro-batches per session run (the seed's inference_iterations)")
+      ("epochs", value(&o.epochs)->default_value(o.epochs), "passes over the training set")
+      ("learning-rate", value(&o.learning_rate)->default_value(o.learning_rate), "AdamW learning rate")
+      ("gradient-accumulation", value(&o.gradient_accumulation)->default_value(o.gradient_accumulation),
+       "micro-batches per weight update (pipelined training needs >= 4, the number of stages)")
+      ("replication-factor", value(&o.replication_factor)->default_value(o.replication_factor),
+       "replicas of the 4-device pipeline (data parallel, gradients mean-reduced)")
+      ("strategy", value(&o.strategy)->default_value(o.strategy), "execution strategy: pipelined or sharded")
+      ("schedule", value(&o.schedule)->default_value(o.schedule),
+       "pipelined schedule: 1f1b (PopART-like steady state) or fill_drain (GPipe)")
+      ("offload-optimiser", samples::po::bool_switch(&o.offload_optimiser),
+       "keep the AdamW state in host memory, loaded only for the update")
+      ("profile", samples::po::bool_switch(&o.profile), "write Chrome Trace Event JSON of the last training and test runs")
+      ("profile-dir", value(&o.profile_dir)->default_value(o.profile_dir), "folder for the traces")
+      ("debug", samples::po::bool_switch(&o.debug), "print the compiled sessions (stages, schedules, memory) and run times")
+      ("seed", value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
+      ("data-dir", value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/")
+      ("metrics-out", value(&o.metrics_out), "write metrics as JSON to this file")
+      ("weights-out", value(&o.weights_out), "write the trained parameters (float32, in network.h order) to this file");
+  samples::po::variables_map vm;
+  if (!samples::parse_command_line(argc, argv, desc, vm,
+                                   "Usage: mnist_pipeline [options]\nTrains seed 003's CNN pipelined over 4 devices "
+                                   "on real MNIST with Plexus.")) {
+    return false;
+  }
+  samples::require_at_least<int64_t>("batch-size", o.batch_size, 1);
+  samples::require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
+  samples::require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
+  samples::require_at_least<int64_t>("test-device-iterations", o.test_device_iterations, 1);
+  samples::require_at_least<int64_t>("epochs", o.epochs, 0);
+  samples::require_at_least<int64_t>("gradient-accumulation", o.gradient_accumulation, 1);
+  samples::require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
+  if (!(o.learning_rate > 0.0)) throw samples::UsageError("--learning-rate must be > 0");
+  if (o.strategy != "pipelined" && o.strategy != "sharded") {
+    throw samples::UsageError("--strategy must be 'pipelined' or 'sharded', got '" + o.strategy + "'");
+  }
+  if (o.schedule != "1f1b" && o.schedule != "fill_drain") {
+    throw samples::UsageError("--schedule must be '1f1b' or 'fill_drain', got '" + o.schedule + "'");
+  }
+  if (o.strategy == "pipelined" && o.gradient_accumulation < kStages) {
+    throw samples::UsageError("--gradient-accumulation must be >= " + std::to_string(kStages) +
+                              " (the number of stages) for pipelined training, got " +
+                              std::to_string(o.gradient_accumulation) + " (as PopTorch requires)");
+  }
+  return true;
+}
+
+// Stages B1..B4 on devices 0..3 (poptorch.Stage("B1").ipu(0), ...), the strategy, and
+// options shared by training and inference.
+plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64_t device_iterations) {
+  for (int64_t s = 0; s < kStages; ++s) stages.add({"B" + std::to_string(s + 1)}, s);
+  plx::SessionOptions opts;
+  stages.apply(opts);
+  opts.execution_strategy = o.strategy.c_str();
+  opts.strategy_options = o.strategy == "pipelined" && o.schedule == "fill_drain" ? "fill_drain" : "";
+  opts.device_iterations = device_iterations;
+  opts.profile = o.profile ? 1 : 0;
+  return opts;
+}
+
+struct TrainProgram {
+  plx::Ir ir;
+  plx::Stream images, labels, loss, correct;
+  samples::CnnParams params;
+};
+
+// Forward in blocks, loss and correct count in B4, autodiff, gradients mean-reduced over
+// replicas, AdamW (PyTorch defaults: betas 0.9/0.999, eps 1e-8, weight decay 0.01) with
+// its state (exp_avg, exp_avg_sq, step) as variables.
+TrainProgram build_train(const Options& o) {
+  TrainProgram t{plx::Ir(o.replication_factor), {}, {}, {}, {}, {}};
+  plx::Ir& ir = t.ir;
+  t.params = samples::add_cnn_variables(ir, samples::CnnWeights::random(o.seed));
+  auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {o.batch_size, 1, 28, 28});
+  auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {o.batch_size});
+  t.images = image_stream;
+  t.labels = label_stream;
+  const plx::Tensor logits = samples::cnn_forward(ir, images, t.params);
+  plx::Tensor loss;
+  {
+    plx::Block b4(ir, "B4");
+    loss = ir.softmax_cross_entropy(logits, labels);
+    t.loss = ir.d2h_stream("loss", loss);
+    t.correct = ir.d2h_stream("correct", samples::count_correct(ir, logits, labels));
+  }
+  std::vector<plx::Tensor> grads = ir.autodiff(loss, t.params.tensors);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const plx::Tensor w = t.params.tensors[i];
+    const samples::CnnParamSpec& spec = samples::cnn_param_specs()[i];
+    if (o.replication_factor > 1) grads[i] = ir.all_reduce_(grads[i], "mean");
+    const std::vector<float> zeros(static_cast<size_t>(plx::numel(spec.shape)), 0.0f);
+    const plx::Tensor m = ir.variable<float>(std::string(spec.name) + ".exp_avg", spec.shape, zeros);
+    const plx::Tensor v = ir.variable<float>(std::string(spec.name) + ".exp_avg_sq", spec.shape, zeros);
+    const plx::Tensor step = ir.variable<float>(std::string(spec.name) + ".step", {}, {0.0f});
+    ir.adamw_(w, grads[i], m, v, step, o.learning_rate);
+  }
+  return t;
+}
+
+void print_report(const plx::Session& s, const char* what) {
+  const nlohmann::json r = nlohmann::json::parse(s.report());
+  std::printf("%s session: strategy %s, %lld micro-batches per iteration, %lld devices per replica\n", what,
+              r["execution_strategy"].get<std::string>().c_str(), r["micro_batches_per_iteration"].get<long long>(),
+              r["devices_per_replica"].get<long long>());
+  for (size_t d = 0; d < r["schedule"].size(); ++d) {
+    std::printf("  device %zu: %s\n", d, r["schedule"][d].get<std::string>().c_str());
+  }
+}
+
+// Device memory per device: arena, resident bytes, and optimizer state in host memory.
+nlohmann::json memory_report(const plx::Session& s, bool print) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t d = 0; d < s.num_devices(); ++d) {
+    const plx_memory_stats m = s.memory_stats(d);
+    if (print) {
+      std::printf("  device %zu: arena %lld B (resident %lld B, peak live %lld B), optimizer state on host %lld B\n", d,
+                  static_cast<long long>(m.arena_bytes), static_cast<long long>(m.variable_bytes),
+                  static_cast<long long>(m.peak_bytes), static_cast<long long>(m.offloaded_bytes));
+    }
+    out.push_back({{"arena_bytes", m.arena_bytes},
+                   {"resident_bytes", m.variable_bytes},
+                   {"peak_bytes", m.peak_bytes},
+                   {"offloaded_bytes", m.offloaded_bytes}});
+  }
+  return out;
+}
+
+// Writes the last run's trace and prints busy and bubble fractions next to fill-drain's
+// (S-1)/(M+S-1).
+nlohmann::json write_profile(const Options& o, const plx::Session& s, const std::string& name, int64_t micro_batches) {
+  std::filesystem::create_directories(o.profile_dir);
+  const std::string path = o.profile_dir + "/" + name + ".json";
+  const std::string trace = s.trace();
+  std::ofstream(path) << trace;
+  const nlohmann::json other = nlohmann::json::parse(trace)["otherData"];
+  const double formula = static_cast<double>(kStages - 1) / static_cast<double>(micro_batches + kStages - 1);
+  std::printf("%s profile: %s (open in https://ui.perfetto.dev or chrome://tracing)\n  busy fraction per device:",
+              name.c_str(), path.c_str());
+  for (const auto& b : other["busy_fraction"]) std::printf(" %.1f%%", 100.0 * b.get<double>());
+  std::printf("\n  bubble: measured %.1f%% of device time (1 - mean busy); fill-drain formula (S-1)/(M+S-1) = "
+              "%lld/%lld = %.1f%%\n",
+              100.0 * other["bubble_fraction"].get<double>(), static_cast<long long>(kStages - 1),
+              static_cast<long long>(micro_batches + kStages - 1), 100.0 * formula);
+  return {{"file", path},
+          {"busy_fraction", other["busy_fraction"]},
+          {"bubble_fraction", other["bubble_fraction"]},
+          {"fill_drain_formula", formula}};
+}
+
+struct Trained {
+  samples::CnnWeights weights;
+  double loss = 0, accuracy = 0, samples_per_second = 0;
+  int64_t updates = 0;
+  nlohmann::json memory, profile;
+};
+
+Trained train(const Options& o, samples::ImageSplit& data) {
+  TrainProgram t = build_train(o);
+  plx::Stages stages;
+  plx::SessionOptions opts = session_options(o, stages, o.device_iterations);
+  opts.gradient_accumulation = o.gradient_accumulation;
+  opts.offload_optimizer_state = o.offload_optimiser ? 1 : 0;
+  plx::Session session(t.ir, opts);
+  if (o.debug) print_report(session, "training");
+  std::printf("training memory (%s):\n", o.offload_optimiser ? "optimizer state offloaded" : "optimizer state on device");
+  Trained result;
+  result.memory = memory_report(session, true);
+
+  const int64_t micro = o.device_iterations * o.gradient_accumulation;
+  const int64_t per_run = micro * o.replication_factor * o.batch_size;
+  const int64_t runs = data.size() / per_run;  // drop_last
+  std::vector<float> images(static_cast<size_t>(per_run * samples::kPixels));
+  std::vector<int32_t> labels(static_cast<size_t>(per_run));
+  std::vector<float> loss(static_cast<size_t>(micro * o.replication_factor));
+  std::vector<int32_t> correct(loss.size());
+  const plx::Shape image_shape = session.host_shape(t.images), label_shape = session.host_shape(t.labels);
+  const plx::Shape out_shape = session.host_shape(t.loss);
+  const auto start = std::chrono::steady_clock::now();
+  int64_t trained = 0;
+  for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
+    data.shuffle(o.seed + static_cast<uint64_t>(epoch));
+    samples::Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs);
+    double loss_sum = 0;
+    int64_t hits = 0, seen = 0;
+    for (int64_t run = 0; run < runs; ++run) {
+      data.fill(run * per_run, per_run, images.data(), labels.data());
+      const auto t0 = std::chrono::steady_clock::now();
+      session.run({plx::HostArray(t.images, images.data(), image_shape),
+                   plx::HostArray(t.labels, labels.data(), label_shape)},
+                  {plx::HostArray(t.loss, loss.data(), out_shape), plx::HostArray(t.correct, correct.data(), out_shape)});
+      if (o.debug) {
+        std::printf("\n  run %lld: %.1f ms\n", static_cast<long long>(run),
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      for (size_t i = 0; i < loss.size(); ++i) {
+        loss_sum += loss[i];
+        hits += correct[i];
+      }
+      seen += per_run;
+      result.updates += o.device_iterations;
+      char suffix[64];
+      std::snprintf(suffix, sizeof suffix, "Loss:%.4f | Accuracy:%.2f%%",
+                    loss_sum / static_cast<double>(seen / o.batch_size),
+                    100.0 * static_cast<double>(hits) / static_cast<double>(seen));
+      bar.update(run + 1, suffix);
+    }
+    trained += seen;
+    result.loss = seen ? loss_sum / static_cast<double>(seen / o.batch_size) : 0.0;
+    result.accuracy = seen ? static_cast<double>(hits) / static_cast<double>(seen) : 0.0;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.samples_per_second = seconds > 0 ? static_cast<double>(trained) / seconds : 0.0;
+  for (const plx::Tensor& p : t.params.tensors) result.weights.values.push_back(session.read<float>(p));
+  if (o.profile && trained > 0) result.profile = write_profile(o, session, "training", o.gradient_accumulation);
+  return result;
+}
+
+struct Tested {
+  double accuracy = 0;
+  int64_t samples = 0;
+  nlohmann::json profile;
+};
+
+// Inference pipeline over the same stages (the seed's inferenceModel with
+// gradientAccumulation 1 and deviceIterations 100); correct counts summed over each run
+// by output mode sum.
+Tested test(const Options& o, samples::ImageSplit& data, const samples::CnnWeights& weights) {
+  plx::Ir ir(o.replication_factor);
+  const samples::CnnParams p = samples::add_cnn_variables(ir, weights);
+  auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {o.test_batch_size, 1, 28, 28});
+  auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {o.test_batch_size});
+  const plx::Tensor logits = samples::cnn_forward(ir, images, p);
+  plx::Stream correct_stream;
+  {
+    plx::Block b4(ir, "B4");
+    correct_stream = ir.d2h_stream("correct", samples::count_correct(ir, logits, labels));
+  }
+  plx::Stages stages;
+  plx::SessionOptions opts = session_options(o, stages, o.test_device_iterations);
+  opts.output_mode = PLX_OUTPUT_SUM;
+  plx::Session session(ir, opts);
+  if (o.debug) print_report(session, "inference");
+
+  const int64_t per_run = o.test_device_iterations * o.test_batch_size * o.replication_factor;
+  const int64_t runs = data.size() / per_run;  // drop_last, as the seed's test DataLoader
+  std::vector<float> image_buf(static_cast<size_t>(per_run * samples::kPixels));
+  std::vector<int32_t> label_buf(static_cast<size_t>(per_run));
+  std::vector<int32_t> correct(static_cast<size_t>(o.replication_factor));
+  int64_t hits = 0;
+  samples::Progress bar("test", runs);
+  for (int64_t i = 0; i < runs; ++i) {
+    data.fill(i * per_run, per_run, image_buf.data(), label_buf.data());
+    session.run({plx::HostArray(image_stream, image_buf.data(), session.host_shape(image_stream)),
+                 plx::HostArray(label_stream, label_buf.data(), session.host_shape(label_stream))},
+                {plx::HostArray(correct_stream, correct.data(), session.host_shape(correct_stream))});
+    for (int32_t c : correct) hits += c;
+    char suffix[48];
+    std::snprintf(suffix, sizeof suffix, "Accuracy:%.2f%%",
+                  100.0 * static_cast<double>(hits) / static_cast<double>((i + 1) * per_run));
+    bar.update(i + 1, suffix);
+  }
+  Tested result;
+  result.samples = runs * per_run;
+  result.accuracy = result.samples ? static_cast<double>(hits) / static_cast<double>(result.samples) : 0.0;
+  if (o.profile && runs > 0) result.profile = write_profile(o, session, "inference", o.test_device_iterations);
+  return result;
+}
+
+void write_weights(const std::string& path, const samples::CnnWeights& w) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::binary);
+  for (const std::vector<float>& v : w.values) {
+    out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  }
+  if (!out) throw std::runtime_error("cannot write weights to '" + path + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    if (!parse(argc, argv, o)) return 0;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "mnist_pipeline: error: %s (see --help)\n", e.what());
+    return 2;
+  }
+  try {
+    std::printf("plexus: %s\n", plx::runtime_info().c_str());
+    const std::string folder = samples::dataset_folder(o.data_dir, "mnist");
+    samples::ImageSplit train_data(folder, true), test_data(folder, false);
+    std::printf("mnist: %lld training and %lld test images from %s\n", static_cast<long long>(train_data.size()),
+                static_cast<long long>(test_data.size()), folder.c_str());
+    std::printf("strategy %s%s, 4 stages (B1..B4 on devices 0..3) x %lld replica(s), batch %lld, gradient "
+                "accumulation %lld, device iterations %lld, AdamW lr %g, seed %llu\n",
+                o.strategy.c_str(), o.strategy == "pipelined" ? (" (" + o.schedule + ")").c_str() : "",
+                static_cast<long long>(o.replication_factor), static_cast<long long>(o.batch_size),
+                static_cast<long long>(o.gradient_accumulation), static_cast<long long>(o.device_iterations),
+                o.learning_rate, static_cast<unsigned long long>(o.seed));
+    const Trained trained = train(o, train_data);
+    write_weights(o.weights_out, trained.weights);
+    const Tested tested = test(o, test_data, trained.weights);
+    std::printf("Accuracy on test set: %.2f%% (%lld images; train loss %.4f, train accuracy %.2f%%, %lld weight "
+                "updates, %.0f samples/s)\n",
+                100.0 * tested.accuracy, static_cast<long long>(tested.samples), trained.loss,
+                100.0 * trained.accuracy, static_cast<long long>(trained.updates), trained.samples_per_second);
+    nlohmann::json metrics = {{"test_accuracy", tested.accuracy},
+                              {"test_samples", tested.samples},
+                              {"train_loss", trained.loss},
+                              {"train_accuracy", trained.accuracy},
+                              {"train_samples_per_second", trained.samples_per_second},
+                              {"weight_updates", trained.updates},
+                              {"strategy", o.strategy},
+                              {"schedule", o.schedule},
+                              {"offload_optimiser", o.offload_optimiser},
+                              {"batch_size", o.batch_size},
+                              {"gradient_accumulation", o.gradient_accumulation},
+                              {"device_iterations", o.device_iterations},
+                              {"replication_factor", o.replication_factor},
+                              {"epochs", o.epochs},
+                              {"learning_rate", o.learning_rate},
+                              {"seed", o.seed},
+                              {"device_memory", trained.memory},
+                              {"runtime", plx::runtime_info()}};
+    if (o.profile) metrics["profile"] = {{"training", trained.profile}, {"inference", tested.profile}};
+    samples::write_metrics(o.metrics_out, metrics);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist_pipeline: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
