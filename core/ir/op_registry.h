@@ -124,10 +124,6 @@ struct OpDef {
   /// The kernel talks to other replicas (KernelContext::comm): a replicated session with
   /// such an op loads a collectives plugin.
   bool communicates = false;
-  /// Inputs that hold optimizer state (e.g. AdamW's moments): with the session option
-  /// offload_optimizer_state they live in host memory and are loaded only around the op
-  /// (seed 003, setOptimizerLocation(useOnChipStorage(False))).
-  std::vector<int> optimizer_state_inputs;
 };
 
 /// Process-wide registry. Filled during static initialisation, read-only afterwards, so
