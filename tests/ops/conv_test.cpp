@@ -259,53 +259,45 @@ TEST(Conv2d, GradientOpsAreAddedByAutodiffOnlyWhereNeeded) {
 
 // --- errors --------------------------------------------------------------------------
 
-OpError build_error(std::string_view op, const std::vector<Value>& in, const ir::Attributes& attrs, ir::ErrorCode code) {
-  OpError e = op_error(op, in, attrs);
-  EXPECT_EQ(e.stage, Stage::Build);
-  EXPECT_EQ(e.code, code);
-  EXPECT_THAT(e.message, HasSubstr("op '" + std::string(op) + "'"));
-  return e;
-}
-
 TEST(Conv2d, ChannelMismatchNamesBothCounts) {
-  const OpError e = build_error("conv2d", {random_f32({1, 3, 5, 5}, 1), random_f32({2, 4, 3, 3}, 2)}, {},
+  const OpError e = expect_build_error("conv2d", {random_f32({1, 3, 5, 5}, 1), random_f32({2, 4, 3, 3}, 2)}, {},
                                 ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(e.message, HasSubstr("(float32[1,3,5,5], float32[2,4,3,3])"));
   EXPECT_THAT(e.message, HasSubstr("x has 3 channels but w expects 4"));
 }
 
 TEST(Conv2d, RanksOtherThanFourAreRejected) {
-  OpError e = build_error("conv2d", {random_f32({3, 5, 5}, 1), random_f32({2, 3, 3, 3}, 2)}, {},
+  OpError e = expect_build_error("conv2d", {random_f32({3, 5, 5}, 1), random_f32({2, 3, 3, 3}, 2)}, {},
                           ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(e.message, HasSubstr("x [N,C,H,W] must have rank 4, got [3,5,5]"));
-  e = build_error("conv2d", {random_f32({1, 3, 5, 5}, 1), random_f32({2, 27}, 2)}, {}, ir::ErrorCode::ShapeMismatch);
+  e = expect_build_error("conv2d", {random_f32({1, 3, 5, 5}, 1), random_f32({2, 27}, 2)}, {}, ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(e.message, HasSubstr("w [F,C,KH,KW] must have rank 4, got [2,27]"));
 }
 
 TEST(Conv2d, BiasMustBeOnePerFilter) {
-  const OpError e = build_error("conv2d", {random_f32({1, 3, 5, 5}, 1), random_f32({2, 3, 3, 3}, 2), random_f32({3}, 3)},
+  const OpError e = expect_build_error("conv2d", {random_f32({1, 3, 5, 5}, 1), random_f32({2, 3, 3, 3}, 2), random_f32({3}, 3)},
                                 {}, ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(e.message, HasSubstr("b must be [F] = [2], got [3]"));
 }
 
 TEST(Conv2d, KernelLargerThanPaddedInput) {
-  const OpError e = build_error("conv2d", {random_f32({1, 1, 4, 6}, 1), random_f32({1, 1, 7, 3}, 2)},
+  const OpError e = expect_build_error("conv2d", {random_f32({1, 1, 4, 6}, 1), random_f32({1, 1, 7, 3}, 2)},
                                 make_attrs({{"padding", Ints{1, 0}}}), ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(e.message, HasSubstr("kernel 7x3 is larger than the padded input 6x6"));
 }
 
 TEST(Conv2d, BadStrideAndPaddingAttributes) {
   const std::vector<Value> in{random_f32({1, 1, 5, 5}, 1), random_f32({1, 1, 3, 3}, 2)};
-  OpError e = build_error("conv2d", in, make_attrs({{"stride", Ints{0, 1}}}), ir::ErrorCode::InvalidArgument);
+  OpError e = expect_build_error("conv2d", in, make_attrs({{"stride", Ints{0, 1}}}), ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("stride [0,1] must hold 1 or 2 ints >= 1"));
-  e = build_error("conv2d", in, make_attrs({{"stride", Ints{1, 1, 1}}}), ir::ErrorCode::InvalidArgument);
+  e = expect_build_error("conv2d", in, make_attrs({{"stride", Ints{1, 1, 1}}}), ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("stride [1,1,1] must hold 1 or 2 ints >= 1"));
-  e = build_error("conv2d", in, make_attrs({{"padding", Ints{-1}}}), ir::ErrorCode::InvalidArgument);
+  e = expect_build_error("conv2d", in, make_attrs({{"padding", Ints{-1}}}), ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("padding [-1] must hold 1 or 2 ints >= 0"));
 }
 
 TEST(Conv2d, OnlyFloat32) {
-  const OpError e = build_error("conv2d", {i32({1, 1, 2, 2}, {1, 2, 3, 4}), i32({1, 1, 1, 1}, {1})}, {},
+  const OpError e = expect_build_error("conv2d", {i32({1, 1, 2, 2}, {1, 2, 3, 4}), i32({1, 1, 1, 1}, {1})}, {},
                                 ir::ErrorCode::DTypeMismatch);
   EXPECT_THAT(e.message, HasSubstr("input 0 must be float32"));
 }
@@ -315,19 +307,19 @@ TEST(Conv2dGradOps, ShapesAreChecked) {
   ir::Attributes gi = conv_attrs(cv);
   gi.set("input_shape", Ints{1, 3, 7, 7});
   // x [1,3,7,7] * w [2,3,3,3], stride 2, padding 1 -> dy [1,2,4,4].
-  OpError e = build_error("conv2d_grad_input", {random_f32({1, 2, 3, 4}, 1), random_f32({2, 3, 3, 3}, 2)}, gi,
+  OpError e = expect_build_error("conv2d_grad_input", {random_f32({1, 2, 3, 4}, 1), random_f32({2, 3, 3, 3}, 2)}, gi,
                           ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(e.message, HasSubstr("dy must be the conv2d output [N,F,OH,OW] = [1,2,4,4] for stride [2,2], padding [1,1]"));
   gi.set("input_shape", Ints{1, 3, 7});
-  e = build_error("conv2d_grad_input", {random_f32({1, 2, 4, 4}, 1), random_f32({2, 3, 3, 3}, 2)}, gi,
+  e = expect_build_error("conv2d_grad_input", {random_f32({1, 2, 4, 4}, 1), random_f32({2, 3, 3, 3}, 2)}, gi,
                   ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("input_shape [1,3,7] must hold 4 dims >= 1"));
   ir::Attributes gw = conv_attrs(cv);
   gw.set("weight_shape", Ints{2, 4, 3, 3});
-  e = build_error("conv2d_grad_weight", {random_f32({1, 3, 7, 7}, 1), random_f32({1, 2, 4, 4}, 2)}, gw,
+  e = expect_build_error("conv2d_grad_weight", {random_f32({1, 3, 7, 7}, 1), random_f32({1, 2, 4, 4}, 2)}, gw,
                   ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(e.message, HasSubstr("weight_shape and x have different channel counts"));
-  e = build_error("conv2d_grad_weight", {random_f32({1, 3, 7, 7}, 1), random_f32({1, 2, 4, 4}, 2)}, conv_attrs(cv),
+  e = expect_build_error("conv2d_grad_weight", {random_f32({1, 3, 7, 7}, 1), random_f32({1, 2, 4, 4}, 2)}, conv_attrs(cv),
                   ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("attribute 'weight_shape'"));
 }
