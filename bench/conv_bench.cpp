@@ -17,7 +17,7 @@
 // for nothing), so conv2d/sgemm at equal shapes shows what im2col, col2im and the layout
 // changes cost. The context lists the GEMM kernel set Plexus chose for every GEMM.
 //
-//   build-cnn/bench/conv_bench --benchmark_min_time=1
+//   build/bench/conv_bench --benchmark_min_time=0.2s
 #include <plexus/plexus.hpp>
 
 #include <benchmark/benchmark.h>
@@ -29,6 +29,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -36,6 +37,7 @@ namespace {
 constexpr int64_t kBatch = 40;
 constexpr int64_t kDeviceIterations = 10;
 
+/// One conv layer of the seed CNN (stride 1, no padding, square kernel).
 struct Layer {
   const char* name;
   int64_t c, h, w, f, k;  // input channels and size, filters, kernel size (square)
@@ -53,6 +55,7 @@ struct Layer {
 
 const Layer kLayers[] = {{"layer1", 1, 28, 28, 10, 5}, {"layer2", 10, 12, 12, 20, 5}};
 
+/// Uniform [-1, 1) values from a fixed seed.
 std::vector<float> random_data(const plx::Shape& shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -61,6 +64,7 @@ std::vector<float> random_data(const plx::Shape& shape, uint32_t seed) {
   return v;
 }
 
+/// One BLIS thread, kDeviceIterations steps per run.
 plx::SessionOptions options() {
   plx::SessionOptions o;
   o.device_iterations = kDeviceIterations;
@@ -80,6 +84,7 @@ struct Bench {
   void compile() { session.emplace(ir, options()); }
 };
 
+/// Times runs of b's session; `flops_per_step` is the FLOPS counter's work per step.
 void run(benchmark::State& state, Bench& b, double flops_per_step) {
   for (int i = 0; i < 2; ++i) b.session->run({});  // warm-up: first touch of the arena
   for (auto _ : state) b.session->run({});
@@ -87,10 +92,12 @@ void run(benchmark::State& state, Bench& b, double flops_per_step) {
                                                benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
+/// Attributes of a gradient op of the layer (stride 1, no padding) with its shape attribute.
 std::vector<plx::Attr> grad_attrs(const char* shape_name, const plx::Shape& shape) {
   return {{"stride", plx::Shape{1, 1}}, {"padding", plx::Shape{0, 0}}, {shape_name, shape}};
 }
 
+/// Which conv work a benchmark runs.
 enum class Pass { Forward, GradInput, GradWeight, Train };
 
 // Builds the conv session of one pass.
@@ -104,6 +111,7 @@ void build_conv(Bench& b, const Layer& l, Pass pass) {
   b.compile();
 }
 
+/// conv2d and / or its gradient ops on the layer.
 void BM_Conv(benchmark::State& state, const Layer& l, Pass pass) {
   Bench b;
   build_conv(b, l, pass);
@@ -122,6 +130,7 @@ void BM_Sgemm(benchmark::State& state, const Layer& l, Pass pass) {
   run(state, b, l.gemm_flops());
 }
 
+/// Pass as a benchmark name suffix.
 const char* pass_name(Pass p) {
   switch (p) {
     case Pass::Forward: return "forward";
@@ -132,13 +141,16 @@ const char* pass_name(Pass p) {
   return "";
 }
 
+/// Registers every benchmark: per layer, the conv passes, then the sgemm baselines.
 void register_all() {
   for (const Layer& l : kLayers) {
     const std::string layer = l.name;
-    const Pass conv_passes[] = {Pass::Forward, Pass::GradInput, Pass::GradWeight, Pass::Train};
-    const char* conv_names[] = {"conv2d", "conv2d_grad_input", "conv2d_grad_weight", "conv2d_train"};
-    for (size_t i = 0; i < 4; ++i) {
-      benchmark::RegisterBenchmark((std::string(conv_names[i]) + "/" + layer).c_str(), BM_Conv, l, conv_passes[i])
+    const std::pair<Pass, const char*> conv_benches[] = {{Pass::Forward, "conv2d"},
+                                                         {Pass::GradInput, "conv2d_grad_input"},
+                                                         {Pass::GradWeight, "conv2d_grad_weight"},
+                                                         {Pass::Train, "conv2d_train"}};
+    for (const auto& [pass, name] : conv_benches) {
+      benchmark::RegisterBenchmark((std::string(name) + "/" + layer).c_str(), BM_Conv, l, pass)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
@@ -155,8 +167,10 @@ void add_kernel_context() {
   for (const Layer& l : kLayers) {
     Bench b;
     build_conv(b, l, Pass::Train);
+    // Held in a variable: a range-for over a member of the temporary would dangle.
+    const nlohmann::json report = nlohmann::json::parse(b.session->report());
     std::string all;
-    for (const auto& note : nlohmann::json::parse(b.session->report())["kernels"]) {
+    for (const auto& note : report["kernels"]) {
       all += (all.empty() ? "" : "; ") + note.get<std::string>();
     }
     benchmark::AddCustomContext(std::string("gemm_kernels_") + l.name, all);
