@@ -20,12 +20,12 @@
 // Scratch (InferResult::scratch_bytes) holds col and, for G > 1, the [F, G*P] operand.
 // Results do not depend on the thread count or on timing: the chunks run in a fixed order.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "core/ir/graph.h"
 #include "core/ops/gemm.h"
+#include "core/ops/window_attrs.h"
 
 namespace plexus::ops {
 
@@ -52,7 +52,6 @@ struct Geometry {
   /// Images per GEMM: all of them when col [K, N*P] and the [F, N*P] operand fit in
   /// kChunkScratchBytes, else as many as fit (at least 1).
   int64_t chunk() const {
-    if (const char* e = std::getenv("PLEXUS_CONV_CHUNK")) return std::clamp<int64_t>(std::atoll(e), 1, n);  // TEMP
     const int64_t per_image = (k() + f) * p() * static_cast<int64_t>(sizeof(float));
     return std::clamp<int64_t>(kChunkScratchBytes / std::max<int64_t>(per_image, 1), 1, n);
   }
@@ -66,19 +65,6 @@ struct Geometry {
            std::to_string(pw) + "]";
   }
 };
-
-// stride / padding: 1 or 2 ints (one value is used for both dims).
-bool pair_attr(const std::vector<int64_t>& v, int64_t min, int64_t& a, int64_t& b) {
-  if (v.size() == 1) {
-    a = b = v[0];
-  } else if (v.size() == 2) {
-    a = v[0];
-    b = v[1];
-  } else {
-    return false;
-  }
-  return a >= min && b >= min;
-}
 
 // Fills the stride / padding fields from the attributes; `ctx` reports a bad value.
 void read_attrs(const ir::Attributes& attrs, Geometry& g, const ir::InferContext* ctx) {

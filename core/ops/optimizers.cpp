@@ -12,6 +12,8 @@
 //     give each parameter its own step tensor). The bias corrections are computed in
 //     double from t at run time, the elementwise update in float32 in PyTorch's order.
 #include <cmath>
+#include <sstream>
+#include <string>
 
 #include "core/ir/graph.h"
 
@@ -55,6 +57,16 @@ const ir::TensorInfo* storage_of(const ir::Graph& graph, const ir::TensorInfo* t
   return t;
 }
 
+// adamw_'s inputs, in order, for error messages.
+constexpr const char* kAdamWInputs[] = {"w", "grad", "m", "v", "step"};
+
+// A hyper-parameter as error messages show it (std::ostream's default format).
+std::string number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 ir::OpDef adamw_def() {
   ir::OpDef d;
   d.name = "adamw_";
@@ -67,27 +79,42 @@ ir::OpDef adamw_def() {
   d.inplace_inputs = {0, 2, 3, 4};
   d.optimizer_state_inputs = {2, 3, 4};  // m, v and step: offloadable (seed 003)
   d.infer = [](const ir::InferContext& ctx) {
-    for (size_t i = 0; i < 5; ++i) ctx.expect_dtype(i, DType::Float32);
-    if (ctx.shape(1) != ctx.shape(0) || ctx.shape(2) != ctx.shape(0) || ctx.shape(3) != ctx.shape(0)) {
-      ctx.fail(ir::ErrorCode::ShapeMismatch, "w, grad, m and v must have the same shape");
+    for (size_t i = 0; i < 5; ++i) {
+      if (ctx.dtype(i) != DType::Float32) {
+        ctx.fail(ir::ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " (" + kAdamWInputs[i] + ") must be float32");
+      }
+    }
+    for (size_t i = 1; i < 4; ++i) {
+      if (ctx.shape(i) != ctx.shape(0)) {
+        ctx.fail(ir::ErrorCode::ShapeMismatch, std::string(kAdamWInputs[i]) + " " + ir::shape_string(ctx.shape(i)) +
+                                                   " must have w's shape " + ir::shape_string(ctx.shape(0)));
+      }
     }
     if (ir::numel(ctx.shape(4)) != 1 || ctx.rank(4) > 1) {
-      ctx.fail(ir::ErrorCode::ShapeMismatch, "step must be a float32 [] or [1] tensor (the update count)");
+      ctx.fail(ir::ErrorCode::ShapeMismatch,
+               "step " + ir::shape_string(ctx.shape(4)) + " must be a float32 [] or [1] tensor (the update count)");
     }
-    const double beta1 = ctx.attrs.get_float("beta1"), beta2 = ctx.attrs.get_float("beta2");
-    if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0)) {
-      ctx.fail(ir::ErrorCode::InvalidArgument, "beta1 and beta2 must be in [0, 1)");
+    for (const char* beta : {"beta1", "beta2"}) {
+      const double value = ctx.attrs.get_float(beta);
+      if (!(value >= 0.0 && value < 1.0)) {
+        ctx.fail(ir::ErrorCode::InvalidArgument, std::string(beta) + " is " + number(value) + ", must be in [0, 1)");
+      }
     }
-    if (!(ctx.attrs.get_float("eps") >= 0.0) || !(ctx.attrs.get_float("lr") >= 0.0) ||
-        !(ctx.attrs.get_float("weight_decay") >= 0.0)) {
-      ctx.fail(ir::ErrorCode::InvalidArgument, "lr, eps and weight_decay must be >= 0");
+    for (const char* name : {"lr", "eps", "weight_decay"}) {
+      const double value = ctx.attrs.get_float(name);
+      if (!(value >= 0.0)) {
+        ctx.fail(ir::ErrorCode::InvalidArgument, std::string(name) + " is " + number(value) + ", must be >= 0");
+      }
     }
     if (ctx.graph) {
       const size_t updated[] = {0, 2, 3, 4};
       for (size_t a = 0; a < 4; ++a) {
         for (size_t b = a + 1; b < 4; ++b) {
           if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
-            ctx.fail(ir::ErrorCode::InvalidArgument, "w, m, v and step are updated in place and must be distinct tensors");
+            ctx.fail(ir::ErrorCode::InvalidArgument, std::string(kAdamWInputs[updated[a]]) + " and " +
+                                                         kAdamWInputs[updated[b]] +
+                                                         " share storage: w, m, v and step are updated in place "
+                                                         "and must be distinct tensors");
           }
         }
       }

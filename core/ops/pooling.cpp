@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/window_attrs.h"
 
 namespace plexus::ops {
 
@@ -49,19 +50,6 @@ struct Pool {
     return best_index;
   }
 };
-
-// 1 or 2 ints, each >= min; one value stands for both dims.
-bool pair_attr(const std::vector<int64_t>& v, int64_t min, int64_t& a, int64_t& b) {
-  if (v.size() == 1) {
-    a = b = v[0];
-  } else if (v.size() == 2) {
-    a = v[0];
-    b = v[1];
-  } else {
-    return false;
-  }
-  return a >= min && b >= min;
-}
 
 // Reads the attributes for input shape x; `ctx` reports violations (else they are bugs).
 Pool pool_geometry(const ir::Shape& x, const ir::Attributes& attrs, const ir::InferContext* ctx) {

@@ -51,6 +51,12 @@ ir::Attributes shape_attr(const ir::Shape& shape) {
   return a;
 }
 
+// Gradient of the views that only change the shape (reshape, flatten): dy reshaped back
+// to the input's shape.
+std::vector<TensorId> reshape_back(ir::GradContext& ctx) {
+  return {ctx.add("reshape", {ctx.output_grads[0]}, shape_attr(ctx.shape(ctx.op.inputs[0])))};
+}
+
 ir::OpDef reshape_def() {
   ir::OpDef d;
   d.name = "reshape";
@@ -58,10 +64,7 @@ ir::OpDef reshape_def() {
   d.infer = infer_reshape;
   d.is_view = true;
   d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
-  d.grad = [](ir::GradContext& ctx) {
-    return std::vector<TensorId>{
-        ctx.add("reshape", {ctx.output_grads[0]}, shape_attr(ctx.shape(ctx.op.inputs[0])))};
-  };
+  d.grad = reshape_back;
   return d;
 }
 
@@ -85,10 +88,7 @@ ir::OpDef flatten_def() {
   };
   d.is_view = true;
   d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
-  d.grad = [](ir::GradContext& ctx) {
-    return std::vector<TensorId>{
-        ctx.add("reshape", {ctx.output_grads[0]}, shape_attr(ctx.shape(ctx.op.inputs[0])))};
-  };
+  d.grad = reshape_back;
   return d;
 }
 

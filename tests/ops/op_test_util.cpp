@@ -1,5 +1,7 @@
 #include "tests/ops/op_test_util.h"
 
+#include <gmock/gmock.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -211,6 +213,15 @@ OpError op_error(std::string_view type, const std::vector<Value>& inputs, const 
   }
   ADD_FAILURE() << "op '" << type << "' raised no error";
   return {};
+}
+
+OpError expect_build_error(std::string_view type, const std::vector<Value>& inputs, const ir::Attributes& attrs,
+                           ir::ErrorCode code) {
+  OpError e = op_error(type, inputs, attrs);
+  EXPECT_EQ(e.stage, Stage::Build);
+  EXPECT_EQ(e.code, code);
+  EXPECT_THAT(e.message, ::testing::HasSubstr("op '" + std::string(type) + "'"));
+  return e;
 }
 
 void expect_close(const Value& actual, const Value& expected, Tolerance tol, const std::string& what) {

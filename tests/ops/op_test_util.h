@@ -8,7 +8,8 @@
 //   expect_gradients forward check, then loss = reduce_sum(y * R) with a fixed random
 //                    constant R, autodiff for the requested inputs, and each analytic
 //                    (float32) gradient vs central differences of the double reference.
-//   op_error         the ir::Error raised while building or running the op.
+//   op_error         the ir::Error raised while building or running the op
+//                    (expect_build_error: raised while building, with a given code).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -75,6 +76,10 @@ struct OpError {
   std::string message;
 };
 OpError op_error(std::string_view type, const std::vector<Value>& inputs, const ir::Attributes& attrs = {});
+/// op_error, expecting it to have failed while the op was added (Stage::Build) with `code`
+/// and a message that names the op.
+OpError expect_build_error(std::string_view type, const std::vector<Value>& inputs, const ir::Attributes& attrs,
+                           ir::ErrorCode code);
 
 /// |actual - expected| <= atol + rtol * |expected|, elementwise.
 struct Tolerance {

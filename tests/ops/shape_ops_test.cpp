@@ -46,15 +46,6 @@ Reference expand_reference(ir::Shape shape) {
   return [shape](const std::vector<Value>& in) { return Value{in[0].dtype, shape, broadcast_to(in[0], shape)}; };
 }
 
-OpError expect_build_error(std::string_view op, const std::vector<Value>& inputs, const ir::Attributes& attrs,
-                           ir::ErrorCode code) {
-  OpError e = op_error(op, inputs, attrs);
-  EXPECT_EQ(e.stage, Stage::Build);
-  EXPECT_EQ(e.code, code);
-  EXPECT_THAT(e.message, HasSubstr("op '" + std::string(op) + "'"));
-  return e;
-}
-
 // --- reshape -------------------------------------------------------------------------
 
 struct ReshapeCase {

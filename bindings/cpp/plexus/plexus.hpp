@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -347,6 +348,27 @@ class Ir {
   Tensor scaled_add_(Tensor x, Tensor y, double a = 1.0, double b = 1.0) {
     return op1("scaled_add_", {x, y}, {{"a", a}, {"b", b}});
   }
+  /// One PyTorch AdamW step: w, m, v and step (float32 [] or [1], the update count) are
+  /// updated in place; returns the updated w.
+  Tensor adamw_(Tensor w, Tensor grad, Tensor m, Tensor v, Tensor step, double lr = 1e-3, double beta1 = 0.9,
+                double beta2 = 0.999, double eps = 1e-8, double weight_decay = 0.01) {
+    return op1("adamw_", {w, grad, m, v, step},
+               {{"lr", lr}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps}, {"weight_decay", weight_decay}});
+  }
+
+  /// conv2d: x [N,C,H,W], w [F,C,KH,KW], optional bias b [F] -> [N,F,OH,OW].
+  Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> b = std::nullopt, const Shape& stride = {1, 1},
+                const Shape& padding = {0, 0}) {
+    std::vector<Tensor> inputs{x, w};
+    if (b) inputs.push_back(*b);
+    return op1("conv2d", inputs, {{"stride", stride}, {"padding", padding}});
+  }
+  /// max_pool2d: x [N,C,H,W]; an empty stride means stride = kernel.
+  Tensor max_pool2d(Tensor x, const Shape& kernel, const Shape& stride = {}, const Shape& padding = {0, 0}) {
+    return op1("max_pool2d", {x}, {{"kernel", kernel}, {"stride", stride}, {"padding", padding}});
+  }
+  /// flatten: [prod(dims < axis), prod(dims >= axis)], a view of x.
+  Tensor flatten(Tensor x, int64_t axis = 1) { return op1("flatten", {x}, {{"axis", axis}}); }
 
   /// Gradients of `loss` with respect to each of `wrt`.
   std::vector<Tensor> autodiff(Tensor loss, const std::vector<Tensor>& wrt) {
