@@ -10,6 +10,7 @@
 //   samples/mnist_pipeline/mnist_pipeline --profile --profile-dir pipeline_profile
 #include <plexus/plexus.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -37,6 +38,7 @@ struct Options {
   int64_t test_batch_size = 8;
   int64_t test_device_iterations = 100;
   int64_t epochs = 3;
+  int64_t max_updates = 0;
   double learning_rate = 0.001;
   int64_t gradient_accumulation = 10;
   int64_t replication_factor = 1;
@@ -62,6 +64,8 @@ bool parse(int argc, char** argv, Options& o) {
       ("test-device-iterations", value(&o.test_device_iterations)->default_value(o.test_device_iterations),
        "inference micro-batches per session run (the seed's inference_iterations)")
       ("epochs", value(&o.epochs)->default_value(o.epochs), "passes over the training set")
+      ("max-updates", value(&o.max_updates)->default_value(o.max_updates),
+       "stop each epoch after this many weight updates (0: no limit; rounded up to whole session runs)")
       ("learning-rate", value(&o.learning_rate)->default_value(o.learning_rate), "AdamW learning rate")
       ("gradient-accumulation", value(&o.gradient_accumulation)->default_value(o.gradient_accumulation),
        "micro-batches per weight update (pipelined training needs >= 4, the number of stages)")
@@ -90,6 +94,7 @@ bool parse(int argc, char** argv, Options& o) {
   samples::require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
   samples::require_at_least<int64_t>("test-device-iterations", o.test_device_iterations, 1);
   samples::require_at_least<int64_t>("epochs", o.epochs, 0);
+  samples::require_at_least<int64_t>("max-updates", o.max_updates, 0);
   samples::require_at_least<int64_t>("gradient-accumulation", o.gradient_accumulation, 1);
   samples::require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
   if (!(o.learning_rate > 0.0)) throw samples::UsageError("--learning-rate must be > 0");
@@ -230,7 +235,8 @@ Trained train(const Options& o, samples::ImageSplit& data) {
 
   const int64_t micro = o.device_iterations * o.gradient_accumulation;
   const int64_t per_run = micro * o.replication_factor * o.batch_size;
-  const int64_t runs = data.size() / per_run;  // drop_last
+  int64_t runs = data.size() / per_run;  // drop_last
+  if (o.max_updates > 0) runs = std::min(runs, (o.max_updates + o.device_iterations - 1) / o.device_iterations);
   std::vector<float> images(static_cast<size_t>(per_run * samples::kPixels));
   std::vector<int32_t> labels(static_cast<size_t>(per_run));
   std::vector<float> loss(static_cast<size_t>(micro * o.replication_factor));
