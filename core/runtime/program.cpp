@@ -253,7 +253,6 @@ class Builder {
       req.first = std::min(req.first, position);
       req.last = std::max(req.last, position);
     };
-    std::map<ir::OpId, size_t> scratch_request;
     for (size_t k = 0; k < timeline.size(); ++k) {
       const auto pos = static_cast<int64_t>(k);
       const Phase x = k >= plan.first_position[2] ? Phase::Update : k >= plan.first_position[1] ? Phase::Backward : Phase::Forward;
@@ -278,17 +277,13 @@ class Builder {
           const ir::Op& op = g_.op(a.index);
           for (TensorId t : op.inputs) touch(t, pos, x);
           for (TensorId t : op.outputs) touch(t, pos, x);
-          if (op.scratch_bytes > 0) {
-            scratch_request[a.index] = requests.size();
-            requests.push_back({op.scratch_bytes, pos, pos, false});
-          }
+          scratch_[static_cast<size_t>(plan.device)] = std::max(scratch_[static_cast<size_t>(plan.device)], op.scratch_bytes);
           break;
         }
       }
     }
     plan.slot_plan = memory::plan_memory(requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
     for (const auto& [r, req] : request_of) plan.slot_offset[r] = plan.slot_plan.offsets[req];
-    for (const auto& [op, req] : scratch_request) plan.scratch_offset[op] = plan.slot_plan.offsets[req];
   }
 
   void plan_devices() {
@@ -310,9 +305,12 @@ class Builder {
         d.persistent_bytes += info(r).bytes();
       }
     }
-    for (DevicePlan& d : p_.devices) {
-      d.arena_bytes = d.persistent_size;
-      d.planned_peak_bytes = d.persistent_bytes;
+    for (size_t i = 0; i < p_.devices.size(); ++i) {
+      DevicePlan& d = p_.devices[i];
+      d.scratch_offset = d.persistent_size;
+      d.scratch_bytes = scratch_[i];
+      d.arena_bytes = d.persistent_size + align(d.scratch_bytes);
+      d.planned_peak_bytes = d.persistent_bytes + d.scratch_bytes;
     }
     for (size_t s = 0; s < p_.stages.size(); ++s) {
       const StagePlan& sp = p_.stages[s];
@@ -334,6 +332,7 @@ class Builder {
   std::map<TensorId, int32_t> stream_of_;
   std::map<TensorId, std::pair<int32_t, Phase>> first_loader_;
   std::set<size_t> placed_streams_;
+  std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
 
 }  // namespace

@@ -6,8 +6,8 @@
 // in-place semantics, as in PopXL, and in_sequence).
 //
 // Memory of a device: a persistent block (its stages' variables and constants, gradient
-// accumulators) followed, for each of its stages, by `slots` copies of the stage's slot
-// region: the tensors of one micro-batch from its forward step to its backward step, planned
+// accumulators), one scratch area its ops share (a device runs one op at a time), then,
+// for each of its stages, `slots` copies of the stage's slot region: the tensors of one micro-batch from its forward step to its backward step, planned
 // by liveness over the stage's action timeline [forward | backward | update]. The update
 // step runs once every slot is free and uses slot 0.
 #pragma once
@@ -51,7 +51,6 @@ struct StagePlan {
   std::vector<Action> actions[3];      ///< per ir::Phase: forward, backward, update
   size_t first_position[3] = {0, 0, 0};  ///< timeline position of each phase's first action
   std::map<ir::TensorId, size_t> slot_offset;     ///< roots in the slot region
-  std::map<ir::OpId, size_t> scratch_offset;      ///< op scratch in the slot region
   std::map<ir::TensorId, size_t> accumulator;     ///< root -> offset in the device's persistent block
   memory::MemoryPlan slot_plan;        ///< live_bytes per timeline position
   int64_t slots = 1;                   ///< micro-batch slots (micro-batches in flight at once)
@@ -63,6 +62,8 @@ struct DevicePlan {
   size_t persistent_size = 0;    ///< aligned size of the persistent block
   std::map<ir::TensorId, size_t> persistent_offset;  ///< root -> offset
   std::map<int32_t, size_t> slot_base;                ///< stage -> offset of its first slot region
+  size_t scratch_offset = 0;      ///< op scratch, shared by every op of the device (one runs at a time)
+  size_t scratch_bytes = 0;       ///< the largest scratch of the device's ops
   size_t arena_bytes = 0;
   size_t planned_peak_bytes = 0;  ///< persistent + every slot region at its peak
 };

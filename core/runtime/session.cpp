@@ -21,6 +21,7 @@ struct Session::Item {
   size_t live_bytes = 0;  ///< bytes of the slot region live after it (from the stage's plan)
   bool traced = false;    ///< recorded as a span of `span` kind when profiling
   bool receive = false;   ///< waits for another device: not counted in the step's busy time
+  size_t scratch = 0;     ///< op scratch live while it runs (the device's shared scratch area)
   SpanKind span = SpanKind::Transfer;
   int32_t op = -1;
 };
@@ -51,6 +52,7 @@ struct Session::DeviceState {
     slot_live[index] = bytes;
     device->arena().set_live_bytes(persistent_bytes + live_total);
   }
+  void use_scratch(size_t bytes) { device->arena().set_live_bytes(persistent_bytes + live_total + bytes); }
   void clear_live() {
     std::fill(slot_live.begin(), slot_live.end(), 0);
     live_total = 0;
@@ -367,7 +369,7 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
         const ir::Op& op = graph_.op(a.index);
         ir::KernelContext ctx{.graph = graph_,
                               .op = op,
-                              .scratch = op.scratch_bytes ? slot_region(st, stage, slot) + sp.scratch_offset.at(a.index) : nullptr,
+                              .scratch = op.scratch_bytes ? st.device->arena().data() + program_.devices[static_cast<size_t>(st.index)].scratch_offset : nullptr,
                               .max_threads = options_.threads_per_device,
                               .replica = replica,
                               .replication_factor = replicas,
@@ -384,6 +386,7 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
           ctx.out.push_back(address(t));
         }
         item.fn = op.def->kernel(ctx);
+        item.scratch = op.scratch_bytes;
         item.traced = op.def->communicates;
         item.span = SpanKind::Collective;
         item.op = a.index;
@@ -517,6 +520,7 @@ void Session::run_step(DeviceState& st, const Step& step, int64_t iteration) {
   const StepItems& si = st.items[static_cast<size_t>(step.stage)][static_cast<size_t>(step.kind)][static_cast<size_t>(slot)];
   if (!options_.profile) {
     for (const Item& item : si.items) {
+      if (item.scratch) st.use_scratch(item.scratch);
       item.fn();
       st.set_live(si.live_index, item.live_bytes);
     }
@@ -527,6 +531,7 @@ void Session::run_step(DeviceState& st, const Step& step, int64_t iteration) {
     int64_t begin = -1;
     for (const Item& item : si.items) {
       const int64_t t0 = trace_now();
+      if (item.scratch) st.use_scratch(item.scratch);
       item.fn();
       st.set_live(si.live_index, item.live_bytes);
       if (!item.receive && begin < 0) begin = t0;

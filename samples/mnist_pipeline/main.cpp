@@ -229,9 +229,7 @@ Trained train(const Options& o, samples::ImageSplit& data) {
   opts.offload_optimizer_state = o.offload_optimiser ? 1 : 0;
   plx::Session session(t.ir, opts);
   if (o.debug) print_report(session, "training");
-  std::printf("training memory (%s):\n", o.offload_optimiser ? "optimizer state offloaded" : "optimizer state on device");
   Trained result;
-  result.memory = memory_report(session, true);
 
   const int64_t micro = o.device_iterations * o.gradient_accumulation;
   const int64_t per_run = micro * o.replication_factor * o.batch_size;
@@ -278,6 +276,8 @@ Trained train(const Options& o, samples::ImageSplit& data) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.samples_per_second = seconds > 0 ? static_cast<double>(trained) / seconds : 0.0;
+  std::printf("training memory (%s):\n", o.offload_optimiser ? "optimizer state offloaded" : "optimizer state on device");
+  result.memory = memory_report(session, true);
   for (const plx::Tensor& p : t.params.tensors) result.weights.values.push_back(session.read<float>(p));
   if (o.profile && trained > 0) result.profile = write_profile(o, session, "training", o.gradient_accumulation);
   return result;

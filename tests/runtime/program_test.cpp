@@ -148,6 +148,22 @@ TEST(Program, OffloadedOptimizerStateLeavesTheDevice) {
                                      ActionKind::StoreOffloaded}));
 }
 
+TEST(Program, OpScratchIsOneAreaPerDeviceNotPerSlot) {
+  ir::Graph g;
+  const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {2, 1, 8, 8})).tensor;
+  const ir::TensorId w = g.add_variable("w", ir::DType::Float32, {3, 1, 3, 3}, std::vector<std::byte>(108));
+  const ir::TensorId y = g.add_op("conv2d", {x, w}, {}).front();
+  g.add_d2h_stream("y", y);
+  const size_t scratch = g.op(0).scratch_bytes;
+  ASSERT_GT(scratch, 0u);  // im2col
+  const Program p = compile(g, place(g, {}), {.micro_batches = 2, .slots = {2}});
+  const DevicePlan& d = p.devices[0];
+  EXPECT_EQ(d.scratch_bytes, scratch);
+  const auto aligned = [](size_t n) { return (n + memory::kAlignment - 1) / memory::kAlignment * memory::kAlignment; };
+  EXPECT_EQ(d.arena_bytes, d.persistent_size + aligned(scratch) + 2 * aligned(p.stages[0].slot_plan.arena_bytes));
+  EXPECT_EQ(p.stages[0].slot_plan.peak_live_bytes, (2 * 64 + 2 * 3 * 36) * 4u);  // x and y, no scratch
+}
+
 TEST(Program, AVariableUsedByTwoStagesIsAnErrorNamingIt) {
   ir::Graph g;
   const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {2})).tensor;
