@@ -28,6 +28,9 @@
  *   4  blocks, stages and devices per replica (pipelined and sharded execution through
  *      strategy plugins), gradient accumulation, output modes, optimizer state offload,
  *      profiling (plx_session_get_trace), offloaded_bytes in plx_memory_stats.
+ *   5  the streaming layer: prefetch_depth and io_threads session options, stream
+ *      callbacks, asynchronous runs (plx_session_run_async, plx_run_*), cancellation,
+ *      the data loader (plx_loader_*).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -46,7 +49,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 4
+#define PLX_API_VERSION 5
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -504,6 +507,11 @@ typedef struct plx_session_options {
   int32_t offload_optimizer_state; /**< 1: optimizer state (AdamW moments, step) lives in host memory and is
                                         loaded only around the update (seed 003); default 0 */
   int32_t profile;                /**< 1: record a trace of every run (plx_session_get_trace); default 0 */
+  /* since PLX_API_VERSION 5 */
+  int64_t prefetch_depth;         /**< device-side buffers per stream and replica filled ahead of compute
+                                       on the io threads (default 2); 0 = devices copy from host memory
+                                       themselves, synchronously */
+  int32_t io_threads;             /**< threads of the session's io_context (default 1) */
 } plx_session_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
@@ -523,7 +531,8 @@ PLX_API void plx_session_options_init(plx_session_options* options);
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
                                       plx_session** out_session);
 
-/** Destroys a session, waiting for a run in progress; NULL is ignored. */
+/** Destroys a session: cancels its running and queued runs (they end with
+ *  PLX_ERR_CANCELLED), waits for them, then frees it; NULL is ignored. */
 PLX_API void plx_session_destroy(plx_session* session);
 
 /**
@@ -555,6 +564,104 @@ typedef struct plx_host_array {
  */
 PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* inputs, size_t num_inputs,
                                    const plx_host_array* outputs, size_t num_outputs);
+
+/* ---- Streaming: callbacks and asynchronous runs (DESIGN.md "Streaming layer") ------ */
+
+/**
+ * Fills one micro-batch of a host-to-device stream (a pull callback).
+ *
+ * Called on one of the session's io threads, ahead of compute (up to prefetch_depth
+ * micro-batches early), once per (step, replica) of the run, in step order for each
+ * replica; calls for different streams or replicas may run concurrently when io_threads >
+ * 1. `buffer` holds `bytes` bytes (the stream's shape and dtype) and is valid only during
+ * the call: write the data there. The callback may block (back-pressure on the device),
+ * but must not call into the same session.
+ *
+ * @param step    0 .. device_iterations * gradient_accumulation - 1: the row of the host
+ *                array this micro-batch would have been.
+ * @param replica 0 .. R - 1.
+ * @return PLX_OK, or any other status to fail the run: the run ends with that status and a
+ *         message naming the stream.
+ */
+typedef plx_status (*plx_fill_fn)(void* user_data, plx_stream stream, int64_t step, int64_t replica, void* buffer,
+                                  size_t bytes);
+
+/**
+ * Receives one result of a device-to-host stream as soon as it is computed (a push
+ * callback), on an io thread, in order for each replica. `data` (`bytes` bytes) is valid
+ * only during the call. `row` is the row of the output mode's host array that the value
+ * would have gone to (plx_session_get_host_shape); values the output mode does not return
+ * are not delivered. Same threading and error rules as plx_fill_fn.
+ */
+typedef plx_status (*plx_deliver_fn)(void* user_data, plx_stream stream, int64_t row, int64_t replica,
+                                     const void* data, size_t bytes);
+
+/** A callback for one stream: `fill` for host-to-device streams, `deliver` for device-to-host. */
+typedef struct plx_stream_callback {
+  plx_stream stream;
+  plx_fill_fn fill;       /**< host-to-device streams; NULL otherwise */
+  plx_deliver_fn deliver; /**< device-to-host streams; NULL otherwise */
+  void* user_data;        /**< passed back; borrowed until the run completes */
+} plx_stream_callback;
+
+/**
+ * Called once when an asynchronous run ends, on a session thread: `status` PLX_OK or the
+ * run's error, `message` its text (valid during the call). Must not destroy the session.
+ */
+typedef void (*plx_run_complete_fn)(void* user_data, plx_status status, const char* message);
+
+/** What a run reads and writes. Every host-to-device stream needs an input array or a fill
+ *  callback (not both); device-to-host streams may have an output array or a deliver
+ *  callback (or neither: discarded). */
+typedef struct plx_run_options {
+  size_t struct_size;                  /**< sizeof(plx_run_options) */
+  const plx_host_array* inputs;        /**< borrowed until the run completes */
+  size_t num_inputs;
+  const plx_host_array* outputs;       /**< borrowed until the run completes */
+  size_t num_outputs;
+  const plx_stream_callback* callbacks; /**< copied */
+  size_t num_callbacks;
+  plx_run_complete_fn on_complete;     /**< may be NULL */
+  void* user_data;                     /**< for on_complete */
+} plx_run_options;
+
+/** Fills `options` with an empty run (no arrays, no callbacks) and sets struct_size. */
+PLX_API void plx_run_options_init(plx_run_options* options);
+
+/** An asynchronous run in flight or finished. */
+typedef struct plx_run plx_run;
+
+/**
+ * Starts a run and returns at once (PopTorch's asynchronous host loop; seed 003). Runs of
+ * one session execute one after the other, in the order they were started.
+ *
+ * @param out_run Receives the run; release it with plx_run_destroy().
+ * @return PLX_OK; the errors of plx_session_run() for bad arrays or callbacks (checked
+ *         before anything starts; no run is created then).
+ */
+PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_options* options, plx_run** out_run);
+
+/**
+ * Waits for `run` to end, at most `timeout_ms` milliseconds (< 0: no limit).
+ * @return the run's status (PLX_OK, or its error with plx_last_error() set to its
+ *         message); PLX_ERR_TIMEOUT when still running; PLX_ERR_INVALID_ARGUMENT (NULL).
+ */
+PLX_API plx_status plx_run_wait(plx_run* run, int64_t timeout_ms);
+
+/** Waits for `run` to end (without a limit) and releases it; NULL is ignored. */
+PLX_API void plx_run_destroy(plx_run* run);
+
+/**
+ * Runs like plx_session_run() with callbacks: plx_session_run_async() then plx_run_wait().
+ * on_complete, when set, is called before this returns.
+ */
+PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_options* options);
+
+/**
+ * Cancels the session's running and queued runs: each ends with PLX_ERR_CANCELLED and a
+ * message saying it was cancelled. The session stays usable. Thread-safe.
+ */
+PLX_API plx_status plx_session_cancel(plx_session* session);
 
 /**
  * Shape of the host array a stream expects or fills in plx_session_run().
@@ -714,6 +821,77 @@ PLX_API plx_status plx_dataset_get_info(const plx_dataset* dataset, int64_t* out
  */
 PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void** out_images,
                                         const void** out_labels, plx_dtype* out_label_dtype);
+
+/* ---- Data loader (seed 003's poptorch.DataLoader in async mode) ------------------- */
+
+/**
+ * Feeds a session's image and label streams from a dataset through fill callbacks
+ * (plx_stream_callback): shuffled by seed each epoch, split into micro-batches per
+ * replica, images normalised to float32 ((x / 255 - mean) / std, torchvision's
+ * Normalize), labels widened to int32. Worker threads prepare each run's data ahead while
+ * the previous run computes.
+ *
+ * Sample order: epoch e is a permutation of [0, N) drawn by std::shuffle with an
+ * mt19937_64 seeded with seed + e (the identity when shuffle is 0). Run n of an epoch
+ * takes positions [n * P, (n + 1) * P) of it, P = steps_per_run * replicas * batch_size;
+ * in a run, step k of replica r takes the batch_size positions starting at
+ * (k * replicas + r) * batch_size (the host array order [steps, R, batch]).
+ *
+ * Thread-safety: the callbacks may be called from several io threads at once; the other
+ * functions from one thread at a time.
+ */
+typedef struct plx_loader plx_loader;
+
+typedef struct plx_loader_options {
+  size_t struct_size;     /**< sizeof(plx_loader_options), set by _init */
+  int64_t batch_size;     /**< samples per micro-batch per replica, >= 1 (default 1) */
+  int64_t replicas;       /**< R of the session, >= 1 (default 1) */
+  int64_t steps_per_run;  /**< micro-batches per replica per run: device_iterations x gradient_accumulation
+                               (default 1) */
+  int32_t shuffle;        /**< 1: a new order each epoch (default 1) */
+  uint64_t seed;          /**< shuffle seed (default 0) */
+  float mean;             /**< normalisation mean (default 0.1307, MNIST) */
+  float std;              /**< normalisation standard deviation, > 0 (default 0.3081) */
+  int32_t drop_last;      /**< 1: an epoch has floor(N / P) runs (default); 0: ceil(N / P), the last run
+                               completed from the start of the epoch's order */
+  int32_t workers;        /**< threads preparing runs ahead, >= 1 (default 2) */
+} plx_loader_options;
+
+/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+PLX_API void plx_loader_options_init(plx_loader_options* options);
+
+/**
+ * Creates a loader over `dataset` (uint8 images and labels, e.g. MNIST), which must
+ * outlive it.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, an option out of range naming it, a
+ *         dataset of another element type, fewer samples than one run with drop_last).
+ */
+PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loader_options* options,
+                                     plx_loader** out_loader);
+
+/** Stops the workers and frees the loader; NULL is ignored. No run may still call it. */
+PLX_API void plx_loader_destroy(plx_loader* loader);
+
+/** Runs per epoch (see drop_last). @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs);
+
+/**
+ * Makes the callbacks serve run `run` of epoch `epoch` and starts preparing it (and the
+ * next run) on the workers. Call it before each session run; the callbacks wait until
+ * the run's data is ready.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, epoch < 0, run outside [0, runs)).
+ */
+PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64_t run);
+
+/**
+ * Writes the two callbacks that feed `images` (float32, batch_size x image size elements
+ * per call, any shape) and `labels` (int32 [batch_size]) to out_callbacks[0] and [1], for
+ * plx_run_options.callbacks. A callback given a buffer of the wrong size fails the run
+ * with PLX_ERR_SHAPE_MISMATCH naming the stream and both sizes.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ */
+PLX_API plx_status plx_loader_get_callbacks(plx_loader* loader, plx_stream images, plx_stream labels,
+                                            plx_stream_callback* out_callbacks);
 
 #ifdef __cplusplus
 }
