@@ -156,6 +156,24 @@ void copy_shape(const ir::Shape& shape, int64_t* out_shape, size_t max_rank, siz
   }
 }
 
+plx_status describe(std::exception_ptr error, std::string& message) noexcept {
+  message.clear();
+  if (!error) return PLX_OK;
+  try {
+    std::rethrow_exception(error);
+  } catch (const ir::Error& e) {
+    message = e.what();
+    return static_cast<plx_status>(e.code());
+  } catch (const std::bad_alloc&) {
+    message = "out of host memory";
+  } catch (const std::exception& e) {
+    message = std::string("internal error: ") + e.what();
+  } catch (...) {
+    message = "internal error: unknown exception";
+  }
+  return PLX_ERR_INTERNAL;
+}
+
 void copy_text(const std::string& text, char* buffer, size_t capacity, size_t* out_size) {
   if (out_size) *out_size = text.size() + 1;
   if (capacity < text.size() + 1) {

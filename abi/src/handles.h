@@ -22,6 +22,10 @@ struct plx_session {
   std::unique_ptr<plexus::runtime::Session> session;
 };
 
+struct plx_run {
+  std::shared_ptr<plexus::runtime::RunHandle> handle;
+};
+
 struct plx_dataset {
   plexus::data::IdxDataset data;
 };
@@ -31,20 +35,20 @@ namespace plexus::abi {
 /// Records `message` as this thread's last error and returns `status`.
 plx_status set_error(plx_status status, const std::string& message) noexcept;
 
+/// The status and message of an exception (ir::Error keeps its code; anything else is
+/// PLX_ERR_INTERNAL). A null `error` is PLX_OK with an empty message.
+plx_status describe(std::exception_ptr error, std::string& message) noexcept;
+
 /// Runs `body`, translating every exception into a status and last-error message.
 template <class F>
 plx_status guarded(F&& body) noexcept {
   try {
     body();
     return PLX_OK;
-  } catch (const ir::Error& e) {
-    return set_error(static_cast<plx_status>(e.code()), e.what());
-  } catch (const std::bad_alloc&) {
-    return set_error(PLX_ERR_INTERNAL, "out of host memory");
-  } catch (const std::exception& e) {
-    return set_error(PLX_ERR_INTERNAL, std::string("internal error: ") + e.what());
   } catch (...) {
-    return set_error(PLX_ERR_INTERNAL, "internal error: unknown exception");
+    std::string message;
+    const plx_status status = describe(std::current_exception(), message);
+    return set_error(status, message);
   }
 }
 

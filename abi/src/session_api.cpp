@@ -61,6 +61,10 @@ runtime::SessionOptions to_options(const plx_session_options* o) {
   if (o->struct_size >= offsetof(plx_session_options, profile) + sizeof(int32_t)) {  // version 4
     read_pipelining(*o, out);
   }
+  if (o->struct_size >= offsetof(plx_session_options, io_threads) + sizeof(int32_t)) {  // version 5
+    out.prefetch_depth = o->prefetch_depth;
+    out.io_threads = o->io_threads;
+  }
   return out;
 }
 
@@ -89,6 +93,8 @@ std::string report(const runtime::Session& s) {
   j["training"] = s.training();
   j["micro_batches_per_iteration"] = s.micro_batches();
   j["execution_strategy"] = s.strategy_name();
+  j["prefetch_depth"] = s.options().prefetch_depth;
+  j["io_threads"] = s.options().io_threads;
   j["devices_per_replica"] = s.devices_per_replica();
   j["stages"] = nlohmann::json::array();
   for (int64_t st = 0; st < s.num_stages(); ++st) {
@@ -144,6 +150,8 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   options->output_return_period = defaults.output_return_period;
   options->offload_optimizer_state = defaults.offload_optimizer_state ? 1 : 0;
   options->profile = defaults.profile ? 1 : 0;
+  options->prefetch_depth = defaults.prefetch_depth;
+  options->io_threads = defaults.io_threads;
 }
 
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,

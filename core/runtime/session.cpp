@@ -43,8 +43,6 @@ struct Session::DeviceState {
   std::vector<size_t> slot_live;  ///< bytes live in each (stage, slot) region
   size_t live_total = 0;
   int64_t iteration = 0, micro_batch = 0;
-  std::vector<const std::byte*> host_in;  ///< per stream: the caller's array (or null)
-  std::vector<std::byte*> host_out;
   std::vector<Span> spans;
 
   void set_live(size_t index, size_t bytes) {
@@ -73,6 +71,11 @@ void check_options(const SessionOptions& o) {
   require_positive("gradient_accumulation", o.gradient_accumulation);
   require_positive("collective_timeout_ms", o.collective_timeout_ms);
   require_positive("output_return_period", o.output_return_period);
+  require_positive("io_threads", o.io_threads);
+  if (o.prefetch_depth < 0) {
+    ir::fail(ErrorCode::InvalidArgument, "session option prefetch_depth is " + std::to_string(o.prefetch_depth) +
+                                             ", must be >= 0");
+  }
   if (o.threads_per_device < 0) {
     ir::fail(ErrorCode::InvalidArgument, "session option threads_per_device is " +
                                              std::to_string(o.threads_per_device) + ", must be >= 0");
@@ -106,25 +109,6 @@ std::exception_ptr primary_error(const std::vector<std::exception_ptr>& errors) 
     }
   }
   return first;
-}
-
-template <class T>
-void add_elements(std::byte* dst, const std::byte* src, size_t n) {
-  auto* d = reinterpret_cast<T*>(dst);
-  const auto* s = reinterpret_cast<const T*>(src);
-  for (size_t i = 0; i < n; ++i) d[i] += s[i];
-}
-
-// dst += src, elementwise (output mode sum, gradient accumulation).
-void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n) {
-  switch (dtype) {
-    case ir::DType::Float32:
-      return add_elements<float>(dst, src, n);
-    case ir::DType::Int32:
-      return add_elements<int32_t>(dst, src, n);
-    default:
-      return add_elements<uint8_t>(dst, src, n);
-  }
 }
 
 SpanKind step_span(StepKind k) {
@@ -167,11 +151,20 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
     auto& channels = channels_.emplace_back();
     for (size_t c = 0; c < program_.channels.size(); ++c) {
       const ChannelPlan& cp = program_.channels[c];
-      channels.push_back(std::make_unique<Channel>(
+      channels.push_back(std::make_unique<streams::BoundedQueue>(
           "'" + graph_.tensor(cp.root).name + "' from stage " + std::to_string(cp.from_stage) + " to stage " +
               std::to_string(cp.to_stage) + " of replica " + std::to_string(r),
           cp.bytes, static_cast<size_t>(program_.micro_batches), spin));
     }
+  }
+  streams_ = std::make_unique<StreamBinding>(graph_, replicas, options_.prefetch_depth, options_.io_threads, spin);
+  for (size_t i = 0; i < graph_.num_streams(); ++i) {
+    const auto id = static_cast<ir::StreamId>(i);
+    const bool d2h = graph_.stream(id).direction == ir::StreamDirection::DeviceToHost;
+    stream_items_.push_back(d2h && output_layout(id).micro_batches == 1
+                                ? options_.device_iterations
+                                : options_.device_iterations * options_.gradient_accumulation);
+    stream_accumulates_.push_back(d2h && options_.output_mode == OutputMode::Sum);
   }
   for (int64_t r = 0; r < replicas; ++r) {
     for (int64_t d = 0; d < per_replica; ++d) {
@@ -187,9 +180,19 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
     }
   }
   load_variables();
+  controller_ = std::thread([this] { controller_loop(); });
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    ++cancel_generation_;
+    if (running_) abort_all("the session is being destroyed");
+  }
+  jobs_changed_.notify_all();
+  controller_.join();
+}
 
 void Session::make_schedule() {
   const Placement& pl = program_.placement;
@@ -247,8 +250,6 @@ void Session::build_device(DeviceState& state) {
   const size_t num_stages = program_.stages.size();
   state.items.resize(num_stages);
   state.persistent_bytes = program_.devices[static_cast<size_t>(state.index)].persistent_bytes;
-  state.host_in.assign(graph_.num_streams(), nullptr);
-  state.host_out.assign(graph_.num_streams(), nullptr);
   for (size_t s = 0; s < num_stages; ++s) {
     const StagePlan& sp = program_.stages[s];
     if (sp.device != state.index) continue;
@@ -299,43 +300,30 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
     switch (a.kind) {
       case ActionKind::LoadStream: {
         const ir::TensorId t = graph_.stream(a.index).tensor;
-        const size_t bytes = graph_.tensor(t).bytes();
-        item.fn = [&st, dst = address(t), s = static_cast<size_t>(a.index), bytes, replicas, replica, micro_batches] {
-          const int64_t row = (st.iteration * micro_batches + st.micro_batch) * replicas + replica;
-          std::memcpy(dst, st.host_in[s] + static_cast<size_t>(row) * bytes, bytes);
-        };
+        item.fn = [&st, streams = streams_.get(), dst = address(t), s = static_cast<size_t>(a.index), replica,
+                   micro_batches] { streams->load(s, replica, st.iteration * micro_batches + st.micro_batch, dst); };
         item.traced = true;
         break;
       }
       case ActionKind::StoreStream: {
         const ir::TensorId t = graph_.stream(a.index).tensor;
-        const ir::TensorInfo& info = graph_.tensor(t);
-        item.fn = [&st, src = address(t), s = static_cast<size_t>(a.index), bytes = info.bytes(),
-                   n = static_cast<size_t>(ir::numel(info.shape)), dtype = info.dtype, layout = output_layout(a.index), replica,
-                   micro_batches, update = phase == Phase::Update] {
-          std::byte* base = st.host_out[s];
-          if (base == nullptr) return;
+        item.fn = [&st, streams = streams_.get(), src = address(t), s = static_cast<size_t>(a.index),
+                   layout = output_layout(a.index), replica, micro_batches, update = phase == Phase::Update] {
+          if (!streams->active(s)) return;
           const int64_t k = update ? st.iteration : st.iteration * micro_batches + st.micro_batch;
-          const int64_t row = layout.row(k / layout.micro_batches, k % layout.micro_batches, replica);
-          if (row < 0) return;
-          std::byte* dst = base + static_cast<size_t>(row) * bytes;
-          if (layout.accumulates()) {
-            add_into(dtype, dst, src, n);
-          } else {
-            std::memcpy(dst, src, bytes);
-          }
+          streams->store(s, replica, layout.row(k / layout.micro_batches, k % layout.micro_batches, replica), src);
         };
         item.traced = true;
         break;
       }
       case ActionKind::Receive: {
-        Channel* channel = channels_[static_cast<size_t>(replica)][static_cast<size_t>(a.index)].get();
+        streams::BoundedQueue* channel = channels_[static_cast<size_t>(replica)][static_cast<size_t>(a.index)].get();
         item.fn = [channel, dst = address(program_.channels[static_cast<size_t>(a.index)].root)] { channel->pop(dst); };
         item.traced = item.receive = true;
         break;
       }
       case ActionKind::Send: {
-        Channel* channel = channels_[static_cast<size_t>(replica)][static_cast<size_t>(a.index)].get();
+        streams::BoundedQueue* channel = channels_[static_cast<size_t>(replica)][static_cast<size_t>(a.index)].get();
         item.fn = [channel, src = address(program_.channels[static_cast<size_t>(a.index)].root)] { channel->push(src); };
         item.traced = true;
         break;
@@ -465,9 +453,9 @@ ir::Shape Session::host_shape(ir::StreamId stream) const {
   return with_leading_dims({options_.device_iterations * options_.gradient_accumulation, replication_factor()}, shape);
 }
 
-void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required) const {
+void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
+                           std::vector<bool>& seen) const {
   const char* role = direction == ir::StreamDirection::HostToDevice ? "input" : "output";
-  std::vector<bool> seen(graph_.num_streams(), false);
   for (const HostArray& a : arrays) {
     const ir::Stream& s = graph_.stream(a.stream);
     auto what = [&] { return std::string(role) + " stream '" + s.name + "'"; };
@@ -499,13 +487,47 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
   for (size_t s = 0; s < graph_.num_streams(); ++s) {
     const ir::Stream& stream = graph_.stream(static_cast<ir::StreamId>(s));
     if (stream.direction == direction && !seen[s]) {
-      ir::fail(ErrorCode::InvalidArgument, std::string(role) + " stream '" + stream.name + "' has no host array");
+      ir::fail(ErrorCode::InvalidArgument, std::string(role) + " stream '" + stream.name +
+                                               "' has no host array and no callback");
     }
   }
 }
 
+void Session::check_request(const RunRequest& request) const {
+  std::vector<bool> seen(graph_.num_streams(), false);
+  for (const auto& [id, cb] : request.callbacks) {
+    const ir::Stream& s = graph_.stream(id);
+    const bool h2d = s.direction == ir::StreamDirection::HostToDevice;
+    if (static_cast<bool>(cb.fill) == static_cast<bool>(cb.deliver)) {
+      ir::fail(ErrorCode::InvalidArgument, "callback for stream '" + s.name + "': give exactly one of fill and deliver");
+    }
+    if (h2d != static_cast<bool>(cb.fill)) {
+      ir::fail(ErrorCode::InvalidArgument, "callback for stream '" + s.name + "': a " +
+                                               (h2d ? "host-to-device stream needs a fill" : "device-to-host stream needs a deliver") +
+                                               " callback");
+    }
+    seen[static_cast<size_t>(id)] = true;
+  }
+  std::vector<bool> outputs_seen = seen;
+  for (const HostArray& a : request.inputs) {
+    if (seen[static_cast<size_t>(a.stream)] && graph_.stream(a.stream).direction == ir::StreamDirection::HostToDevice) {
+      ir::fail(ErrorCode::InvalidArgument, "input stream '" + graph_.stream(a.stream).name +
+                                               "' has both a host array and a fill callback");
+    }
+  }
+  for (const HostArray& a : request.outputs) {
+    if (seen[static_cast<size_t>(a.stream)] && graph_.stream(a.stream).direction == ir::StreamDirection::DeviceToHost) {
+      ir::fail(ErrorCode::InvalidArgument, "output stream '" + graph_.stream(a.stream).name +
+                                               "' has both a host array and a deliver callback");
+    }
+  }
+  check_arrays(request.inputs, ir::StreamDirection::HostToDevice, true, seen);
+  check_arrays(request.outputs, ir::StreamDirection::DeviceToHost, false, outputs_seen);
+}
+
 void Session::abort_all(const std::string& reason) {
   for (auto& c : collectives_) c->abort(reason);
+  streams_->abort();
   for (auto& per_replica : channels_) {
     for (auto& channel : per_replica) channel->abort();
   }
@@ -564,24 +586,90 @@ void Session::run_device(DeviceState& st) {
 }
 
 void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> outputs) {
+  RunRequest request;
+  request.inputs.assign(inputs.begin(), inputs.end());
+  request.outputs.assign(outputs.begin(), outputs.end());
+  run_async(std::move(request))->wait();
+}
+
+std::shared_ptr<RunHandle> Session::run_async(RunRequest request) {
+  check_request(request);
+  auto handle = std::make_shared<RunHandle>();
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(Job{std::move(request), handle, cancel_generation_});
+  }
+  jobs_changed_.notify_all();
+  return handle;
+}
+
+void Session::cancel() {
   std::lock_guard lock(mutex_);
-  check_arrays(inputs, ir::StreamDirection::HostToDevice, true);
-  check_arrays(outputs, ir::StreamDirection::DeviceToHost, false);
+  ++cancel_generation_;
+  if (running_) abort_all("the run was cancelled");
+}
+
+void Session::controller_loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      jobs_changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, nothing left
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      running_ = job.generation == cancel_generation_;
+    }
+    execute(job);
+  }
+}
+
+namespace {
+
+ir::Error cancelled() { return ir::Error(ErrorCode::Cancelled, "the run was cancelled (plx_session_cancel or session destroyed)"); }
+
+void notify(const RunRequest& request, const std::shared_ptr<RunHandle>& handle, std::exception_ptr error) {
+  if (request.on_complete) {
+    try {
+      request.on_complete(error);
+    } catch (...) {  // a completion callback's failure cannot change the run's outcome
+    }
+  }
+  handle->complete(error);
+}
+
+}  // namespace
+
+void Session::execute(Job& job) {
+  bool run_it;
+  {
+    std::lock_guard lock(mutex_);
+    run_it = running_;
+  }
+  if (!run_it) {
+    notify(job.request, job.handle, std::make_exception_ptr(cancelled()));
+    return;
+  }
+  std::unique_lock variables(variables_mutex_);
   for (auto& per_replica : channels_) {
     for (auto& channel : per_replica) channel->reset();
   }
-  for (auto& state : states_) {
-    std::fill(state->host_in.begin(), state->host_in.end(), nullptr);
-    std::fill(state->host_out.begin(), state->host_out.end(), nullptr);
-    for (const HostArray& a : inputs) state->host_in[static_cast<size_t>(a.stream)] = static_cast<const std::byte*>(a.data);
-    for (const HostArray& a : outputs) state->host_out[static_cast<size_t>(a.stream)] = static_cast<std::byte*>(a.data);
-    state->spans.clear();
-  }
+  for (auto& state : states_) state->spans.clear();
   if (options_.output_mode == OutputMode::Sum) {
-    for (const HostArray& a : outputs) {
+    for (const HostArray& a : job.request.outputs) {
       std::memset(a.data, 0, static_cast<size_t>(ir::numel(a.shape)) * ir::dtype_size(a.dtype));
     }
   }
+  streams_->bind(job.request, stream_items_, stream_accumulates_);
+  std::mutex error_mutex;
+  std::exception_ptr stream_error;
+  streams_->start([&](std::exception_ptr e) {
+    {
+      std::lock_guard lock(error_mutex);
+      stream_error = e;
+    }
+    abort_all("a stream failed");
+  });
   std::vector<std::function<void()>> work;
   work.reserve(states_.size());
   const int64_t start = trace_now();
@@ -597,15 +685,35 @@ void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> 
       errors[d] = std::current_exception();
     }
   }
-  if (options_.profile) {
-    trace_ = RunTrace{start, trace_now(), devices_per_replica(), {}, program_.placement.stage_names, {}};
-    for (const auto& op : graph_.ops()) trace_.op_names.push_back(op.name);
-    for (auto& state : states_) trace_.devices.push_back(std::move(state->spans));
+  std::exception_ptr error = primary_error(errors);
+  streams_->finish(error != nullptr);
+  const int64_t end = trace_now();
+  variables.unlock();
+  {
+    std::lock_guard lock(mutex_);
+    stream_stats_ = streams_->stats();
+    stream_stats_.run_ns = end - start;
+    if (options_.profile) {
+      trace_ = RunTrace{start, end, devices_per_replica(), {}, program_.placement.stage_names, {}};
+      for (const auto& op : graph_.ops()) trace_.op_names.push_back(op.name);
+      for (auto& state : states_) trace_.devices.push_back(std::move(state->spans));
+    }
+    if (job.generation != cancel_generation_) {
+      error = std::make_exception_ptr(cancelled());
+    } else if (stream_error) {
+      error = stream_error;
+    }
+    running_ = false;
   }
-  if (std::exception_ptr error = primary_error(errors)) {
+  if (error) {
     for (auto& c : collectives_) c->reset();
-    std::rethrow_exception(error);
   }
+  notify(job.request, job.handle, error);
+}
+
+StreamStats Session::last_stream_stats() const {
+  std::lock_guard lock(mutex_);
+  return stream_stats_;
 }
 
 RunTrace Session::last_trace() const {
@@ -637,14 +745,14 @@ void Session::check_variable_bytes(const ir::TensorInfo& t, size_t bytes) const 
 }
 
 void Session::read_variable(ir::TensorId tensor, std::span<std::byte> out) const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(variables_mutex_);
   const ir::TensorInfo& t = variable(tensor);
   check_variable_bytes(t, out.size());
   transfer_variable(t, tensor, out.data(), true);
 }
 
 void Session::write_variable(ir::TensorId tensor, std::span<const std::byte> data) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(variables_mutex_);
   const ir::TensorInfo& t = variable(tensor);
   check_variable_bytes(t, data.size());
   transfer_variable(t, tensor, const_cast<std::byte*>(data.data()), false);

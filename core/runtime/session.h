@@ -11,22 +11,27 @@
 // collectives plugin (one communicator per device index).
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/ir/graph.h"
 #include "core/memory/remote_memory.h"
-#include "core/runtime/channel.h"
+#include "core/streams/bounded_queue.h"
 #include "core/runtime/collectives.h"
 #include "core/runtime/output_mode.h"
 #include "core/runtime/placement.h"
 #include "core/runtime/program.h"
+#include "core/runtime/run_handle.h"
 #include "core/runtime/schedule.h"
+#include "core/runtime/stream_binding.h"
 #include "core/runtime/trace.h"
 #include "core/runtime/virtual_device.h"
 
@@ -50,6 +55,10 @@ struct SessionOptions {
   int64_t output_return_period = 1;  ///< N of OutputMode::EveryN; must divide device_iterations
   bool offload_optimizer_state = false;  ///< optimizer state in host memory (seed 003)
   bool profile = false;                  ///< record a RunTrace of every run
+  /// Device-side buffers per stream and replica filled ahead of compute by the io threads
+  /// (DESIGN.md "Streaming layer"); 0: devices copy from the host themselves.
+  int64_t prefetch_depth = 2;
+  int io_threads = 1;  ///< threads of the session's io_context, >= 1
 };
 
 /// Memory of one device, in bytes.
@@ -70,16 +79,8 @@ struct VariableStorage {
   int64_t shard_over = 1;   ///< replicas sharing the value in shards (1: not sharded)
 };
 
-/// A caller's host array for one stream: `data` holds numel(shape) elements of `dtype`.
-struct HostArray {
-  ir::StreamId stream;
-  void* data;
-  ir::DType dtype;
-  ir::Shape shape;
-};
-
-/// Thread-safety: all methods may be called from any thread; they serialise on an
-/// internal mutex (one run at a time).
+/// Thread-safety: all methods may be called from any thread. Runs execute one at a time,
+/// in the order they were started, on the session's controller thread.
 class Session {
  public:
   /// Copies `graph`, places its ops on stages and devices, asks the execution strategy for
@@ -89,6 +90,7 @@ class Session {
   /// needs), OutOfDeviceMemory (naming the device and bytes), Unsupported (a bad
   /// BLIS_ARCH_TYPE), Plugin (a plugin missing or broken, a schedule breaking a rule).
   Session(const ir::Graph& graph, const SessionOptions& options);
+  /// Cancels running and queued runs, waits for them, and stops the threads.
   ~Session();
 
   /// Runs device_iterations iterations on every replica. Every host-to-device stream needs
@@ -97,6 +99,17 @@ class Session {
   /// collectives, the run throws the failing device's error (naming it), and the session
   /// stays usable.
   void run(std::span<const HostArray> inputs, std::span<const HostArray> outputs);
+
+  /// Checks `request` (arrays as run(); a callback per stream at most, the right kind for
+  /// the stream's direction, a stream fed by an array or a callback, not both), then
+  /// queues it and returns at once. request.on_complete is called once when it ends, on
+  /// the controller thread, before the handle completes. Throws what run() throws for a
+  /// bad request (nothing is queued then).
+  std::shared_ptr<RunHandle> run_async(RunRequest request);
+  /// Ends the running and queued runs with ir::Error(Cancelled); the session stays usable.
+  void cancel();
+  /// Streaming figures of the last finished run.
+  StreamStats last_stream_stats() const;
 
   /// Shape of the host array for `stream`: inputs [device_iterations *
   /// gradient_accumulation, R] + S; outputs per the output mode (output_mode.h); leading
@@ -145,9 +158,18 @@ class Session {
   std::byte* slot_address(const DeviceState& state, int32_t stage, int64_t slot, ir::TensorId root) const;
   std::byte* tensor_address(const DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot,
                             ir::TensorId tensor) const;
-  void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required) const;
+  void check_request(const RunRequest& request) const;
+  void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
+                    std::vector<bool>& seen) const;
   OutputLayout output_layout(ir::StreamId stream) const;
   void load_variables();
+  struct Job {
+    RunRequest request;
+    std::shared_ptr<RunHandle> handle;
+    uint64_t generation;
+  };
+  void controller_loop();
+  void execute(Job& job);
   void run_device(DeviceState& state);
   void run_step(DeviceState& state, const Step& step, int64_t iteration);
   void abort_all(const std::string& reason);
@@ -167,11 +189,22 @@ class Session {
   std::vector<std::unique_ptr<VirtualDevice>> devices_;
   std::vector<std::unique_ptr<memory::RemoteMemory>> remote_;  ///< per replica
   std::vector<std::vector<std::byte>> offloaded_;              ///< per replica: optimizer state
-  std::vector<std::vector<std::unique_ptr<Channel>>> channels_;  ///< per replica, per ChannelPlan
+  std::vector<std::vector<std::unique_ptr<streams::BoundedQueue>>> channels_;  ///< per replica, per ChannelPlan
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<std::string> notes_;
   RunTrace trace_;
-  mutable std::mutex mutex_;
+  std::unique_ptr<StreamBinding> streams_;
+  std::vector<int64_t> stream_items_;      ///< per stream: micro-batches per replica in a run
+  std::vector<bool> stream_accumulates_;   ///< per stream: output mode sum
+  StreamStats stream_stats_;
+  mutable std::mutex mutex_;               ///< guards the fields below, trace_ and stream_stats_
+  std::condition_variable jobs_changed_;
+  std::deque<Job> jobs_;
+  uint64_t cancel_generation_ = 0;  ///< runs started before the last cancel() carry a lower one
+  bool running_ = false;
+  bool stopping_ = false;
+  mutable std::mutex variables_mutex_;  ///< variable reads and writes against runs
+  std::thread controller_;
 };
 
 }  // namespace plexus::runtime

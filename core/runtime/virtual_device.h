@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "core/memory/arena.h"
-#include "core/runtime/spin_wait.h"
+#include "core/streams/spin_wait.h"
 
 namespace plexus::runtime {
 
@@ -48,8 +48,8 @@ class VirtualDevice {
 
   int index_;
   memory::Arena arena_;
-  SpinWait caller_wait_;  ///< used by the controlling thread in wait()
-  SpinWait device_wait_;  ///< used by the device thread between jobs
+  streams::SpinWait caller_wait_;  ///< used by the controlling thread in wait()
+  streams::SpinWait device_wait_;  ///< used by the device thread between jobs
   const std::function<void()>* job_ = nullptr;
   std::exception_ptr error_;
   bool stop_ = false;

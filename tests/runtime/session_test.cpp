@@ -188,7 +188,7 @@ TEST(Session, RunningAllocatesNothingPerStep) {
   };
   const long one = allocations_of_one_run(1);
   EXPECT_EQ(allocations_of_one_run(64), one);  // nothing per step or per op
-  EXPECT_LE(one, 8);                           // and only a few per run (argument checks)
+  EXPECT_LE(one, 32);  // and a few per run: argument checks, the queued request, its stream bindings
 }
 
 TEST(Session, RunsAreDeterministic) {

@@ -663,6 +663,27 @@ PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_opti
  */
 PLX_API plx_status plx_session_cancel(plx_session* session);
 
+/** Streaming figures of the session's last finished run (DESIGN.md "Streaming layer"). */
+typedef struct plx_stream_stats {
+  size_t struct_size;        /**< set by the caller to sizeof(plx_stream_stats) */
+  int64_t run_ns;            /**< wall time of the run */
+  int64_t h2d_bytes;         /**< bytes moved host -> device (all streams and replicas) */
+  int64_t d2h_bytes;         /**< bytes moved device -> host */
+  int64_t transfer_ns;       /**< io-thread time spent moving them (copies and callbacks), summed over threads;
+                                  0 with prefetch_depth 0 (the devices copy) */
+  int64_t exposed_wait_ns;   /**< device time spent waiting for a host-to-device buffer that was not ready,
+                                  summed over devices: the part of transfer_ns not hidden behind compute */
+  int64_t micro_batches;     /**< host-to-device buffers the devices took */
+  double mean_occupancy;     /**< buffers ready in a queue when a device took one, on average (of prefetch_depth) */
+  int64_t prefetch_depth;
+} plx_stream_stats;
+
+/**
+ * Fills `out_stats` (set its struct_size first).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small).
+ */
+PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_stream_stats* out_stats);
+
 /**
  * Shape of the host array a stream expects or fills in plx_session_run().
  * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL

@@ -1,10 +1,10 @@
-#include "core/runtime/spin_wait.h"
+#include "core/streams/spin_wait.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-namespace plexus::runtime {
+namespace plexus::streams {
 namespace {
 
 TEST(SpinWait, ReturnsAtOnceWhenTheCounterAlreadyChanged) {
@@ -45,4 +45,4 @@ TEST(SpinWait, DisabledNeverSpinsButStillWakesUp) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::streams

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace plexus::runtime {
+namespace plexus::streams {
 
 /// One waiter's state. Not thread-safe: one SpinWait per waiting thread.
 class SpinWait {
@@ -56,4 +56,4 @@ class SpinWait {
   unsigned sleeps_since_probe_ = 0;
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::streams

@@ -1,0 +1,166 @@
+// C API: stream callbacks, asynchronous runs, cancellation and streaming figures
+// (DESIGN.md "Streaming layer").
+#include <chrono>
+
+#include "abi/src/handles.h"
+
+using namespace plexus;
+using abi::guarded;
+using abi::require;
+
+namespace {
+
+// The ir::Error a callback's status becomes: its code (PLX_ERR_RUNTIME for values that are
+// not statuses) and a message naming the callback, the stream, the micro-batch and the
+// replica.
+[[noreturn]] void callback_failed(plx_status status, const char* kind, const std::string& stream, const char* index_name,
+                                  int64_t index, int64_t replica) {
+  const bool known = (status >= PLX_ERR_INVALID_ARGUMENT && status <= PLX_ERR_BUFFER_TOO_SMALL) || status == PLX_ERR_INTERNAL;
+  ir::fail(known ? static_cast<ir::ErrorCode>(status) : ir::ErrorCode::Runtime,
+           std::string(kind) + " callback of stream '" + stream + "' returned " + plx_status_name(status) + " (" +
+               std::to_string(status) + ") for " + index_name + " " + std::to_string(index) + " of replica " +
+               std::to_string(replica));
+}
+
+runtime::StreamCallbacks wrap(const plx_stream_callback& c, const std::string& stream) {
+  runtime::StreamCallbacks out;
+  if (c.fill != nullptr) {
+    out.fill = [fn = c.fill, ud = c.user_data, id = c.stream, stream](int64_t step, int64_t replica, std::byte* buffer,
+                                                                      size_t bytes) {
+      const plx_status s = fn(ud, id, step, replica, buffer, bytes);
+      if (s != PLX_OK) callback_failed(s, "fill", stream, "step", step, replica);
+    };
+  }
+  if (c.deliver != nullptr) {
+    out.deliver = [fn = c.deliver, ud = c.user_data, id = c.stream, stream](int64_t row, int64_t replica,
+                                                                            const std::byte* data, size_t bytes) {
+      const plx_status s = fn(ud, id, row, replica, data, bytes);
+      if (s != PLX_OK) callback_failed(s, "deliver", stream, "row", row, replica);
+    };
+  }
+  return out;
+}
+
+std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
+                                          const std::string& what) {
+  if (count > 0) require(arrays, "plx_session_run_async", what.c_str());
+  std::vector<runtime::HostArray> out;
+  for (size_t i = 0; i < count; ++i) {
+    const plx_host_array& a = arrays[i];
+    const std::string label = "plx_session_run_async " + what + "[" + std::to_string(i) + "]";
+    const ir::StreamId s = abi::decode_stream(g, a.stream, label);
+    const std::string named = label + " (stream '" + g.stream(s).name + "')";
+    out.push_back({s, a.data, abi::to_dtype(a.dtype, named), abi::to_shape(a.shape, a.rank, named)});
+  }
+  return out;
+}
+
+runtime::RunRequest to_request(const ir::Graph& g, const plx_run_options* o) {
+  require(o, "plx_session_run_async", "options");
+  const size_t min_size = offsetof(plx_run_options, user_data) + sizeof(void*);
+  if (o->struct_size < min_size) {
+    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_run_async: options->struct_size is " +
+                                                 std::to_string(o->struct_size) + ", at least " +
+                                                 std::to_string(min_size) + " expected (call plx_run_options_init)");
+  }
+  runtime::RunRequest r;
+  r.inputs = to_arrays(g, o->inputs, o->num_inputs, "options->inputs");
+  r.outputs = to_arrays(g, o->outputs, o->num_outputs, "options->outputs");
+  if (o->num_callbacks > 0) require(o->callbacks, "plx_session_run_async", "options->callbacks");
+  for (size_t i = 0; i < o->num_callbacks; ++i) {
+    const std::string label = "plx_session_run_async options->callbacks[" + std::to_string(i) + "]";
+    const ir::StreamId s = abi::decode_stream(g, o->callbacks[i].stream, label);
+    if (r.callbacks.count(s)) {
+      ir::fail(ir::ErrorCode::InvalidArgument, label + ": stream '" + g.stream(s).name + "' has two callbacks");
+    }
+    r.callbacks[s] = wrap(o->callbacks[i], g.stream(s).name);
+  }
+  if (o->on_complete != nullptr) {
+    r.on_complete = [fn = o->on_complete, ud = o->user_data](std::exception_ptr error) {
+      std::string message;
+      const plx_status status = abi::describe(error, message);
+      fn(ud, status, message.c_str());
+    };
+  }
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+PLX_API void plx_run_options_init(plx_run_options* options) {
+  if (options == nullptr) return;
+  *options = plx_run_options{};
+  options->struct_size = sizeof(plx_run_options);
+}
+
+PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_options* options, plx_run** out_run) {
+  return guarded([&] {
+    require(session, "plx_session_run_async", "session");
+    require(out_run, "plx_session_run_async", "out_run");
+    runtime::RunRequest request = to_request(session->session->graph(), options);
+    auto run = std::make_unique<plx_run>();
+    run->handle = session->session->run_async(std::move(request));
+    *out_run = run.release();
+  });
+}
+
+PLX_API plx_status plx_run_wait(plx_run* run, int64_t timeout_ms) {
+  return guarded([&] {
+    require(run, "plx_run_wait", "run");
+    if (timeout_ms < 0) {
+      run->handle->wait();
+    } else if (!run->handle->wait_for(std::chrono::milliseconds(timeout_ms))) {
+      ir::fail(ir::ErrorCode::Timeout, "plx_run_wait: the run is still going after " + std::to_string(timeout_ms) + " ms");
+    }
+  });
+}
+
+PLX_API void plx_run_destroy(plx_run* run) {
+  if (run == nullptr) return;
+  try {
+    run->handle->wait();
+  } catch (...) {  // the run's error was the caller's to collect with plx_run_wait
+  }
+  delete run;
+}
+
+PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_options* options) {
+  return guarded([&] {
+    require(session, "plx_session_run_with", "session");
+    session->session->run_async(to_request(session->session->graph(), options))->wait();
+  });
+}
+
+PLX_API plx_status plx_session_cancel(plx_session* session) {
+  return guarded([&] {
+    require(session, "plx_session_cancel", "session");
+    session->session->cancel();
+  });
+}
+
+PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_stream_stats* out_stats) {
+  return guarded([&] {
+    const char* fn = "plx_session_get_stream_stats";
+    require(session, fn, "session");
+    require(out_stats, fn, "out_stats");
+    if (out_stats->struct_size < sizeof(plx_stream_stats)) {
+      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_stats->struct_size is " +
+                                                   std::to_string(out_stats->struct_size) + ", " +
+                                                   std::to_string(sizeof(plx_stream_stats)) + " expected");
+    }
+    const runtime::StreamStats s = session->session->last_stream_stats();
+    out_stats->run_ns = s.run_ns;
+    out_stats->h2d_bytes = s.h2d_bytes;
+    out_stats->d2h_bytes = s.d2h_bytes;
+    out_stats->transfer_ns = s.transfer_ns;
+    out_stats->exposed_wait_ns = s.exposed_wait_ns;
+    out_stats->micro_batches = s.micro_batches;
+    out_stats->mean_occupancy =
+        s.micro_batches > 0 ? static_cast<double>(s.occupancy_sum) / static_cast<double>(s.micro_batches) : 0.0;
+    out_stats->prefetch_depth = s.prefetch_depth;
+  });
+}
+
+}  // extern "C"

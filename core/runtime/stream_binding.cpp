@@ -1,0 +1,191 @@
+#include "core/runtime/stream_binding.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "core/ir/error.h"
+
+namespace plexus::runtime {
+
+namespace {
+
+constexpr size_t kHeader = 64;  ///< device-to-host queue items: the row (int64), then the data, aligned
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+template <class T>
+void add_elements(std::byte* dst, const std::byte* src, size_t n) {
+  auto* d = reinterpret_cast<T*>(dst);
+  const auto* s = reinterpret_cast<const T*>(src);
+  for (size_t i = 0; i < n; ++i) d[i] += s[i];
+}
+
+}  // namespace
+
+void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n) {
+  switch (dtype) {
+    case ir::DType::Float32:
+      return add_elements<float>(dst, src, n);
+    case ir::DType::Int32:
+      return add_elements<int32_t>(dst, src, n);
+    default:
+      return add_elements<uint8_t>(dst, src, n);
+  }
+}
+
+StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin)
+    : graph_(graph), replicas_(replicas), depth_(depth), spin_(spin), transport_(streams::make_in_process_transport()) {
+  endpoints_.resize(graph.num_streams() * static_cast<size_t>(replicas));
+  active_.assign(graph.num_streams(), false);
+  if (depth_ == 0) return;
+  io_ = std::make_unique<streams::IoService>(io_threads);
+  pump_ = std::make_unique<streams::StreamPump>(*io_, spin);
+  for (size_t s = 0; s < graph.num_streams(); ++s) {
+    const ir::Stream& stream = graph.stream(static_cast<ir::StreamId>(s));
+    const size_t bytes = graph.tensor(stream.tensor).bytes();
+    const bool h2d = stream.direction == ir::StreamDirection::HostToDevice;
+    for (int64_t r = 0; r < replicas; ++r) {
+      at(s, r).queue = std::make_unique<streams::BoundedQueue>(
+          std::string(h2d ? "host-to-device" : "device-to-host") + " stream '" + stream.name + "' of replica " +
+              std::to_string(r),
+          h2d ? bytes : kHeader + bytes, static_cast<size_t>(depth), spin);
+    }
+  }
+}
+
+void StreamBinding::bind(const RunRequest& request, const std::vector<int64_t>& items, const std::vector<bool>& accumulate) {
+  items_ = items;
+  h2d_bytes_ = d2h_bytes_ = 0;
+  exposed_wait_ns_ = taken_ = occupancy_ = 0;
+  std::fill(active_.begin(), active_.end(), false);
+  for (Endpoint& e : endpoints_) {
+    e.source = nullptr;
+    e.sink = nullptr;
+    if (e.queue) e.queue->reset();
+  }
+  for (const HostArray& a : request.inputs) {
+    const auto s = static_cast<size_t>(a.stream);
+    const size_t bytes = graph_.tensor(graph_.stream(a.stream).tensor).bytes();
+    h2d_bytes_ += items[s] * replicas_ * static_cast<int64_t>(bytes);
+    for (int64_t r = 0; r < replicas_; ++r) {
+      at(s, r).source = [this, base = static_cast<const std::byte*>(a.data), bytes, r](int64_t step, std::byte* dst) {
+        transport_->to_device(dst, base + static_cast<size_t>(step * replicas_ + r) * bytes, bytes);
+      };
+    }
+  }
+  for (const HostArray& a : request.outputs) {
+    const auto s = static_cast<size_t>(a.stream);
+    const ir::TensorInfo& t = graph_.tensor(graph_.stream(a.stream).tensor);
+    active_[s] = true;
+    d2h_bytes_ += items[s] * replicas_ * static_cast<int64_t>(t.bytes());
+    for (int64_t r = 0; r < replicas_; ++r) {
+      at(s, r).sink = [this, base = static_cast<std::byte*>(a.data), bytes = t.bytes(), n = static_cast<size_t>(ir::numel(t.shape)),
+                       dtype = t.dtype, add = accumulate[s]](int64_t row, const std::byte* src) {
+        std::byte* dst = base + static_cast<size_t>(row) * bytes;
+        if (add) {
+          add_into(dtype, dst, src, n);
+        } else {
+          transport_->to_host(dst, src, bytes);
+        }
+      };
+    }
+  }
+  for (const auto& [stream, cb] : request.callbacks) {
+    const auto s = static_cast<size_t>(stream);
+    const size_t bytes = graph_.tensor(graph_.stream(stream).tensor).bytes();
+    for (int64_t r = 0; r < replicas_; ++r) {
+      if (cb.fill) {
+        at(s, r).source = [fill = cb.fill, bytes, r](int64_t step, std::byte* dst) { fill(step, r, dst, bytes); };
+      } else {
+        at(s, r).sink = [deliver = cb.deliver, bytes, r](int64_t row, const std::byte* src) { deliver(row, r, src, bytes); };
+      }
+    }
+    (cb.fill ? h2d_bytes_ : d2h_bytes_) += items[s] * replicas_ * static_cast<int64_t>(bytes);
+    if (cb.deliver) active_[s] = true;
+  }
+}
+
+void StreamBinding::start(std::function<void(std::exception_ptr)> on_error) {
+  if (depth_ == 0) return;
+  std::vector<streams::Feed> feeds;
+  std::vector<streams::Drain> drains;
+  for (size_t s = 0; s < graph_.num_streams(); ++s) {
+    for (int64_t r = 0; r < replicas_; ++r) {
+      Endpoint& e = at(s, r);
+      if (e.source) {
+        feeds.push_back({e.queue.get(), items_[s], [&e](int64_t k, std::byte* slot) { e.source(k, slot); }});
+      } else if (e.sink) {
+        drains.push_back({e.queue.get(), items_[s], [&e](int64_t, const std::byte* slot) {
+                            int64_t row;
+                            std::memcpy(&row, slot, sizeof row);
+                            if (row >= 0) e.sink(row, slot + kHeader);
+                          }});
+      }
+    }
+  }
+  pump_->start(std::move(feeds), std::move(drains), std::move(on_error));
+}
+
+void StreamBinding::finish(bool abort_io) {
+  if (depth_ == 0) return;
+  if (abort_io) pump_->abort();
+  pump_->wait();
+  pump_->detach();
+}
+
+void StreamBinding::abort() {
+  for (Endpoint& e : endpoints_) {
+    if (e.queue) e.queue->abort();
+  }
+  if (pump_) pump_->abort();
+}
+
+StreamStats StreamBinding::stats() const {
+  StreamStats out;
+  out.h2d_bytes = h2d_bytes_;
+  out.d2h_bytes = d2h_bytes_;
+  out.exposed_wait_ns = exposed_wait_ns_.load();
+  out.micro_batches = taken_.load();
+  out.occupancy_sum = occupancy_.load();
+  out.prefetch_depth = depth_;
+  if (pump_) {
+    const streams::PumpTimes t = pump_->times();
+    out.transfer_ns = t.produce_ns + t.consume_ns;
+  }
+  return out;
+}
+
+void StreamBinding::load(size_t s, int64_t replica, int64_t step, std::byte* dst) {
+  Endpoint& e = at(s, replica);
+  if (depth_ == 0) {
+    e.source(step, dst);
+    return;
+  }
+  const size_t ready = e.queue->size();
+  const std::byte* src = ready > 0 ? e.queue->try_consumer_slot() : nullptr;
+  if (src == nullptr) {
+    const int64_t t0 = now_ns();
+    src = e.queue->consumer_slot();
+    exposed_wait_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  }
+  std::memcpy(dst, src, e.queue->item_bytes());
+  e.queue->release();
+  taken_.fetch_add(1, std::memory_order_relaxed);
+  occupancy_.fetch_add(static_cast<int64_t>(ready), std::memory_order_relaxed);
+}
+
+void StreamBinding::store(size_t s, int64_t replica, int64_t row, const std::byte* src) {
+  Endpoint& e = at(s, replica);
+  if (depth_ == 0) {
+    if (row >= 0) e.sink(row, src);
+    return;
+  }
+  std::byte* slot = e.queue->producer_slot();
+  std::memcpy(slot, &row, sizeof row);
+  std::memcpy(slot + kHeader, src, e.queue->item_bytes() - kHeader);
+  e.queue->commit();
+}
+
+}  // namespace plexus::runtime

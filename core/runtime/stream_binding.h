@@ -1,0 +1,109 @@
+// Where one run's streams read and write (DESIGN.md "Streaming layer"): for every stream
+// and replica, a source (host-to-device: a slice of the caller's array, moved through the
+// transport, or the caller's fill callback) or a sink (device-to-host: a row of the
+// caller's array, or the caller's deliver callback). With a prefetch depth d > 0, each
+// (stream, replica) has a bounded queue of d device-side buffers that the io threads fill
+// ahead of compute and drain as results arrive (StreamPump); with d = 0 the device
+// threads call the sources and sinks themselves.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/streams/bounded_queue.h"
+#include "core/streams/io_service.h"
+#include "core/streams/stream_pump.h"
+#include "core/streams/transport.h"
+
+namespace plexus::runtime {
+
+/// dst += src for n elements of `dtype` (output mode sum, gradient accumulation).
+void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n);
+
+/// A caller's host array for one stream: `data` holds numel(shape) elements of `dtype`.
+struct HostArray {
+  ir::StreamId stream;
+  void* data;
+  ir::DType dtype;
+  ir::Shape shape;
+};
+
+/// Caller callbacks for one stream (C API plx_stream_callback, wrapped): fill(step,
+/// replica, buffer, bytes) for host-to-device streams, deliver(row, replica, data, bytes)
+/// for device-to-host ones. They throw ir::Error naming the stream to fail the run.
+struct StreamCallbacks {
+  std::function<void(int64_t, int64_t, std::byte*, size_t)> fill;
+  std::function<void(int64_t, int64_t, const std::byte*, size_t)> deliver;
+};
+
+/// What a run reads and writes, and who hears of its end.
+struct RunRequest {
+  std::vector<HostArray> inputs, outputs;
+  std::map<ir::StreamId, StreamCallbacks> callbacks;
+  std::function<void(std::exception_ptr)> on_complete;  ///< null error = success
+};
+
+/// Streaming figures of the last run (nanoseconds summed over threads, bytes summed over
+/// replicas).
+struct StreamStats {
+  int64_t run_ns = 0;
+  int64_t h2d_bytes = 0, d2h_bytes = 0;
+  int64_t transfer_ns = 0;     ///< io threads producing and consuming (copies and callbacks)
+  int64_t exposed_wait_ns = 0; ///< devices waiting for a host-to-device buffer that was not ready
+  int64_t micro_batches = 0;   ///< host-to-device buffers the devices took
+  int64_t occupancy_sum = 0;   ///< queue fill level seen by the devices at each take, summed
+  int64_t prefetch_depth = 0;
+};
+
+/// Thread-safety: bind/start/finish from the controlling thread; load/store from device
+/// threads (each (stream, replica) pair from one device thread).
+class StreamBinding {
+ public:
+  /// Queues for every stream and replica (`depth` buffers each) when depth > 0.
+  StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin);
+
+  /// Sets the sources and sinks of the next run. `items[s]` = micro-batches of stream s per
+  /// replica in the run; `accumulate[s]`: the sink adds into its row (output mode sum).
+  void bind(const RunRequest& request, const std::vector<int64_t>& items, const std::vector<bool>& accumulate);
+  /// Starts the io threads' pumping (depth > 0); `on_error` gets the first failure.
+  void start(std::function<void(std::exception_ptr)> on_error);
+  /// Waits for the io side after the devices finished (abort first when they failed).
+  void finish(bool abort);
+  /// Wakes every device and io thread waiting on a queue with ir::Error(Cancelled).
+  void abort();
+  StreamStats stats() const;
+
+  /// Device side: step `step`'s buffer of host-to-device stream `s` for `replica` -> dst.
+  void load(size_t s, int64_t replica, int64_t step, std::byte* dst);
+  /// Device side: a result for row `row` (< 0: the output mode does not return it).
+  void store(size_t s, int64_t replica, int64_t row, const std::byte* src);
+  /// Whether device-to-host stream `s` goes anywhere in this run.
+  bool active(size_t s) const { return active_[s]; }
+
+ private:
+  struct Endpoint {
+    std::unique_ptr<streams::BoundedQueue> queue;
+    std::function<void(int64_t, std::byte*)> source;        ///< h2d
+    std::function<void(int64_t, const std::byte*)> sink;    ///< d2h: (row, data)
+  };
+  Endpoint& at(size_t s, int64_t replica) { return endpoints_[s * static_cast<size_t>(replicas_) + static_cast<size_t>(replica)]; }
+
+  const ir::Graph& graph_;
+  int64_t replicas_, depth_;
+  bool spin_;
+  std::unique_ptr<streams::Transport> transport_;
+  std::unique_ptr<streams::IoService> io_;
+  std::unique_ptr<streams::StreamPump> pump_;
+  std::vector<Endpoint> endpoints_;  ///< [stream][replica]
+  std::vector<bool> active_;
+  std::vector<int64_t> items_;
+  std::atomic<int64_t> exposed_wait_ns_{0}, taken_{0}, occupancy_{0};
+  int64_t h2d_bytes_ = 0, d2h_bytes_ = 0;
+};
+
+}  // namespace plexus::runtime

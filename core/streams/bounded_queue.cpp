@@ -1,0 +1,96 @@
+#include "core/streams/bounded_queue.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/ir/error.h"
+
+namespace plexus::streams {
+
+namespace {
+constexpr size_t kAlign = 64;
+}
+
+void BoundedQueue::Free::operator()(std::byte* p) const noexcept { std::free(p); }
+
+BoundedQueue::BoundedQueue(std::string name, size_t item_bytes, size_t capacity, bool spin)
+    : name_(std::move(name)),
+      item_bytes_(item_bytes),
+      capacity_(capacity == 0 ? 1 : capacity),
+      stride_((item_bytes + kAlign - 1) / kAlign * kAlign),
+      storage_(static_cast<std::byte*>(std::aligned_alloc(kAlign, std::max<size_t>(stride_ * capacity_, kAlign)))),
+      producer_wait_(spin),
+      consumer_wait_(spin) {
+  if (!storage_) ir::fail(ir::ErrorCode::OutOfDeviceMemory, "queue " + name_ + ": cannot allocate its buffers");
+}
+
+void BoundedQueue::wait_until(bool (BoundedQueue::*ready)() const, SpinWait& waiter) {
+  for (;;) {
+    const uint32_t epoch = epoch_.load(std::memory_order_acquire);
+    if (aborted_.load(std::memory_order_acquire)) {
+      ir::fail(ir::ErrorCode::Cancelled, "queue " + name_ + " was aborted (another party failed or the run was cancelled)");
+    }
+    if ((this->*ready)()) return;
+    waiter.wait(epoch_, epoch);
+  }
+}
+
+void BoundedQueue::signal() {
+  epoch_.fetch_add(1, std::memory_order_release);
+  epoch_.notify_all();
+  if (doorbell_ != nullptr) {
+    doorbell_->fetch_add(1, std::memory_order_release);
+    doorbell_->notify_all();
+  }
+}
+
+std::byte* BoundedQueue::producer_slot() {
+  wait_until(&BoundedQueue::can_push, producer_wait_);
+  return slot(pushed_.load(std::memory_order_relaxed));
+}
+
+std::byte* BoundedQueue::try_producer_slot() {
+  return can_push() ? slot(pushed_.load(std::memory_order_relaxed)) : nullptr;
+}
+
+void BoundedQueue::commit() {
+  pushed_.fetch_add(1, std::memory_order_release);
+  signal();
+}
+
+const std::byte* BoundedQueue::consumer_slot() {
+  wait_until(&BoundedQueue::can_pop, consumer_wait_);
+  return slot(popped_.load(std::memory_order_relaxed));
+}
+
+const std::byte* BoundedQueue::try_consumer_slot() {
+  return can_pop() ? slot(popped_.load(std::memory_order_relaxed)) : nullptr;
+}
+
+void BoundedQueue::release() {
+  popped_.fetch_add(1, std::memory_order_release);
+  signal();
+}
+
+void BoundedQueue::push(const std::byte* item) {
+  std::memcpy(producer_slot(), item, item_bytes_);
+  commit();
+}
+
+void BoundedQueue::pop(std::byte* item) {
+  std::memcpy(item, consumer_slot(), item_bytes_);
+  release();
+}
+
+void BoundedQueue::abort() {
+  aborted_.store(true, std::memory_order_release);
+  signal();
+}
+
+void BoundedQueue::reset() {
+  pushed_.store(0);
+  popped_.store(0);
+  aborted_.store(false);
+}
+
+}  // namespace plexus::streams
