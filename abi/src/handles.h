@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/data/idx_reader.h"
+#include "core/data/loader.h"
 #include "core/ir/error.h"
 #include "core/ir/graph.h"
 #include "core/runtime/session.h"
@@ -28,6 +29,20 @@ struct plx_run {
 
 struct plx_dataset {
   plexus::data::IdxDataset data;
+};
+
+/// A loader and the user_data of its two fill callbacks (abi/src/loader_api.cpp).
+struct plx_loader {
+  /// What a fill callback serves: one role of one loader.
+  struct Feed {
+    plexus::data::Loader* loader;
+    plexus::data::LoaderRole role;
+  };
+  plx_loader(const plexus::data::IdxDataset& dataset, const plexus::data::LoaderOptions& options)
+      : loader(dataset, options) {}
+  plexus::data::Loader loader;
+  Feed images{&loader, plexus::data::LoaderRole::Images};
+  Feed labels{&loader, plexus::data::LoaderRole::Labels};
 };
 
 namespace plexus::abi {

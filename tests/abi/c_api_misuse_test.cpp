@@ -1072,36 +1072,6 @@ TEST(CApiEndToEnd, MemoryStatsCountVariableBytesExactly) {
 
 // ---- Datasets --------------------------------------------------------------------------
 
-class CApiDatasetFiles : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() / ("plexus_abi_" + std::to_string(::getpid()) + "_" + info->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  // Writes an IDX file of unsigned bytes with big-endian dims.
-  std::string write_idx(const std::string& name, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream f(path, std::ios::binary);
-    const char magic[4] = {0, 0, 0x08, static_cast<char>(dims.size())};
-    f.write(magic, 4);
-    for (uint32_t d : dims) {
-      const char be[4] = {static_cast<char>(d >> 24), static_cast<char>(d >> 16), static_cast<char>(d >> 8),
-                          static_cast<char>(d)};
-      f.write(be, 4);
-    }
-    f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-    return path;
-  }
-
-  std::filesystem::path dir_;
-};
-
 TEST_F(CApiDatasetFiles, LoadsImagesAndLabels) {
   std::vector<uint8_t> pixels(3 * 2 * 2);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 10);

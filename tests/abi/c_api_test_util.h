@@ -1,15 +1,19 @@
-// Helpers shared by the C-API tests: status/message assertions, RAII for handles.
+// Helpers shared by the C-API tests: status/message assertions, RAII for handles, IDX files in a temporary folder.
 #pragma once
 
 #include <plexus/plexus.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace capi_test {
 
@@ -66,5 +70,36 @@ inline IrPtr make_ir() {
   EXPECT_EQ(plx_ir_create(&ir), PLX_OK) << plx_last_error();
   return IrPtr(ir);
 }
+
+// A fixture with a fresh temporary folder per test, for IDX files written by the test.
+class CApiDatasetFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() / ("plexus_abi_" + std::to_string(::getpid()) + "_" + info->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Writes an IDX file of unsigned bytes with big-endian dims.
+  std::string write_idx(const std::string& name, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream f(path, std::ios::binary);
+    const char magic[4] = {0, 0, 0x08, static_cast<char>(dims.size())};
+    f.write(magic, 4);
+    for (uint32_t d : dims) {
+      const char be[4] = {static_cast<char>(d >> 24), static_cast<char>(d >> 16), static_cast<char>(d >> 8),
+                          static_cast<char>(d)};
+      f.write(be, 4);
+    }
+    f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    return path;
+  }
+
+  std::filesystem::path dir_;
+};
 
 }  // namespace capi_test

@@ -856,7 +856,8 @@ PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void**
  * mt19937_64 seeded with seed + e (the identity when shuffle is 0). Run n of an epoch
  * takes positions [n * P, (n + 1) * P) of it, P = steps_per_run * replicas * batch_size;
  * in a run, step k of replica r takes the batch_size positions starting at
- * (k * replicas + r) * batch_size (the host array order [steps, R, batch]).
+ * (k * replicas + r) * batch_size (the host array order [steps, R, batch]). Each image
+ * element is float32 x * (1 / (255 * std)) + (-mean / std).
  *
  * Thread-safety: the callbacks may be called from several io threads at once; the other
  * functions from one thread at a time.
@@ -869,13 +870,13 @@ typedef struct plx_loader_options {
   int64_t replicas;       /**< R of the session, >= 1 (default 1) */
   int64_t steps_per_run;  /**< micro-batches per replica per run: device_iterations x gradient_accumulation
                                (default 1) */
-  int32_t shuffle;        /**< 1: a new order each epoch (default 1) */
+  int32_t shuffle;        /**< 1: a new order each epoch (default 1); 0: the dataset's order */
   uint64_t seed;          /**< shuffle seed (default 0) */
-  float mean;             /**< normalisation mean (default 0.1307, MNIST) */
-  float std;              /**< normalisation standard deviation, > 0 (default 0.3081) */
+  float mean;             /**< normalisation mean, finite (default 0.1307, MNIST) */
+  float std;              /**< normalisation standard deviation, finite and > 0 (default 0.3081) */
   int32_t drop_last;      /**< 1: an epoch has floor(N / P) runs (default); 0: ceil(N / P), the last run
-                               completed from the start of the epoch's order */
-  int32_t workers;        /**< threads preparing runs ahead, >= 1 (default 2) */
+                               completed from the start of the epoch's order (position q is q mod N) */
+  int32_t workers;        /**< threads preparing runs ahead, 1 .. 256 (default 2) */
 } plx_loader_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
@@ -898,8 +899,11 @@ PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* 
 
 /**
  * Makes the callbacks serve run `run` of epoch `epoch` and starts preparing it (and the
- * next run) on the workers. Call it before each session run; the callbacks wait until
- * the run's data is ready.
+ * next run: run + 1, or run 0 of epoch + 1) on the workers; other runs prepared ahead are
+ * discarded. Call it before each session run, and for the next run only once the
+ * previous run has taken its data (e.g. after plx_run_wait): the callbacks serve one run
+ * at a time, and a callback still waiting for the previous run then fails with
+ * PLX_ERR_RUNTIME. The callbacks wait until the run's data is ready.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, epoch < 0, run outside [0, runs)).
  */
 PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64_t run);
@@ -908,7 +912,10 @@ PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64
  * Writes the two callbacks that feed `images` (float32, batch_size x image size elements
  * per call, any shape) and `labels` (int32 [batch_size]) to out_callbacks[0] and [1], for
  * plx_run_options.callbacks. A callback given a buffer of the wrong size fails the run
- * with PLX_ERR_SHAPE_MISMATCH naming the stream and both sizes.
+ * with PLX_ERR_SHAPE_MISMATCH naming the stream and both sizes; one called before any
+ * plx_loader_begin_run with PLX_ERR_RUNTIME. A failing callback also sets
+ * plx_last_error() of its thread.
+ * The callbacks stay valid until the loader is destroyed.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
  */
 PLX_API plx_status plx_loader_get_callbacks(plx_loader* loader, plx_stream images, plx_stream labels,

@@ -9,6 +9,7 @@
 
 #include <plexus/plexus.h>
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -640,9 +641,56 @@ class Dataset {
     check(plx_dataset_get_data(handle_, nullptr, nullptr, &t));
     return t;
   }
+  const plx_dataset* get() const { return handle_; }
 
  private:
   plx_dataset* handle_ = nullptr;
+};
+
+/// A data loader over a Dataset (plx_loader; seed 003's poptorch.DataLoader): shuffled,
+/// normalised float32 images and int32 labels served to a session's streams by fill
+/// callbacks, prepared ahead by worker threads. The Dataset must outlive it. Thread
+/// safety: as plx_loader (the callbacks from any thread; the methods from one).
+class Loader {
+ public:
+  /// Throws Error(PLX_ERR_INVALID_ARGUMENT) naming an option out of range.
+  Loader(const Dataset& dataset, const plx_loader_options& options) {
+    check(plx_loader_create(dataset.get(), &options, &handle_));
+  }
+  ~Loader() { plx_loader_destroy(handle_); }
+  Loader(Loader&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Loader& operator=(Loader&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  /// Default options (plx_loader_options_init).
+  static plx_loader_options default_options() {
+    plx_loader_options o;
+    plx_loader_options_init(&o);
+    return o;
+  }
+
+  int64_t runs_per_epoch() const {
+    int64_t runs = 0;
+    check(plx_loader_runs_per_epoch(handle_, &runs));
+    return runs;
+  }
+  /// Serves run `run` of epoch `epoch` next (call before each session run).
+  void begin_run(int64_t epoch, int64_t run) { check(plx_loader_begin_run(handle_, epoch, run)); }
+  /// The fill callbacks of the `images` and `labels` streams, for plx_run_options.callbacks;
+  /// valid while this loader lives.
+  std::array<plx_stream_callback, 2> callbacks(plx_stream images, plx_stream labels) const {
+    std::array<plx_stream_callback, 2> out{};
+    check(plx_loader_get_callbacks(handle_, images, labels, out.data()));
+    return out;
+  }
+  plx_loader* get() const { return handle_; }
+
+ private:
+  plx_loader* handle_ = nullptr;
 };
 
 }  // namespace plx

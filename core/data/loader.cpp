@@ -1,0 +1,280 @@
+#include "core/data/loader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "core/ir/dtype.h"
+#include "core/ir/error.h"
+#include "core/ir/shape.h"
+
+namespace plexus::data {
+
+using ir::ErrorCode;
+using ir::fail;
+
+// The sample order of one epoch, shared by the runs of that epoch. Allocated by
+// begin_run(); drawn by the first worker that needs it.
+struct Loader::Order {
+  int64_t epoch = 0;
+  std::once_flag drawn;
+  std::vector<int64_t> positions;  // position -> sample index
+};
+
+// One run's samples, normalised, in position order ([steps, R, batch] host array order).
+struct Loader::Run {
+  int64_t epoch = 0;
+  int64_t run = 0;
+  std::shared_ptr<Order> order;
+  std::unique_ptr<float[]> images;     // P x image_size
+  std::unique_ptr<int32_t[]> labels;   // P
+  int64_t chunks_left = 0;             // tasks not finished yet (guarded by mutex_)
+  bool ready = false;                  // all tasks finished (guarded by mutex_)
+};
+
+const char* role_name(LoaderRole role) { return role == LoaderRole::Images ? "images" : "labels"; }
+
+namespace {
+
+void check_at_least(int64_t value, int64_t min, const char* name) {
+  if (value < min) {
+    fail(ErrorCode::InvalidArgument, std::string("loader options: ") + name + " is " + std::to_string(value) +
+                                         ", must be >= " + std::to_string(min));
+  }
+}
+
+void check_uint8(const IdxArray& array, const char* what) {
+  if (array.dtype != ir::DType::UInt8) {
+    fail(ErrorCode::InvalidArgument, std::string("loader: the dataset's ") + what + " (" + array.path + ") are " +
+                                         std::string(ir::dtype_name(array.dtype)) + ", uint8 expected");
+  }
+}
+
+}  // namespace
+
+Loader::Loader(const IdxDataset& dataset, const LoaderOptions& options) : dataset_(dataset), options_(options) {
+  check_at_least(options.batch_size, 1, "batch_size");
+  check_at_least(options.replicas, 1, "replicas");
+  check_at_least(options.steps_per_run, 1, "steps_per_run");
+  check_at_least(options.workers, 1, "workers");
+  if (options.workers > kMaxLoaderWorkers) {
+    fail(ErrorCode::InvalidArgument, "loader options: workers is " + std::to_string(options.workers) +
+                                         ", must be <= " + std::to_string(kMaxLoaderWorkers));
+  }
+  if (!std::isfinite(options.std) || !(options.std > 0.0f)) {
+    fail(ErrorCode::InvalidArgument,
+         "loader options: std is " + std::to_string(options.std) + ", must be finite and > 0");
+  }
+  if (!std::isfinite(options.mean)) {
+    fail(ErrorCode::InvalidArgument, "loader options: mean is " + std::to_string(options.mean) + ", must be finite");
+  }
+  check_uint8(dataset.images, "images");
+  check_uint8(dataset.labels, "labels");
+  const int64_t n = dataset.num_samples();
+  if (n < 1) fail(ErrorCode::InvalidArgument, "loader: the dataset (" + dataset.images.path + ") has no samples");
+  image_size_ = ir::numel(std::span<const int64_t>(dataset.images.shape).subspan(1));
+
+  const std::string run_shape = "steps_per_run " + std::to_string(options.steps_per_run) + " x replicas " +
+                                std::to_string(options.replicas) + " x batch_size " +
+                                std::to_string(options.batch_size);
+  int64_t run_floats = 0;
+  if (__builtin_mul_overflow(options.steps_per_run, options.replicas, &samples_per_run_) ||
+      __builtin_mul_overflow(samples_per_run_, options.batch_size, &samples_per_run_) ||
+      __builtin_mul_overflow(samples_per_run_, image_size_, &run_floats) ||
+      run_floats > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(float))) {
+    fail(ErrorCode::InvalidArgument, "loader options: one run (" + run_shape + " samples of " +
+                                         std::to_string(image_size_) + " elements) is too large");
+  }
+  if (options.drop_last && n < samples_per_run_) {
+    fail(ErrorCode::InvalidArgument, "loader: the dataset (" + dataset.images.path + ") has " + std::to_string(n) +
+                                         " samples, fewer than one run of " + std::to_string(samples_per_run_) +
+                                         " (" + run_shape + ") with drop_last");
+  }
+  runs_per_epoch_ = options.drop_last ? n / samples_per_run_ : (n - 1) / samples_per_run_ + 1;
+
+  try {
+    for (int32_t w = 0; w < options.workers; ++w) workers_.emplace_back([this] { work(); });
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+Loader::~Loader() { stop(); }
+
+void Loader::stop() noexcept {
+  {
+    std::unique_lock lock(mutex_);
+    stopping_ = true;
+    work_cv_.notify_all();
+    ready_cv_.notify_all();
+    ready_cv_.wait(lock, [&] { return stats_.waiting_fills == 0; });
+  }
+  for (std::thread& w : workers_) w.join();
+}
+
+size_t Loader::fill_bytes(LoaderRole role) const {
+  const auto batch = static_cast<size_t>(options_.batch_size);
+  return role == LoaderRole::Images ? batch * static_cast<size_t>(image_size_) * sizeof(float)
+                                    : batch * sizeof(int32_t);
+}
+
+void Loader::begin_run(int64_t epoch, int64_t run) {
+  if (epoch < 0) fail(ErrorCode::InvalidArgument, "loader begin_run: epoch is " + std::to_string(epoch) + ", must be >= 0");
+  if (run < 0 || run >= runs_per_epoch_) {
+    fail(ErrorCode::InvalidArgument, "loader begin_run: run is " + std::to_string(run) + ", must be in [0, " +
+                                         std::to_string(runs_per_epoch_) + ") (runs per epoch)");
+  }
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<Run>> kept;
+  std::vector<Task> new_tasks;
+  kept.push_back(find_or_schedule(epoch, run, kept, new_tasks));
+  if (run + 1 < runs_per_epoch_) {
+    kept.push_back(find_or_schedule(epoch, run + 1, kept, new_tasks));
+  } else if (epoch < std::numeric_limits<int64_t>::max()) {
+    kept.push_back(find_or_schedule(epoch + 1, 0, kept, new_tasks));
+  }
+  std::erase_if(tasks_, [&](const Task& t) { return std::find(kept.begin(), kept.end(), t.run) == kept.end(); });
+  tasks_.insert(tasks_.end(), new_tasks.begin(), new_tasks.end());
+  runs_ = std::move(kept);
+  work_cv_.notify_all();
+  ready_cv_.notify_all();
+}
+
+std::shared_ptr<Loader::Run> Loader::find_or_schedule(int64_t epoch, int64_t run,
+                                                      const std::vector<std::shared_ptr<Run>>& kept,
+                                                      std::vector<Task>& new_tasks) {
+  for (const std::shared_ptr<Run>& r : runs_) {
+    if (r->epoch == epoch && r->run == run) return r;
+  }
+  auto out = std::make_shared<Run>();
+  out->epoch = epoch;
+  out->run = run;
+  for (const std::vector<std::shared_ptr<Run>>* list : {&std::as_const(runs_), &kept}) {
+    for (const std::shared_ptr<Run>& r : *list) {
+      if (r->epoch == epoch) out->order = r->order;
+    }
+  }
+  if (!out->order) {
+    out->order = std::make_shared<Order>();
+    out->order->epoch = epoch;
+    out->order->positions.resize(static_cast<size_t>(dataset_.num_samples()));
+  }
+  const int64_t p = samples_per_run_;
+  out->images = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(p * image_size_));
+  out->labels = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(p));
+  // Split the run's positions evenly among the workers (the first p % workers get one more).
+  const int64_t workers = options_.workers, base = p / workers, extra = p % workers;
+  int64_t first = 0;
+  for (int64_t w = 0; w < workers; ++w) {
+    const int64_t count = base + (w < extra ? 1 : 0);
+    if (count == 0) continue;
+    new_tasks.push_back(Task{out, first, count});
+    first += count;
+    ++out->chunks_left;
+  }
+  return out;
+}
+
+void Loader::prepare(const Task& task) const {
+  Run& run = *task.run;
+  Order& order = *run.order;
+  std::call_once(order.drawn, [&] {
+    std::iota(order.positions.begin(), order.positions.end(), 0);
+    if (options_.shuffle) {
+      std::mt19937_64 rng(options_.seed + static_cast<uint64_t>(order.epoch));
+      std::shuffle(order.positions.begin(), order.positions.end(), rng);
+    }
+  });
+  const int64_t n = dataset_.num_samples();
+  const auto* pixels = reinterpret_cast<const uint8_t*>(dataset_.images.data.data());
+  const auto* classes = reinterpret_cast<const uint8_t*>(dataset_.labels.data.data());
+  const float scale = 1.0f / (255.0f * options_.std), shift = -options_.mean / options_.std;
+  for (int64_t j = task.first; j < task.first + task.count; ++j) {
+    // Past the end of the epoch's order (only without drop_last), wrap to its start.
+    const int64_t s = order.positions[static_cast<size_t>((run.run * samples_per_run_ + j) % n)];
+    const uint8_t* src = pixels + s * image_size_;
+    float* dst = run.images.get() + j * image_size_;
+    for (int64_t i = 0; i < image_size_; ++i) dst[i] = static_cast<float>(src[i]) * scale + shift;
+    run.labels[static_cast<size_t>(j)] = classes[s];
+  }
+}
+
+void Loader::work() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (stopping_) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    prepare(task);
+    std::lock_guard lock(mutex_);
+    if (--task.run->chunks_left == 0) {
+      task.run->ready = true;
+      ready_cv_.notify_all();
+    }
+  }
+}
+
+void Loader::fill(LoaderRole role, int64_t step, int64_t replica, void* buffer, size_t bytes) {
+  const std::string what = std::string("loader ") + role_name(role) + " fill";
+  const size_t expected = fill_bytes(role);
+  if (bytes != expected) {
+    fail(ErrorCode::ShapeMismatch,
+         what + ": buffer is " + std::to_string(bytes) + " bytes, " + std::to_string(expected) + " expected (batch_size " +
+             std::to_string(options_.batch_size) +
+             (role == LoaderRole::Images ? " x " + std::to_string(image_size_) + " float32)" : " int32)"));
+  }
+  if (buffer == nullptr) fail(ErrorCode::InvalidArgument, what + ": buffer is NULL");
+  if (step < 0 || step >= options_.steps_per_run) {
+    fail(ErrorCode::InvalidArgument, what + ": step is " + std::to_string(step) + ", must be in [0, " +
+                                         std::to_string(options_.steps_per_run) + ") (steps_per_run)");
+  }
+  if (replica < 0 || replica >= options_.replicas) {
+    fail(ErrorCode::InvalidArgument, what + ": replica is " + std::to_string(replica) + ", must be in [0, " +
+                                         std::to_string(options_.replicas) + ") (replicas)");
+  }
+  std::shared_ptr<Run> run;
+  {
+    std::unique_lock lock(mutex_);
+    if (runs_.empty()) fail(ErrorCode::Runtime, what + ": no current run (call begin_run first)");
+    run = runs_.front();
+    if (!run->ready) {
+      ++stats_.fill_waits;
+      ++stats_.waiting_fills;
+      ready_cv_.wait(lock, [&] { return run->ready || stopping_ || runs_.front() != run; });
+      --stats_.waiting_fills;
+      if (stopping_) {
+        ready_cv_.notify_all();  // the destructor waits for the waiting fills to leave
+        fail(ErrorCode::Cancelled, what + ": the loader was destroyed while this fill waited for its run");
+      }
+      if (runs_.front() != run) {
+        fail(ErrorCode::Runtime, what + ": run " + std::to_string(run->run) + " of epoch " +
+                                     std::to_string(run->epoch) + " is no longer current (begin_run(" +
+                                     std::to_string(runs_.front()->epoch) + ", " +
+                                     std::to_string(runs_.front()->run) + ") was called while this fill waited)");
+      }
+    }
+  }
+  // The run stays alive through `run` even if begin_run() discards it meanwhile.
+  const int64_t first = (step * options_.replicas + replica) * options_.batch_size;
+  const void* src = role == LoaderRole::Images ? static_cast<const void*>(run->images.get() + first * image_size_)
+                                               : static_cast<const void*>(run->labels.get() + first);
+  std::memcpy(buffer, src, bytes);
+}
+
+LoaderStats Loader::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace plexus::data

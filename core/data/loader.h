@@ -1,0 +1,147 @@
+// Data loader over an IDX dataset (seed 003's poptorch.DataLoader in async mode): each
+// epoch a seeded permutation of the samples, cut into runs of steps_per_run x replicas x
+// batch_size samples; images normalised to float32 ((x / 255 - mean) / std, torchvision's
+// Normalize), labels widened to int32. Worker threads prepare the current run and the next
+// one while the caller computes; fill() copies one (step, replica) micro-batch out.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/data/idx_reader.h"
+
+namespace plexus::data {
+
+/// How a Loader cuts, orders and normalises the samples (plx_loader_options).
+struct LoaderOptions {
+  int64_t batch_size = 1;     ///< samples per micro-batch per replica, >= 1
+  int64_t replicas = 1;       ///< R of the session, >= 1
+  int64_t steps_per_run = 1;  ///< micro-batches per replica per run, >= 1
+  bool shuffle = true;        ///< a new order each epoch; false: the dataset's order
+  uint64_t seed = 0;          ///< epoch e is shuffled with mt19937_64(seed + e)
+  float mean = 0.1307f;       ///< normalisation mean, finite
+  float std = 0.3081f;        ///< normalisation standard deviation, finite and > 0
+  bool drop_last = true;      ///< floor(N / P) runs per epoch; false: ceil(N / P)
+  int32_t workers = 2;        ///< threads preparing runs, 1 .. kMaxLoaderWorkers
+};
+
+/// Upper bound of LoaderOptions::workers.
+inline constexpr int32_t kMaxLoaderWorkers = 256;
+
+/// The stream a fill is for: images (float32) or labels (int32).
+enum class LoaderRole { Images, Labels };
+
+/// Name of a role for messages: "images" or "labels".
+const char* role_name(LoaderRole role);
+
+/// Counters of a Loader (for tests and tuning the worker count).
+struct LoaderStats {
+  int64_t waiting_fills = 0;  ///< fill() calls waiting for their run right now
+  int64_t fill_waits = 0;     ///< fill() calls so far that found their run not ready yet
+};
+
+/**
+ * Serves the micro-batches of one run at a time from a dataset of uint8 images
+ * [N, ...] and uint8 labels [N].
+ *
+ * Sample order: epoch e is a permutation of [0, N) (std::iota, then std::shuffle with
+ * std::mt19937_64(seed + e); the identity without shuffle). Run n takes positions
+ * [n * P, (n + 1) * P), P = steps_per_run * replicas * batch_size, wrapping to the start of
+ * the epoch's order past N (only without drop_last); step k of replica r takes the
+ * batch_size positions from (k * replicas + r) * batch_size.
+ *
+ * Normalisation: dst = float(x) * (1 / (255 * std)) + (-mean / std), in float32, the
+ * expression of samples/common/mnist_data.h (so both give identical bytes).
+ *
+ * Thread-safety: fill() may be called from several threads at once; the constructor,
+ * begin_run() and the destructor from one thread, not concurrently with each other.
+ * Errors are ir::Error.
+ */
+class Loader {
+ public:
+  /// Starts options.workers threads. `dataset` is borrowed and must outlive the loader.
+  /// Throws InvalidArgument naming the option out of range, for a dataset whose images or
+  /// labels are not uint8 or that has no samples, when one run's size overflows, and
+  /// with drop_last when the dataset has fewer samples than one run.
+  Loader(const IdxDataset& dataset, const LoaderOptions& options);
+
+  /// Stops and joins the workers. fill() calls still waiting end with Cancelled; no fill()
+  /// may start once destruction has begun.
+  ~Loader();
+
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  /// Runs per epoch: floor(N / P) with drop_last, else ceil(N / P).
+  int64_t runs_per_epoch() const { return runs_per_epoch_; }
+
+  /// Bytes of one fill() of `role`: batch_size x image elements x 4 (float32) for images,
+  /// batch_size x 4 (int32) for labels.
+  size_t fill_bytes(LoaderRole role) const;
+
+  /**
+   * Makes run `run` of epoch `epoch` current and has the workers prepare it and the run
+   * after it (run + 1, or run 0 of the next epoch); prepared runs other than these two
+   * are discarded. fill() calls still waiting for the previous current run end with
+   * Runtime. Throws InvalidArgument for epoch < 0 or run outside [0, runs_per_epoch()).
+   */
+  void begin_run(int64_t epoch, int64_t run);
+
+  /**
+   * Copies micro-batch (`step`, `replica`) of the current run's `role` into `buffer`
+   * (`bytes` bytes, which must equal fill_bytes(role)), waiting until the workers have
+   * prepared the run. Throws ShapeMismatch naming the role and both sizes for a wrong
+   * `bytes`; InvalidArgument for a NULL buffer or step / replica out of range; Runtime
+   * before the first begin_run() or when begin_run() made another run current while this
+   * call waited; Cancelled when the loader is destroyed while this call waits.
+   */
+  void fill(LoaderRole role, int64_t step, int64_t replica, void* buffer, size_t bytes);
+
+  /// A snapshot of the counters.
+  LoaderStats stats() const;
+
+ private:
+  struct Order;
+  struct Run;
+  // One worker task: positions [first, first + count) of a run.
+  struct Task {
+    std::shared_ptr<Run> run;
+    int64_t first = 0;
+    int64_t count = 0;
+  };
+
+  // The run (epoch, run) from runs_, or a new one whose tasks go to `new_tasks` (sharing
+  // the order of a run of the same epoch in runs_ or `kept`). Caller holds mutex_.
+  std::shared_ptr<Run> find_or_schedule(int64_t epoch, int64_t run, const std::vector<std::shared_ptr<Run>>& kept,
+                                        std::vector<Task>& new_tasks);
+  // Writes the task's positions of its run (drawing the epoch's order first if needed).
+  void prepare(const Task& task) const;
+  // A worker thread: prepares queued tasks until stopping_.
+  void work();
+  // Sets stopping_, wakes everyone, waits for waiting fills to leave, joins the workers.
+  void stop() noexcept;
+
+  const IdxDataset& dataset_;
+  const LoaderOptions options_;
+  int64_t samples_per_run_ = 0;  // P
+  int64_t image_size_ = 0;       // elements of one image
+  int64_t runs_per_epoch_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_;   // workers: a task was queued, or stopping
+  std::condition_variable ready_cv_;  // fills: a run became ready, the current run changed, or
+                                      // stopping; destructor: a waiting fill left
+  std::deque<Task> tasks_;
+  std::vector<std::shared_ptr<Run>> runs_;  // the current run, then the one prepared after it
+  bool stopping_ = false;
+  LoaderStats stats_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace plexus::data
