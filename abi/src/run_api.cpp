@@ -129,7 +129,7 @@ PLX_API void plx_run_destroy(plx_run* run) {
 PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_options* options) {
   return guarded([&] {
     require(session, "plx_session_run_with", "session");
-    session->session->run_async(to_request(session->session->graph(), options))->wait();
+    session->session->run(to_request(session->session->graph(), options));
   });
 }
 

@@ -589,7 +589,27 @@ void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> 
   RunRequest request;
   request.inputs.assign(inputs.begin(), inputs.end());
   request.outputs.assign(outputs.begin(), outputs.end());
-  run_async(std::move(request))->wait();
+  run(std::move(request));
+}
+
+void Session::run(RunRequest request) {
+  check_request(request);
+  auto handle = std::make_shared<RunHandle>();
+  Job job{std::move(request), handle, 0};
+  {
+    std::lock_guard lock(mutex_);
+    if (!jobs_.empty() || running_) {  // behind other runs: queue it, in order
+      job.generation = cancel_generation_;
+      jobs_.push_back(std::move(job));
+      jobs_changed_.notify_all();
+      job.handle = nullptr;
+    } else {  // idle: run on this thread, sparing two thread hand-overs
+      running_ = true;
+      job.generation = cancel_generation_;
+    }
+  }
+  if (job.handle) execute(job, true);
+  handle->wait();
 }
 
 std::shared_ptr<RunHandle> Session::run_async(RunRequest request) {
@@ -612,15 +632,17 @@ void Session::cancel() {
 void Session::controller_loop() {
   for (;;) {
     Job job;
+    bool run_it = false;
     {
       std::unique_lock lock(mutex_);
-      jobs_changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      jobs_changed_.wait(lock, [&] { return stopping_ || (!jobs_.empty() && !running_); });
       if (jobs_.empty()) return;  // stopping, nothing left
       job = std::move(jobs_.front());
       jobs_.pop_front();
-      running_ = job.generation == cancel_generation_;
+      running_ = true;
+      run_it = job.generation == cancel_generation_;
     }
-    execute(job);
+    execute(job, run_it);
   }
 }
 
@@ -640,13 +662,13 @@ void notify(const RunRequest& request, const std::shared_ptr<RunHandle>& handle,
 
 }  // namespace
 
-void Session::execute(Job& job) {
-  bool run_it;
-  {
-    std::lock_guard lock(mutex_);
-    run_it = running_;
-  }
+void Session::execute(Job& job, bool run_it) {
   if (!run_it) {
+    {
+      std::lock_guard lock(mutex_);
+      running_ = false;
+    }
+    jobs_changed_.notify_all();
     notify(job.request, job.handle, std::make_exception_ptr(cancelled()));
     return;
   }
@@ -703,11 +725,15 @@ void Session::execute(Job& job) {
     } else if (stream_error) {
       error = stream_error;
     }
-    running_ = false;
   }
   if (error) {
     for (auto& c : collectives_) c->reset();
   }
+  {
+    std::lock_guard lock(mutex_);
+    running_ = false;
+  }
+  jobs_changed_.notify_all();
   notify(job.request, job.handle, error);
 }
 

@@ -100,6 +100,9 @@ class Session {
   /// stays usable.
   void run(std::span<const HostArray> inputs, std::span<const HostArray> outputs);
 
+  /// Runs `request` (see run_async) and waits for it; on an idle session it runs on the
+  /// calling thread. Throws the run's error.
+  void run(RunRequest request);
   /// Checks `request` (arrays as run(); a callback per stream at most, the right kind for
   /// the stream's direction, a stream fed by an array or a callback, not both), then
   /// queues it and returns at once. request.on_complete is called once when it ends, on
@@ -169,7 +172,7 @@ class Session {
     uint64_t generation;
   };
   void controller_loop();
-  void execute(Job& job);
+  void execute(Job& job, bool run_it);
   void run_device(DeviceState& state);
   void run_step(DeviceState& state, const Step& step, int64_t iteration);
   void abort_all(const std::string& reason);

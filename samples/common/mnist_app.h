@@ -6,6 +6,8 @@
 
 #include <plexus/plexus.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -29,6 +31,8 @@ struct MnistOptions {
   double lr = 0.005;
   int64_t device_iterations = 1;
   int64_t replication_factor = 1;
+  int64_t prefetch_depth = 2;
+  int64_t loader_workers = 2;
   int64_t max_steps = 0;
   uint64_t seed = 42;
   std::string data_dir = "data";
@@ -46,6 +50,10 @@ inline void add_mnist_options(po::options_description& desc, MnistOptions& o) {
       ("lr", po::value(&o.lr)->default_value(o.lr), "SGD learning rate")
       ("device-iterations", po::value(&o.device_iterations)->default_value(o.device_iterations),
        "training steps per session run")
+      ("prefetch-depth", po::value(&o.prefetch_depth)->default_value(o.prefetch_depth),
+       "micro-batches the io threads prepare ahead of the devices per stream and replica (0: devices copy)")
+      ("loader-workers", po::value(&o.loader_workers)->default_value(o.loader_workers),
+       "data loader threads preparing runs ahead")
       ("replication-factor", po::value(&o.replication_factor)->default_value(o.replication_factor),
        "replicas training in parallel (data parallel, gradients mean-reduced)")
       ("max-steps", po::value(&o.max_steps)->default_value(o.max_steps),
@@ -65,6 +73,8 @@ inline void check_mnist_options(const MnistOptions& o) {
   require_at_least<int64_t>("epochs", o.epochs, 0);
   require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
   require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
+  require_at_least<int64_t>("prefetch-depth", o.prefetch_depth, 0);
+  require_at_least<int64_t>("loader-workers", o.loader_workers, 1);
   require_at_least<int64_t>("max-steps", o.max_steps, 0);
   if (!(o.lr > 0.0)) throw UsageError("--lr must be > 0, got " + std::to_string(o.lr));
   dataset_folder(o.data_dir, o.dataset);  // validates --dataset
@@ -113,34 +123,47 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
                          const std::function<void(const plx::Session&, const TrainProgram&)>& on_session) {
   plx::SessionOptions opts;
   opts.device_iterations = o.device_iterations;
+  opts.prefetch_depth = o.prefetch_depth;
   plx::Session session(t.ir, opts);
   on_session(session, t);
 
+  // The data loader feeds images and labels through fill callbacks on the io threads, in
+  // the order ImageSplit::shuffle(seed + epoch) gives (seed 003's asynchronous DataLoader).
   const int64_t di = o.device_iterations, b = o.batch_size;
   const int64_t per_run = di * o.replication_factor * b;
-  int64_t runs_per_epoch = data.size() / per_run;  // drop_last, as torch's DataLoader
+  plx_loader_options lo = plx::Loader::default_options();
+  lo.batch_size = b;
+  lo.replicas = o.replication_factor;
+  lo.steps_per_run = di;
+  lo.seed = o.seed;
+  lo.workers = static_cast<int32_t>(o.loader_workers);
+  plx::Loader loader(data.dataset(), lo);
+  int64_t runs_per_epoch = loader.runs_per_epoch();  // drop_last, as torch's DataLoader
   if (o.max_steps > 0) runs_per_epoch = std::min(runs_per_epoch, (o.max_steps + di - 1) / di);
-  std::vector<float> image_buf(static_cast<size_t>(per_run * kPixels));
-  std::vector<int32_t> label_buf(static_cast<size_t>(per_run));
   std::vector<float> loss_buf(static_cast<size_t>(di * o.replication_factor));
   std::vector<int32_t> correct_buf(loss_buf.size());
-  const plx::Shape image_shape = session.host_shape(t.images), label_shape = session.host_shape(t.labels);
   const plx::Shape scalar_shape = session.host_shape(t.loss);
+  const std::array<plx_stream_callback, 2> feeds = loader.callbacks(t.images.id, t.labels.id);
+  const plx::HostArray loss_out(t.loss, loss_buf.data(), scalar_shape);
+  const plx::HostArray correct_out(t.correct, correct_buf.data(), scalar_shape);
+  const plx_host_array outputs[] = {loss_out.c(), correct_out.c()};
+  plx_run_options run;
+  plx_run_options_init(&run);
+  run.callbacks = feeds.data();
+  run.num_callbacks = feeds.size();
+  run.outputs = outputs;
+  run.num_outputs = 2;
 
   TrainResult result;
   const auto start = std::chrono::steady_clock::now();
   int64_t trained = 0;
   for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
-    data.shuffle(o.seed + static_cast<uint64_t>(epoch));
     Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs_per_epoch);
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
-    for (int64_t run = 0; run < runs_per_epoch; ++run) {
-      data.fill(run * per_run, per_run, image_buf.data(), label_buf.data());
-      session.run({plx::HostArray(t.images, image_buf.data(), image_shape),
-                   plx::HostArray(t.labels, label_buf.data(), label_shape)},
-                  {plx::HostArray(t.loss, loss_buf.data(), scalar_shape),
-                   plx::HostArray(t.correct, correct_buf.data(), scalar_shape)});
+    for (int64_t r = 0; r < runs_per_epoch; ++r) {
+      loader.begin_run(epoch, r);
+      plx::check(plx_session_run_with(session.get(), &run));
       for (size_t i = 0; i < loss_buf.size(); ++i) {
         loss_sum += loss_buf[i];
         correct += correct_buf[i];
@@ -150,7 +173,7 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
       char suffix[96];
       std::snprintf(suffix, sizeof suffix, "loss %.4f acc %.2f%%", loss_sum / static_cast<double>(seen / b),
                     100.0 * static_cast<double>(correct) / static_cast<double>(seen));
-      bar.update(run + 1, suffix);
+      bar.update(r + 1, suffix);
     }
     trained += seen;
     result.final_loss = seen ? loss_sum / static_cast<double>(seen / b) : 0.0;
@@ -264,6 +287,7 @@ inline int run_mnist_sample(int argc, char** argv, const std::string& name, cons
                               {"test_batch_size", o.test_batch_size},
                               {"lr", o.lr},
                               {"device_iterations", o.device_iterations},
+                              {"prefetch_depth", o.prefetch_depth},
                               {"seed", o.seed},
                               {"dataset", o.dataset},
                               {"peak_device_bytes", trained.peak_device_bytes},

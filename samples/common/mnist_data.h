@@ -49,6 +49,8 @@ class ImageSplit {
   }
 
   int64_t size() const { return data_.size(); }
+  /// The underlying dataset (for a plx::Loader over it).
+  const plx::Dataset& dataset() const { return data_; }
   const plx::Shape& image_shape() const { return image_shape_; }
   int64_t image_size() const { return image_size_; }
 
