@@ -1,0 +1,170 @@
+// Stream callbacks, asynchronous runs and cancellation through the C API only (DESIGN.md
+// "Streaming layer"): a callback's failure becomes the run's status with a message
+// naming the stream, completion callbacks fire once, and bad requests are refused.
+#include <plexus/plexus.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/abi/c_api_test_util.h"
+
+namespace {
+
+using namespace capi_test;
+
+// x [2] -> y = -x, device_iterations 4.
+struct Negate {
+  IrPtr ir = make_ir();
+  plx_stream x = 0, y = 0;
+  SessionPtr session;
+  explicit Negate(int64_t depth) {
+    const int64_t shape[] = {2};
+    plx_tensor xt = 0, yt = 0;
+    size_t n = 0;
+    EXPECT_EQ(plx_ir_add_h2d_stream(ir.get(), "x", PLX_DTYPE_FLOAT32, shape, 1, &x, &xt), PLX_OK);
+    EXPECT_EQ(plx_ir_add_op(ir.get(), "neg", &xt, 1, nullptr, 0, &yt, 1, &n), PLX_OK);
+    EXPECT_EQ(plx_ir_add_d2h_stream(ir.get(), "y", yt, &y), PLX_OK);
+    plx_session_options o;
+    plx_session_options_init(&o);
+    o.device_iterations = 4;
+    o.prefetch_depth = depth;
+    plx_session* s = nullptr;
+    EXPECT_EQ(plx_session_create(ir.get(), &o, &s), PLX_OK) << plx_last_error();
+    session.reset(s);
+  }
+};
+
+struct Sink {
+  std::vector<float> values;
+  std::atomic<int> completions{0};
+  plx_status last_status = PLX_OK;
+  std::string last_message;
+};
+
+plx_status fill_step(void*, plx_stream, int64_t step, int64_t, void* buffer, size_t bytes) {
+  const float v[2] = {static_cast<float>(step), 1.0f};
+  if (bytes != sizeof v) return PLX_ERR_SHAPE_MISMATCH;
+  std::memcpy(buffer, v, sizeof v);
+  return PLX_OK;
+}
+plx_status fill_fails(void*, plx_stream, int64_t step, int64_t, void*, size_t) {
+  return step == 2 ? PLX_ERR_IO : PLX_OK;
+}
+plx_status fill_slowly(void*, plx_stream, int64_t, int64_t, void* buffer, size_t bytes) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::memset(buffer, 0, bytes);
+  return PLX_OK;
+}
+plx_status deliver(void* user, plx_stream, int64_t, int64_t, const void* data, size_t bytes) {
+  auto* sink = static_cast<Sink*>(user);
+  const auto* f = static_cast<const float*>(data);
+  sink->values.insert(sink->values.end(), f, f + bytes / sizeof(float));
+  return PLX_OK;
+}
+void complete(void* user, plx_status status, const char* message) {
+  auto* sink = static_cast<Sink*>(user);
+  sink->last_status = status;
+  sink->last_message = message;
+  ++sink->completions;
+}
+
+TEST(CApiRun, CallbacksFeedAndReceiveEveryStepAndCompletionFiresOnce) {
+  for (int64_t depth : {0, 2}) {
+    Negate m(depth);
+    Sink sink;
+    const plx_stream_callback callbacks[] = {{m.x, fill_step, nullptr, nullptr}, {m.y, nullptr, deliver, &sink}};
+    plx_run_options o;
+    plx_run_options_init(&o);
+    o.callbacks = callbacks;
+    o.num_callbacks = 2;
+    o.on_complete = complete;
+    o.user_data = &sink;
+    plx_run* run = nullptr;
+    ASSERT_PLX_OK(plx_session_run_async(m.session.get(), &o, &run));
+    EXPECT_EQ(plx_run_wait(run, -1), PLX_OK);
+    EXPECT_EQ(plx_run_wait(run, 0), PLX_OK);  // waiting again is fine
+    plx_run_destroy(run);
+    EXPECT_EQ(sink.values, (std::vector<float>{-0.f, -1, -1, -1, -2, -1, -3, -1}));
+    EXPECT_EQ(sink.completions.load(), 1);
+    EXPECT_EQ(sink.last_status, PLX_OK);
+    plx_stream_stats st{};
+    st.struct_size = sizeof st;
+    ASSERT_PLX_OK(plx_session_get_stream_stats(m.session.get(), &st));
+    EXPECT_EQ(st.h2d_bytes, 4 * 8);
+    EXPECT_EQ(st.d2h_bytes, 4 * 8);
+    EXPECT_EQ(st.prefetch_depth, depth);
+  }
+}
+
+TEST(CApiRun, AFailingCallbackEndsTheRunWithItsStatusNamingTheStream) {
+  Negate m(2);
+  Sink sink;
+  const plx_stream_callback callbacks[] = {{m.x, fill_fails, nullptr, nullptr}};
+  plx_run_options o;
+  plx_run_options_init(&o);
+  o.callbacks = callbacks;
+  o.num_callbacks = 1;
+  o.on_complete = complete;
+  o.user_data = &sink;
+  EXPECT_PLX_ERROR(plx_session_run_with(m.session.get(), &o), PLX_ERR_IO, "fill callback of stream 'x'",
+                   "PLX_ERR_IO", "step 2");
+  EXPECT_EQ(sink.completions.load(), 1);
+  EXPECT_EQ(sink.last_status, PLX_ERR_IO);
+  EXPECT_THAT(sink.last_message, HasSubstr("stream 'x'"));
+  const plx_stream_callback good[] = {{m.x, fill_step, nullptr, nullptr}};
+  o.callbacks = good;
+  o.on_complete = nullptr;
+  EXPECT_EQ(plx_session_run_with(m.session.get(), &o), PLX_OK);  // still usable
+}
+
+TEST(CApiRun, CancelAndTimeoutsAreStatuses) {
+  Negate m(2);
+  const plx_stream_callback callbacks[] = {{m.x, fill_slowly, nullptr, nullptr}};
+  plx_run_options o;
+  plx_run_options_init(&o);
+  o.callbacks = callbacks;
+  o.num_callbacks = 1;
+  plx_run* run = nullptr;
+  ASSERT_PLX_OK(plx_session_run_async(m.session.get(), &o, &run));
+  EXPECT_PLX_ERROR(plx_run_wait(run, 10), PLX_ERR_TIMEOUT, "still going after 10 ms");
+  ASSERT_PLX_OK(plx_session_cancel(m.session.get()));
+  EXPECT_PLX_ERROR(plx_run_wait(run, 2000), PLX_ERR_CANCELLED, "cancelled");
+  plx_run_destroy(run);
+}
+
+TEST(CApiRun, BadRunOptionsAreRefusedNamingTheField) {
+  Negate m(2);
+  plx_run* run = nullptr;
+  plx_run_options o;
+  plx_run_options_init(&o);
+  EXPECT_PLX_ERROR(plx_session_run_async(m.session.get(), nullptr, &run), PLX_ERR_INVALID_ARGUMENT, "options");
+  EXPECT_PLX_ERROR(plx_session_run_async(m.session.get(), &o, &run), PLX_ERR_INVALID_ARGUMENT,
+                   "input stream 'x' has no host array and no callback");
+  o.num_callbacks = 1;
+  EXPECT_PLX_ERROR(plx_session_run_async(m.session.get(), &o, &run), PLX_ERR_INVALID_ARGUMENT, "options->callbacks");
+  const plx_stream_callback twice[] = {{m.x, fill_step, nullptr, nullptr}, {m.x, fill_step, nullptr, nullptr}};
+  o.callbacks = twice;
+  o.num_callbacks = 2;
+  EXPECT_PLX_ERROR(plx_session_run_async(m.session.get(), &o, &run), PLX_ERR_INVALID_ARGUMENT, "has two callbacks");
+  const plx_stream_callback wrong[] = {{m.y, fill_step, nullptr, nullptr}};
+  o.callbacks = wrong;
+  o.num_callbacks = 1;
+  EXPECT_PLX_ERROR(plx_session_run_async(m.session.get(), &o, &run), PLX_ERR_INVALID_ARGUMENT,
+                   "device-to-host stream needs a deliver");
+  o.struct_size = 8;
+  EXPECT_PLX_ERROR(plx_session_run_async(m.session.get(), &o, &run), PLX_ERR_INVALID_ARGUMENT, "struct_size");
+  EXPECT_EQ(run, nullptr);
+  EXPECT_PLX_ERROR(plx_run_wait(nullptr, 0), PLX_ERR_INVALID_ARGUMENT, "run");
+  plx_run_destroy(nullptr);
+  plx_stream_stats st{};
+  EXPECT_PLX_ERROR(plx_session_get_stream_stats(m.session.get(), &st), PLX_ERR_INVALID_ARGUMENT, "struct_size");
+}
+
+}  // namespace
