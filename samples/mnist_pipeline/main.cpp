@@ -125,45 +125,6 @@ plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64
   return opts;
 }
 
-struct TrainProgram {
-  plx::Ir ir;
-  plx::Stream images, labels, loss, correct;
-  samples::CnnParams params;
-};
-
-// Forward in blocks, loss and correct count in B4, autodiff, gradients mean-reduced over
-// replicas, AdamW (PyTorch defaults: betas 0.9/0.999, eps 1e-8, weight decay 0.01) with
-// its state (exp_avg, exp_avg_sq, step) as variables.
-TrainProgram build_train(const Options& o) {
-  TrainProgram t{plx::Ir(o.replication_factor), {}, {}, {}, {}, {}};
-  plx::Ir& ir = t.ir;
-  t.params = samples::add_cnn_variables(ir, samples::CnnWeights::random(o.seed));
-  auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {o.batch_size, 1, 28, 28});
-  auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {o.batch_size});
-  t.images = image_stream;
-  t.labels = label_stream;
-  const plx::Tensor logits = samples::cnn_forward(ir, images, t.params);
-  plx::Tensor loss;
-  {
-    plx::Block b4(ir, "B4");
-    loss = ir.softmax_cross_entropy(logits, labels);
-    t.loss = ir.d2h_stream("loss", loss);
-    t.correct = ir.d2h_stream("correct", samples::count_correct(ir, logits, labels));
-  }
-  std::vector<plx::Tensor> grads = ir.autodiff(loss, t.params.tensors);
-  for (size_t i = 0; i < grads.size(); ++i) {
-    const plx::Tensor w = t.params.tensors[i];
-    const samples::CnnParamSpec& spec = samples::cnn_param_specs()[i];
-    if (o.replication_factor > 1) grads[i] = ir.all_reduce_(grads[i], "mean");
-    const std::vector<float> zeros(static_cast<size_t>(plx::numel(spec.shape)), 0.0f);
-    const plx::Tensor m = ir.variable<float>(std::string(spec.name) + ".exp_avg", spec.shape, zeros);
-    const plx::Tensor v = ir.variable<float>(std::string(spec.name) + ".exp_avg_sq", spec.shape, zeros);
-    const plx::Tensor step = ir.variable<float>(std::string(spec.name) + ".step", {}, {0.0f});
-    ir.adamw_(w, grads[i], m, v, step, o.learning_rate);
-  }
-  return t;
-}
-
 void print_report(const plx::Session& s, const char* what) {
   const nlohmann::json r = nlohmann::json::parse(s.report());
   std::printf("%s session: strategy %s, %lld micro-batches per iteration, %lld devices per replica\n", what,
@@ -222,7 +183,8 @@ struct Trained {
 };
 
 Trained train(const Options& o, samples::ImageSplit& data) {
-  TrainProgram t = build_train(o);
+  samples::CnnTrainProgram t =
+      samples::build_cnn_train({o.batch_size, o.replication_factor, o.seed, o.learning_rate});
   plx::Stages stages;
   plx::SessionOptions opts = session_options(o, stages, o.device_iterations);
   opts.gradient_accumulation = o.gradient_accumulation;

@@ -6,7 +6,7 @@
 //   B4  Linear(256, 10) (+ CrossEntropyLoss when training)              -> [b,10]
 // Parameters start as PyTorch's defaults do for Conv2d and Linear (kaiming_uniform with
 // a = sqrt(5), i.e. weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in))), drawn from an
-// mt19937_64 seeded by --seed.
+// mt19937_64 seeded by --seed. build_cnn_train() adds the loss, autodiff and AdamW.
 #pragma once
 
 #include <plexus/plexus.hpp>
@@ -17,6 +17,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "samples/common/mnist_mlp.h"
 
 namespace samples {
 
@@ -96,6 +98,56 @@ inline plx::Tensor cnn_forward(plx::Ir& ir, plx::Tensor images, const CnnParams&
   }
   plx::Block b4(ir, "B4");
   return ir.add(ir.matmul(x, t[6]), t[7]);
+}
+
+/// A training program of the network: its IR, streams and parameters.
+struct CnnTrainProgram {
+  plx::Ir ir;
+  plx::Stream images, labels, loss, correct;
+  CnnParams params;
+};
+
+/// What build_cnn_train() needs.
+struct CnnTrainConfig {
+  int64_t batch_size = 40;  ///< micro-batch per replica
+  int64_t replicas = 1;
+  uint64_t seed = 0;        ///< initial weights (CnnWeights::random)
+  double learning_rate = 0.001;
+};
+
+/// Seed 003's training step: images [batch,1,28,28] float32 and labels [batch] int32 in,
+/// forward in blocks B1..B4, CrossEntropyLoss and the correct count in B4 streamed out,
+/// autodiff, gradients mean-reduced over replicas, AdamW (PyTorch defaults: betas
+/// 0.9/0.999, eps 1e-8, weight decay 0.01) with its state (exp_avg, exp_avg_sq, step) as
+/// variables.
+inline CnnTrainProgram build_cnn_train(const CnnTrainConfig& c) {
+  CnnTrainProgram t{plx::Ir(c.replicas), {}, {}, {}, {}, {}};
+  plx::Ir& ir = t.ir;
+  t.params = add_cnn_variables(ir, CnnWeights::random(c.seed));
+  auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {c.batch_size, 1, 28, 28});
+  auto [label_stream, labels] = ir.h2d_stream("labels", PLX_DTYPE_INT32, {c.batch_size});
+  t.images = image_stream;
+  t.labels = label_stream;
+  const plx::Tensor logits = cnn_forward(ir, images, t.params);
+  plx::Tensor loss;
+  {
+    plx::Block b4(ir, "B4");
+    loss = ir.softmax_cross_entropy(logits, labels);
+    t.loss = ir.d2h_stream("loss", loss);
+    t.correct = ir.d2h_stream("correct", count_correct(ir, logits, labels));
+  }
+  std::vector<plx::Tensor> grads = ir.autodiff(loss, t.params.tensors);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const plx::Tensor w = t.params.tensors[i];
+    const CnnParamSpec& spec = cnn_param_specs()[i];
+    if (c.replicas > 1) grads[i] = ir.all_reduce_(grads[i], "mean");
+    const std::vector<float> zeros(static_cast<size_t>(plx::numel(spec.shape)), 0.0f);
+    const plx::Tensor m = ir.variable<float>(std::string(spec.name) + ".exp_avg", spec.shape, zeros);
+    const plx::Tensor v = ir.variable<float>(std::string(spec.name) + ".exp_avg_sq", spec.shape, zeros);
+    const plx::Tensor step = ir.variable<float>(std::string(spec.name) + ".step", {}, {0.0f});
+    ir.adamw_(w, grads[i], m, v, step, c.learning_rate);
+  }
+  return t;
 }
 
 }  // namespace samples

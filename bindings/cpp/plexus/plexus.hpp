@@ -473,6 +473,12 @@ class Stages {
   std::vector<plx_stage> stages_;
 };
 
+/// Run options with no arrays and no callbacks (plx_run_options_init); point `inputs`,
+/// `outputs` and `callbacks` at the caller's C arrays before Session::run_with.
+struct RunOptions : plx_run_options {
+  RunOptions() : plx_run_options() { plx_run_options_init(this); }
+};
+
 /// A caller's array for one stream (see plx_host_array); keeps its shape alive.
 class HostArray {
  public:
@@ -513,6 +519,21 @@ class Session {
     for (const HostArray& a : inputs) ins.push_back(a.c());
     for (const HostArray& a : outputs) outs.push_back(a.c());
     check(plx_session_run(handle_, ins.data(), ins.size(), outs.data(), outs.size()));
+  }
+
+  /// Runs with arrays and/or stream callbacks (plx_session_run_with): blocks until the run
+  /// ends; throws Error with the run's status (PLX_ERR_CANCELLED after cancel()).
+  void run_with(const plx_run_options& options) { check(plx_session_run_with(handle_, &options)); }
+
+  /// Cancels the running and queued runs (plx_session_cancel); callable from any thread.
+  void cancel() { check(plx_session_cancel(handle_)); }
+
+  /// Streaming figures of the last finished run (plx_session_get_stream_stats).
+  plx_stream_stats stream_stats() const {
+    plx_stream_stats stats{};
+    stats.struct_size = sizeof stats;
+    check(plx_session_get_stream_stats(handle_, &stats));
+    return stats;
   }
 
   Shape host_shape(Stream s) const {
