@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite, from a fresh Debian 12 machine: installs what is missing, fetches real
 # MNIST (integration tests train on it), builds, and runs ctest; then builds and runs the
-# same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the threading tests
+# (streaming layer, loader, sessions, pipelines, devices) under ThreadSanitizer.
 # Environment: PLEXUS_SKIP_SANITIZE=1 skips the sanitizer pass; PLEXUS_JOBS sets -j.
 set -euo pipefail
 
@@ -25,5 +26,13 @@ run_suite "$root/build-test" -DCMAKE_BUILD_TYPE=Release
 if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON
+  echo "== test.sh: ThreadSanitizer build of the threading tests"
+  tsan="$root/build-tsan"
+  cmake -S "$root" -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLEXUS_TSAN=ON -DPLEXUS_BUILD_SAMPLES=OFF \
+    -DPLEXUS_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$tsan" -j "$jobs" --target tests_streams tests_runtime tests_data plexus-strategy-pipelined \
+    plexus-strategy-sharded plexus-collectives-local plexus_mock_plugins
+  (cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$jobs" \
+    --timeout 600 -R "BoundedQueue|StreamPump|SpinWait|StreamingSession|Loader|PipelinedSession|VirtualDevice|ReplicatedSession")
 fi
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"
