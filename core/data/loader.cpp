@@ -206,6 +206,26 @@ void Loader::prepare(const Task& task) const {
   }
 }
 
+void Loader::finish_chunk(Run& run) {
+  if (--run.chunks_left == 0) {
+    run.ready = true;
+    ready_cv_.notify_all();
+  }
+}
+
+void Loader::help_prepare(const std::shared_ptr<Run>& run, std::unique_lock<std::mutex>& lock) {
+  while (!run->ready) {
+    const auto it = std::find_if(tasks_.begin(), tasks_.end(), [&](const Task& t) { return t.run == run; });
+    if (it == tasks_.end()) return;  // the rest is being prepared by workers
+    Task task = std::move(*it);
+    tasks_.erase(it);
+    lock.unlock();
+    prepare(task);
+    lock.lock();
+    finish_chunk(*run);
+  }
+}
+
 void Loader::work() {
   for (;;) {
     Task task;
@@ -218,36 +238,34 @@ void Loader::work() {
     }
     prepare(task);
     std::lock_guard lock(mutex_);
-    if (--task.run->chunks_left == 0) {
-      task.run->ready = true;
-      ready_cv_.notify_all();
-    }
+    finish_chunk(*task.run);
   }
 }
 
 void Loader::fill(LoaderRole role, int64_t step, int64_t replica, void* buffer, size_t bytes) {
-  const std::string what = std::string("loader ") + role_name(role) + " fill";
+  const auto what = [role] { return std::string("loader ") + role_name(role) + " fill"; };
   const size_t expected = fill_bytes(role);
   if (bytes != expected) {
     fail(ErrorCode::ShapeMismatch,
-         what + ": buffer is " + std::to_string(bytes) + " bytes, " + std::to_string(expected) + " expected (batch_size " +
+         what() + ": buffer is " + std::to_string(bytes) + " bytes, " + std::to_string(expected) + " expected (batch_size " +
              std::to_string(options_.batch_size) +
              (role == LoaderRole::Images ? " x " + std::to_string(image_size_) + " float32)" : " int32)"));
   }
-  if (buffer == nullptr) fail(ErrorCode::InvalidArgument, what + ": buffer is NULL");
+  if (buffer == nullptr) fail(ErrorCode::InvalidArgument, what() + ": buffer is NULL");
   if (step < 0 || step >= options_.steps_per_run) {
-    fail(ErrorCode::InvalidArgument, what + ": step is " + std::to_string(step) + ", must be in [0, " +
+    fail(ErrorCode::InvalidArgument, what() + ": step is " + std::to_string(step) + ", must be in [0, " +
                                          std::to_string(options_.steps_per_run) + ") (steps_per_run)");
   }
   if (replica < 0 || replica >= options_.replicas) {
-    fail(ErrorCode::InvalidArgument, what + ": replica is " + std::to_string(replica) + ", must be in [0, " +
+    fail(ErrorCode::InvalidArgument, what() + ": replica is " + std::to_string(replica) + ", must be in [0, " +
                                          std::to_string(options_.replicas) + ") (replicas)");
   }
   std::shared_ptr<Run> run;
   {
     std::unique_lock lock(mutex_);
-    if (runs_.empty()) fail(ErrorCode::Runtime, what + ": no current run (call begin_run first)");
+    if (runs_.empty()) fail(ErrorCode::Runtime, what() + ": no current run (call begin_run first)");
     run = runs_.front();
+    help_prepare(run, lock);  // a fill that would wait prepares the run's pending chunks itself
     if (!run->ready) {
       ++stats_.fill_waits;
       ++stats_.waiting_fills;
@@ -255,10 +273,10 @@ void Loader::fill(LoaderRole role, int64_t step, int64_t replica, void* buffer, 
       --stats_.waiting_fills;
       if (stopping_) {
         ready_cv_.notify_all();  // the destructor waits for the waiting fills to leave
-        fail(ErrorCode::Cancelled, what + ": the loader was destroyed while this fill waited for its run");
+        fail(ErrorCode::Cancelled, what() + ": the loader was destroyed while this fill waited for its run");
       }
       if (runs_.front() != run) {
-        fail(ErrorCode::Runtime, what + ": run " + std::to_string(run->run) + " of epoch " +
+        fail(ErrorCode::Runtime, what() + ": run " + std::to_string(run->run) + " of epoch " +
                                      std::to_string(run->epoch) + " is no longer current (begin_run(" +
                                      std::to_string(runs_.front()->epoch) + ", " +
                                      std::to_string(runs_.front()->run) + ") was called while this fill waited)");

@@ -124,6 +124,11 @@ class Loader {
   void prepare(const Task& task) const;
   // A worker thread: prepares queued tasks until stopping_.
   void work();
+  /// One chunk of `run` done (under mutex_): the last one makes the run ready.
+  void finish_chunk(Run& run);
+  /// Called by a fill whose run is not ready (under mutex_, released while preparing):
+  /// prepares the run's chunks no worker has taken yet, instead of waiting for a worker.
+  void help_prepare(const std::shared_ptr<Run>& run, std::unique_lock<std::mutex>& lock);
   // Sets stopping_, wakes everyone, waits for waiting fills to leave, joins the workers.
   void stop() noexcept;
 

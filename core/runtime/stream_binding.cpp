@@ -1,5 +1,6 @@
 #include "core/runtime/stream_binding.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -37,7 +38,8 @@ void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n) {
 
 StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin)
     : graph_(graph), replicas_(replicas), depth_(depth), spin_(spin), transport_(streams::make_in_process_transport()) {
-  endpoints_.resize(graph.num_streams() * static_cast<size_t>(replicas));
+  num_endpoints_ = graph.num_streams() * static_cast<size_t>(replicas);
+  endpoints_ = std::make_unique<Endpoint[]>(num_endpoints_);
   active_.assign(graph.num_streams(), false);
   if (depth_ == 0) return;
   io_ = std::make_unique<streams::IoService>(io_threads);
@@ -57,12 +59,15 @@ StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t d
 
 void StreamBinding::bind(const RunRequest& request, const std::vector<int64_t>& items, const std::vector<bool>& accumulate) {
   items_ = items;
+  direct_ = depth_ == 0 || *std::max_element(items.begin(), items.end()) <= 1;
   h2d_bytes_ = d2h_bytes_ = 0;
   exposed_wait_ns_ = taken_ = occupancy_ = 0;
   std::fill(active_.begin(), active_.end(), false);
-  for (Endpoint& e : endpoints_) {
+  for (size_t i = 0; i < num_endpoints_; ++i) {
+    Endpoint& e = endpoints_[i];
     e.source = nullptr;
     e.sink = nullptr;
+    e.claimed = 0;
     if (e.queue) e.queue->reset();
   }
   for (const HostArray& a : request.inputs) {
@@ -108,14 +113,14 @@ void StreamBinding::bind(const RunRequest& request, const std::vector<int64_t>& 
 }
 
 void StreamBinding::start(std::function<void(std::exception_ptr)> on_error) {
-  if (depth_ == 0) return;
+  if (direct_) return;
   std::vector<streams::Feed> feeds;
   std::vector<streams::Drain> drains;
   for (size_t s = 0; s < graph_.num_streams(); ++s) {
     for (int64_t r = 0; r < replicas_; ++r) {
       Endpoint& e = at(s, r);
       if (e.source) {
-        feeds.push_back({e.queue.get(), items_[s], [&e](int64_t k, std::byte* slot) { e.source(k, slot); }});
+        feeds.push_back({e.queue.get(), items_[s], [&e](int64_t k, std::byte* slot) { e.source(k, slot); }, &e.claimed});
       } else if (e.sink) {
         drains.push_back({e.queue.get(), items_[s], [&e](int64_t, const std::byte* slot) {
                             int64_t row;
@@ -129,15 +134,15 @@ void StreamBinding::start(std::function<void(std::exception_ptr)> on_error) {
 }
 
 void StreamBinding::finish(bool abort_io) {
-  if (depth_ == 0) return;
+  if (direct_) return;
   if (abort_io) pump_->abort();
   pump_->wait();
   pump_->detach();
 }
 
 void StreamBinding::abort() {
-  for (Endpoint& e : endpoints_) {
-    if (e.queue) e.queue->abort();
+  for (size_t i = 0; i < num_endpoints_; ++i) {
+    if (endpoints_[i].queue) endpoints_[i].queue->abort();
   }
   if (pump_) pump_->abort();
 }
@@ -159,12 +164,19 @@ StreamStats StreamBinding::stats() const {
 
 void StreamBinding::load(size_t s, int64_t replica, int64_t step, std::byte* dst) {
   Endpoint& e = at(s, replica);
-  if (depth_ == 0) {
+  if (direct_) {
     e.source(step, dst);
     return;
   }
   const size_t ready = e.queue->size();
   const std::byte* src = ready > 0 ? e.queue->try_consumer_slot() : nullptr;
+  int64_t next = step;
+  if (src == nullptr && e.claimed.compare_exchange_strong(next, step + 1, std::memory_order_acq_rel)) {
+    // The io thread has not started this micro-batch: produce it here rather than wait.
+    e.source(step, dst);
+    taken_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (src == nullptr) {
     const int64_t t0 = now_ns();
     src = e.queue->consumer_slot();
@@ -178,7 +190,7 @@ void StreamBinding::load(size_t s, int64_t replica, int64_t step, std::byte* dst
 
 void StreamBinding::store(size_t s, int64_t replica, int64_t row, const std::byte* src) {
   Endpoint& e = at(s, replica);
-  if (depth_ == 0) {
+  if (direct_) {
     if (row >= 0) e.sink(row, src);
     return;
   }

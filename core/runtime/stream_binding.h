@@ -90,6 +90,7 @@ class StreamBinding {
     std::unique_ptr<streams::BoundedQueue> queue;
     std::function<void(int64_t, std::byte*)> source;        ///< h2d
     std::function<void(int64_t, const std::byte*)> sink;    ///< d2h: (row, data)
+    std::atomic<int64_t> claimed{0};  ///< h2d: next micro-batch nobody produces yet (streams::Feed)
   };
   Endpoint& at(size_t s, int64_t replica) { return endpoints_[s * static_cast<size_t>(replicas_) + static_cast<size_t>(replica)]; }
 
@@ -99,9 +100,13 @@ class StreamBinding {
   std::unique_ptr<streams::Transport> transport_;
   std::unique_ptr<streams::IoService> io_;
   std::unique_ptr<streams::StreamPump> pump_;
-  std::vector<Endpoint> endpoints_;  ///< [stream][replica]
+  std::unique_ptr<Endpoint[]> endpoints_;  ///< [stream][replica]
+  size_t num_endpoints_ = 0;
   std::vector<bool> active_;
   std::vector<int64_t> items_;
+  /// This run moves data on the device threads: depth 0, or one micro-batch per stream
+  /// (nothing to prefetch within the run, and an io hand-over would only add latency).
+  bool direct_ = true;
   std::atomic<int64_t> exposed_wait_ns_{0}, taken_{0}, occupancy_{0};
   int64_t h2d_bytes_ = 0, d2h_bytes_ = 0;
 };

@@ -37,7 +37,7 @@ void StreamPump::fail(std::exception_ptr error) {
 
 void StreamPump::pump(Share& share) {
   SpinWait waiter(spin_);
-  std::vector<int64_t> fed(share.feeds.size(), 0), drained(share.drains.size(), 0);
+  std::vector<int64_t> drained(share.drains.size(), 0);
   try {
     for (;;) {
       const uint32_t seen = share.doorbell.load(std::memory_order_acquire);
@@ -45,11 +45,13 @@ void StreamPump::pump(Share& share) {
       bool pending = false, moved = false;
       for (size_t i = 0; i < share.feeds.size(); ++i) {
         Feed& f = share.feeds[i];
-        if (fed[i] == f.items) continue;
+        int64_t k = f.claimed->load(std::memory_order_acquire);
+        if (k == f.items) continue;
         pending = true;
-        if (std::byte* slot = f.queue->try_producer_slot()) {
+        std::byte* slot = f.queue->try_producer_slot();
+        if (slot != nullptr && f.claimed->compare_exchange_strong(k, k + 1, std::memory_order_acq_rel)) {
           const int64_t t0 = now_ns();
-          f.produce(fed[i]++, slot);
+          f.produce(k, slot);
           produce_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
           f.queue->commit();
           moved = true;

@@ -20,10 +20,15 @@
 namespace plexus::streams {
 
 /// `items` micro-batches into `queue`; produce(k, slot) writes item k (throws on failure).
+/// `claimed` (shared with the consumer) is the next item index nobody produces yet: the
+/// pump claims an index before producing it, and a consumer that finds the queue empty may
+/// claim the next index itself and produce it straight into its destination, so that the
+/// io hand-over never adds latency when the io thread is behind.
 struct Feed {
   BoundedQueue* queue = nullptr;
   int64_t items = 0;
   std::function<void(int64_t, std::byte*)> produce;
+  std::atomic<int64_t>* claimed = nullptr;
 };
 
 /// `items` results out of `queue`; consume(k, slot) takes item k (throws on failure).

@@ -19,9 +19,10 @@ TEST(StreamPump, FeedsAheadAndDrainsInOrderOnTheIoThreads) {
     constexpr int64_t kItems = 500;
     BoundedQueue in_a("a", 8, 2, false), in_b("b", 8, 2, false), out("out", 8, 2, false);
     std::vector<int64_t> delivered;
+    std::atomic<int64_t> claimed_a{0}, claimed_b{0};
     std::vector<Feed> feeds;
-    for (BoundedQueue* q : {&in_a, &in_b}) {
-      feeds.push_back({q, kItems, [](int64_t k, std::byte* slot) { std::memcpy(slot, &k, 8); }});
+    for (auto [q, claimed] : {std::pair{&in_a, &claimed_a}, std::pair{&in_b, &claimed_b}}) {
+      feeds.push_back({q, kItems, [](int64_t k, std::byte* slot) { std::memcpy(slot, &k, 8); }, claimed});
     }
     std::vector<Drain> drains{{&out, kItems, [&](int64_t, const std::byte* slot) {
                                  int64_t v;
@@ -50,9 +51,12 @@ TEST(StreamPump, AFailingProducerIsReportedOnceAndStopsThePump) {
   StreamPump pump(io, false);
   BoundedQueue q("q", 8, 2, false);
   int reports = 0;
-  std::vector<Feed> feeds{{&q, 10, [](int64_t k, std::byte*) {
+  std::atomic<int64_t> claimed{0};
+  std::vector<Feed> feeds{{&q, 10,
+                           [](int64_t k, std::byte*) {
                              if (k == 3) throw ir::Error(ir::ErrorCode::Runtime, "source broke at 3");
-                           }}};
+                           },
+                           &claimed}};
   pump.start(std::move(feeds), {}, [&](std::exception_ptr e) {
     ++reports;
     try {
