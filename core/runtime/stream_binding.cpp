@@ -59,7 +59,7 @@ StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t d
 
 void StreamBinding::bind(const RunRequest& request, const std::vector<int64_t>& items, const std::vector<bool>& accumulate) {
   items_ = items;
-  direct_ = depth_ == 0 || *std::max_element(items.begin(), items.end()) <= 1;
+  direct_ = depth_ == 0 || items.empty() || *std::max_element(items.begin(), items.end()) <= 1;
   h2d_bytes_ = d2h_bytes_ = 0;
   exposed_wait_ns_ = taken_ = occupancy_ = 0;
   std::fill(active_.begin(), active_.end(), false);

@@ -173,9 +173,10 @@ TEST(Session, KernelErrorEndsTheRunAndTheSessionStaysUsable) {
 
 TEST(Session, RunningAllocatesNothingPerStep) {
   Accumulator m;
-  auto allocations_of_one_run = [&](int64_t iterations) {
+  auto allocations_of_one_run = [&](int64_t iterations, int64_t depth) {
     SessionOptions opts;
     opts.device_iterations = iterations;
+    opts.prefetch_depth = depth;
     Session s(m.graph, opts);
     std::vector<float> x(static_cast<size_t>(2 * iterations), 1.0f), y(x.size());
     const ir::Shape shape = s.host_shape(m.x_stream);
@@ -186,9 +187,12 @@ TEST(Session, RunningAllocatesNothingPerStep) {
     s.run(std::span(&in, 1), std::span(&out, 1));
     return testing::allocation_count() - before;
   };
-  const long one = allocations_of_one_run(1);
-  EXPECT_EQ(allocations_of_one_run(64), one);  // nothing per step or per op
-  EXPECT_LE(one, 32);  // and a few per run: argument checks, the queued request, its stream bindings
+  for (int64_t depth : {0, 2}) {  // devices copying, and io threads prefetching
+    const long some = allocations_of_one_run(2, depth);
+    EXPECT_EQ(allocations_of_one_run(64, depth), some) << "depth " << depth;  // nothing per step or per op
+    // and a few per run: argument checks, the request, its stream bindings, the io tasks
+    EXPECT_LE(some, 32) << "depth " << depth;
+  }
 }
 
 TEST(Session, RunsAreDeterministic) {
