@@ -172,7 +172,9 @@ void StreamBinding::load(size_t s, int64_t replica, int64_t step, std::byte* dst
   const std::byte* src = ready > 0 ? e.queue->try_consumer_slot() : nullptr;
   int64_t next = step;
   if (src == nullptr && e.claimed.compare_exchange_strong(next, step + 1, std::memory_order_acq_rel)) {
-    // The io thread has not started this micro-batch: produce it here rather than wait.
+    // The io thread has not started this micro-batch: produce it here rather than wait,
+    // and wake the io thread, which may be waiting to claim it.
+    e.queue->ring();
     e.source(step, dst);
     taken_.fetch_add(1, std::memory_order_relaxed);
     return;

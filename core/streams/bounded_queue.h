@@ -46,6 +46,9 @@ class BoundedQueue {
   void release();
 
   void abort();
+  /// Wakes whoever waits on epoch() or the doorbell without moving an item (a consumer
+  /// that produced an item itself tells the producer side that the count moved on).
+  void ring() { signal(); }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   /// Empties the queue and clears an abort (between runs).
   void reset();
