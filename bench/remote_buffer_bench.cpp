@@ -7,6 +7,8 @@
 #include <benchmark/benchmark.h>
 #include <plexus/plexus.hpp>
 
+#include "bench/memcpy_baseline.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -16,26 +18,8 @@ namespace {
 
 constexpr int64_t kIterations = 64;
 
-struct Aligned {
-  void operator()(void* p) const { std::free(p); }
-};
-
-std::unique_ptr<std::byte, Aligned> aligned(size_t bytes) {
-  return std::unique_ptr<std::byte, Aligned>(static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-}
-
-void BM_Memcpy(benchmark::State& state) {
-  const auto bytes = static_cast<size_t>(state.range(0));
-  auto src = aligned(bytes), dst = aligned(bytes);
-  std::memset(src.get(), 1, bytes);
-  std::memset(dst.get(), 0, bytes);
-  for (auto _ : state) {
-    std::memcpy(dst.get(), src.get(), bytes);
-    benchmark::DoNotOptimize(dst.get());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
-}
+using bench::aligned;
+using bench::BM_Memcpy;
 
 // load = true: slot -> tensor; false: variable -> slot.
 void remote_copy(benchmark::State& state, bool load) {
