@@ -3,25 +3,45 @@
 namespace plexus::runtime {
 
 void RunHandle::complete(std::exception_ptr error) {
+  ir::ErrorCode code = ir::ErrorCode::Internal;
+  std::string message;
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const ir::Error& e) {
+      code = e.code();
+      message = e.what();
+    } catch (const std::exception& e) {
+      message = std::string("internal error: ") + e.what();
+    } catch (...) {
+      message = "internal error: unknown exception";
+    }
+  }
   {
     std::lock_guard lock(mutex_);
     if (done_) return;
-    error_ = std::move(error);
+    failed_ = error != nullptr;
+    code_ = code;
+    message_ = std::move(message);
     done_ = true;
   }
   finished_.notify_all();
 }
 
+void RunHandle::throw_if_failed() const {
+  if (failed_) throw ir::Error(code_, message_);
+}
+
 void RunHandle::wait() {
   std::unique_lock lock(mutex_);
   finished_.wait(lock, [&] { return done_; });
-  if (error_) std::rethrow_exception(error_);
+  throw_if_failed();
 }
 
 bool RunHandle::wait_for(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   if (!finished_.wait_for(lock, timeout, [&] { return done_; })) return false;
-  if (error_) std::rethrow_exception(error_);
+  throw_if_failed();
   return true;
 }
 

@@ -38,9 +38,9 @@ void BoundedQueue::wait_until(bool (BoundedQueue::*ready)() const, SpinWait& wai
 void BoundedQueue::signal() {
   epoch_.fetch_add(1, std::memory_order_release);
   epoch_.notify_all();
-  if (doorbell_ != nullptr) {
-    doorbell_->fetch_add(1, std::memory_order_release);
-    doorbell_->notify_all();
+  if (std::atomic<uint32_t>* bell = doorbell_.load(std::memory_order_acquire)) {
+    bell->fetch_add(1, std::memory_order_release);
+    bell->notify_all();
   }
 }
 

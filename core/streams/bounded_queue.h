@@ -61,7 +61,7 @@ class BoundedQueue {
   /// several queues can wait on (SpinWait::wait).
   const std::atomic<uint32_t>& epoch() const { return epoch_; }
   /// Also bumps and notifies `doorbell` on every commit and release (null: none).
-  void set_doorbell(std::atomic<uint32_t>* doorbell) { doorbell_ = doorbell; }
+  void set_doorbell(std::atomic<uint32_t>* doorbell) { doorbell_.store(doorbell, std::memory_order_release); }
 
  private:
   void wait_until(bool (BoundedQueue::*ready)() const, SpinWait& waiter);
@@ -80,7 +80,7 @@ class BoundedQueue {
   std::atomic<uint64_t> pushed_{0}, popped_{0};
   std::atomic<uint32_t> epoch_{0};
   std::atomic<bool> aborted_{false};
-  std::atomic<uint32_t>* doorbell_ = nullptr;
+  std::atomic<std::atomic<uint32_t>*> doorbell_{nullptr};  ///< set between runs, read by any thread
   SpinWait producer_wait_, consumer_wait_;
 };
 
