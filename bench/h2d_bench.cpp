@@ -62,6 +62,9 @@ void BM_H2DStream(benchmark::State& state) {
       s.transfer_ns > 0 ? std::clamp(1.0 - static_cast<double>(s.exposed_wait_ns) / static_cast<double>(s.transfer_ns), 0.0, 1.0)
                         : 0.0;
   state.counters["occupancy"] = s.mean_occupancy;
+  state.counters["run_us"] = static_cast<double>(s.run_ns) / 1e3;
+  state.counters["xfer_us"] = static_cast<double>(s.transfer_ns) / 1e3;
+  state.counters["wait_us"] = static_cast<double>(s.exposed_wait_ns) / 1e3;
 }
 
 }  // namespace

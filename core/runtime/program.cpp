@@ -37,6 +37,7 @@ class Builder {
       p_.stages[s].device = pl_.stage_device[s];
     }
     assign_homes();
+    find_loaders();
     find_offloaded();
     find_accumulated();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
@@ -123,8 +124,23 @@ class Builder {
     const ir::TensorInfo& t = info(r);
     if (t.kind == ir::TensorKind::OpOutput) return {stage_of(t.producer), phase_of(t.producer)};
     if (t.kind == ir::TensorKind::Variable) return {p_.home_stage.at(r), Phase::Forward};
-    auto it = first_loader_.find(r);
-    return it == first_loader_.end() ? std::pair{0, Phase::Forward} : it->second;
+    auto it = loader_.find(r);
+    return it == loader_.end() ? std::pair{0, Phase::Forward} : it->second;
+  }
+
+  // A stream is loaded once per micro-batch, by the first stage that reads it, in the first
+  // phase it does; other stages receive it from there.
+  void find_loaders() {
+    for (size_t o = 0; o < g_.num_ops(); ++o) {
+      const ir::Op& op = g_.op(static_cast<ir::OpId>(o));
+      const int32_t s = stage_of(static_cast<ir::OpId>(o));
+      for (TensorId t : op.inputs) {
+        const TensorId r = root(t);
+        if (info(r).kind != ir::TensorKind::StreamInput) continue;
+        auto [it, fresh] = loader_.emplace(r, std::pair{s, op.phase});
+        if (!fresh && std::pair{s, op.phase} < it->second) it->second = {s, op.phase};
+      }
+    }
   }
 
   // Makes `t` (an input of an op of stage s in phase x) available: a stream load or a
@@ -136,13 +152,11 @@ class Builder {
     if (have.count(r)) return;
     have.insert(r);
     const ir::TensorInfo& ti = info(r);
-    if (ti.kind == ir::TensorKind::StreamInput) {
+    const auto [from, from_phase] = owner(r);
+    if (ti.kind == ir::TensorKind::StreamInput && from == s) {
       prologue_[static_cast<size_t>(s)][phase_index(x)].push_back({ActionKind::LoadStream, stream_of_.at(r)});
-      first_loader_.emplace(r, std::pair{s, x});
       return;
     }
-    const int32_t from = stage_of(ti.producer);
-    const Phase from_phase = phase_of(ti.producer);
     if (from == s) return;  // computed here
     if (x == Phase::Update) {
       ir::fail(ErrorCode::InvalidArgument, "update op '" + user.name + "' in stage " + std::to_string(s) +
@@ -242,10 +256,18 @@ class Builder {
     }
     std::vector<memory::BufferRequest> requests;
     std::map<TensorId, size_t> request_of;
+    std::map<TensorId, int32_t> in_place_stream;  // loaded here and read in place -> stream
+    for (const Action& a : timeline) {
+      if (a.kind == ActionKind::LoadStream && o_.in_place.count(root(g_.stream(a.index).tensor))) {
+        in_place_stream.emplace(root(g_.stream(a.index).tensor), a.index);
+      }
+    }
     auto touch = [&](TensorId t, int64_t position, Phase x) {
       const TensorId r = root(t);
       const ir::TensorInfo& ti = info(r);
-      const bool in_slot = p_.offloaded.count(r) || (!is_persistent(ti) && !(x == Phase::Update && plan.accumulator.count(r)));
+      if (auto it = in_place_stream.find(r); it != in_place_stream.end()) plan.in_place_last_use[it->second] = static_cast<size_t>(position);
+      const bool in_slot = p_.offloaded.count(r) ||
+                           (!is_persistent(ti) && !in_place_stream.count(r) && !(x == Phase::Update && plan.accumulator.count(r)));
       if (!in_slot) return;
       auto [it, fresh] = request_of.emplace(r, requests.size());
       if (fresh) requests.push_back({ti.bytes(), position, position, false});
@@ -330,7 +352,7 @@ class Builder {
   std::vector<std::set<TensorId>> available_;
   std::vector<std::array<std::vector<Action>, 3>> prologue_, epilogue_, body_;
   std::map<TensorId, int32_t> stream_of_;
-  std::map<TensorId, std::pair<int32_t, Phase>> first_loader_;
+  std::map<TensorId, std::pair<int32_t, Phase>> loader_;  ///< stream tensors: the stage and step that load them
   std::set<size_t> placed_streams_;
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };

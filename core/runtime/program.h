@@ -8,13 +8,15 @@
 // Memory of a device: a persistent block (its stages' variables and constants, gradient
 // accumulators), one scratch area its ops share (a device runs one op at a time), then,
 // for each of its stages, `slots` copies of the stage's slot region: the tensors of one micro-batch from its forward step to its backward step, planned
-// by liveness over the stage's action timeline [forward | backward | update]. The update
+// by liveness over the stage's action timeline [forward | backward | update]. Stream
+// tensors read in place live in their queue's buffers instead. The update
 // step runs once every slot is free and uses slot 0.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "core/ir/graph.h"
@@ -52,6 +54,9 @@ struct StagePlan {
   size_t first_position[3] = {0, 0, 0};  ///< timeline position of each phase's first action
   std::map<ir::TensorId, size_t> slot_offset;     ///< roots in the slot region
   std::map<ir::TensorId, size_t> accumulator;     ///< root -> offset in the device's persistent block
+  /// Host-to-device streams this stage reads in place (CompileOptions::in_place) -> the
+  /// timeline position of the last action that touches their tensor.
+  std::map<int32_t, size_t> in_place_last_use;
   memory::MemoryPlan slot_plan;        ///< live_bytes per timeline position
   int64_t slots = 1;                   ///< micro-batch slots (micro-batches in flight at once)
   int64_t device = 0;
@@ -85,6 +90,10 @@ struct CompileOptions {
   int64_t micro_batches = 1;
   std::vector<int64_t> slots;          ///< per stage, from the schedule's analysis
   bool offload_optimizer_state = false;
+  /// Roots of host-to-device stream tensors that the steps read in place from their queue
+  /// buffers (StreamBinding): not planned in the arena of the stage that loads them (a
+  /// stage that receives one from it keeps its copy in its slot region).
+  std::set<ir::TensorId> in_place;
 };
 
 /// Builds the program of one replica. Throws InvalidArgument naming the op or tensor when a

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "core/ir/error.h"
@@ -26,7 +27,8 @@ struct Session::Item {
   int32_t op = -1;
 };
 
-/// The items of one step kind of one stage in one micro-batch slot.
+/// The items of one step kind of one stage in one micro-batch slot (and, for a stage that
+/// reads streams in place, one ring buffer index).
 struct Session::StepItems {
   std::vector<Item> items;
   size_t live_index = 0;  ///< this slot's entry in DeviceState::slot_live
@@ -129,7 +131,12 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
   const ScheduleAnalysis analysis = check_schedule(
       {placement.num_stages, placement.num_devices, placement.stage_device, program_.micro_batches, program_.training},
       schedule_, strategy_name_);
-  program_ = compile(graph_, placement, {program_.micro_batches, analysis.slots, options_.offload_optimizer_state});
+  std::set<ir::TensorId> in_place;
+  for (size_t i = 0; i < graph_.num_streams(); ++i) {
+    const auto id = static_cast<ir::StreamId>(i);
+    if (reads_in_place(graph_, id, options_.prefetch_depth)) in_place.insert(graph_.storage_root(graph_.stream(id).tensor));
+  }
+  program_ = compile(graph_, placement, {program_.micro_batches, analysis.slots, options_.offload_optimizer_state, in_place});
   check_memory();
 
   const int64_t replicas = graph_.replication_factor();
@@ -157,7 +164,15 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
           cp.bytes, static_cast<size_t>(program_.micro_batches), spin));
     }
   }
-  streams_ = std::make_unique<StreamBinding>(graph_, replicas, options_.prefetch_depth, options_.io_threads, spin);
+  std::vector<int64_t> held(graph_.num_streams(), 0);  // in-place streams: micro-batches their stage holds
+  for (const StagePlan& sp : program_.stages) {
+    for (const auto& [stream, last] : sp.in_place_last_use) held[static_cast<size_t>(stream)] = sp.slots;
+  }
+  streams_ = std::make_unique<StreamBinding>(graph_, replicas, options_.prefetch_depth, options_.io_threads, spin, held);
+  stage_ring_.assign(program_.stages.size(), 1);
+  for (size_t s = 0; s < program_.stages.size(); ++s) {
+    for (const auto& [stream, last] : program_.stages[s].in_place_last_use) stage_ring_[s] = streams_->ring(static_cast<size_t>(stream));
+  }
   for (size_t i = 0; i < graph_.num_streams(); ++i) {
     const auto id = static_cast<ir::StreamId>(i);
     const bool d2h = graph_.stream(id).direction == ir::StreamDirection::DeviceToHost;
@@ -232,10 +247,15 @@ std::byte* Session::slot_address(const DeviceState& state, int32_t stage, int64_
   return slot_region(state, stage, slot) + program_.stages[static_cast<size_t>(stage)].slot_offset.at(root);
 }
 
-std::byte* Session::tensor_address(const DeviceState& state, int32_t stage, Phase phase, int64_t slot,
+std::byte* Session::tensor_address(const DeviceState& state, int32_t stage, Phase phase, int64_t slot, size_t ring_index,
                                    ir::TensorId tensor) const {
   const ir::TensorId root = program_.root_of[static_cast<size_t>(tensor)];
   const StagePlan& sp = program_.stages[static_cast<size_t>(stage)];
+  for (const auto& [stream, last] : sp.in_place_last_use) {
+    if (program_.root_of[static_cast<size_t>(graph_.stream(stream).tensor)] == root) {
+      return const_cast<std::byte*>(streams_->ring_buffer(static_cast<size_t>(stream), state.replica, ring_index));
+    }
+  }
   const DevicePlan& dp = program_.devices[static_cast<size_t>(state.index)];
   std::byte* base = state.device->arena().data();
   if (phase == Phase::Update) {
@@ -256,12 +276,16 @@ void Session::build_device(DeviceState& state) {
     const size_t first_live = state.slot_live.size();
     state.slot_live.resize(first_live + static_cast<size_t>(sp.slots), 0);
     for (Phase phase : {Phase::Forward, Phase::Backward, Phase::Update}) {
-      auto& per_slot = state.items[s][static_cast<size_t>(phase)];
+      auto& lists = state.items[s][static_cast<size_t>(phase)];
       const int64_t slots = phase == Phase::Update ? 1 : sp.slots;
-      per_slot.resize(static_cast<size_t>(slots));
+      const size_t ring = phase == Phase::Update ? 1 : stage_ring_[s];
+      lists.resize(static_cast<size_t>(slots) * ring);
       for (int64_t k = 0; k < slots; ++k) {
-        per_slot[static_cast<size_t>(k)].live_index = first_live + static_cast<size_t>(k);
-        build_step(state, static_cast<int32_t>(s), phase, k, per_slot[static_cast<size_t>(k)].items);
+        for (size_t b = 0; b < ring; ++b) {
+          StepItems& list = lists[static_cast<size_t>(k) * ring + b];
+          list.live_index = first_live + static_cast<size_t>(k);
+          build_step(state, static_cast<int32_t>(s), phase, k, b, list.items);
+        }
       }
     }
   }
@@ -275,13 +299,13 @@ OutputLayout Session::output_layout(ir::StreamId stream) const {
                       per_update ? 1 : options_.gradient_accumulation, replication_factor()};
 }
 
-void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t slot, std::vector<Item>& items) {
+void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t slot, size_t ring_index, std::vector<Item>& items) {
   const StagePlan& sp = program_.stages[static_cast<size_t>(stage)];
   const auto& actions = sp.actions[static_cast<size_t>(phase)];
   const int64_t replicas = replication_factor();
   const int64_t replica = st.replica;
   const int64_t micro_batches = program_.micro_batches;
-  auto address = [&](ir::TensorId t) { return tensor_address(st, stage, phase, slot, t); };
+  auto address = [&](ir::TensorId t) { return tensor_address(st, stage, phase, slot, ring_index, t); };
   if (phase == Phase::Update && micro_batches > 1) {  // accumulated sums -> means, once per update
     for (const auto& [root, offset] : sp.accumulator) {
       auto* data = reinterpret_cast<float*>(st.device->arena().data() + offset);
@@ -296,9 +320,16 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
   size_t position = sp.first_position[static_cast<size_t>(phase)];
   for (const Action& a : actions) {
     Item item;
-    item.live_bytes = sp.slot_plan.live_bytes.empty() ? 0 : sp.slot_plan.live_bytes[position++];
+    item.live_bytes = sp.slot_plan.live_bytes.empty() ? 0 : sp.slot_plan.live_bytes[position];
     switch (a.kind) {
       case ActionKind::LoadStream: {
+        if (sp.in_place_last_use.count(a.index)) {
+          item.fn = [&st, streams = streams_.get(), s = static_cast<size_t>(a.index), replica, micro_batches] {
+            streams->acquire(s, replica, st.iteration * micro_batches + st.micro_batch);
+          };
+          item.traced = true;
+          break;
+        }
         const ir::TensorId t = graph_.stream(a.index).tensor;
         item.fn = [&st, streams = streams_.get(), dst = address(t), s = static_cast<size_t>(a.index), replica,
                    micro_batches] { streams->load(s, replica, st.iteration * micro_batches + st.micro_batch, dst); };
@@ -382,7 +413,13 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
         break;
       }
     }
+    const size_t live = item.live_bytes;
     items.push_back(std::move(item));
+    for (const auto& [stream, last] : sp.in_place_last_use) {
+      if (last != position) continue;
+      items.push_back({[streams = streams_.get(), s = static_cast<size_t>(stream), replica] { streams->release(s, replica); }, live});
+    }
+    ++position;
   }
 }
 
@@ -539,7 +576,9 @@ void Session::run_step(DeviceState& st, const Step& step, int64_t iteration) {
   st.micro_batch = update ? 0 : step.micro_batch;
   const StagePlan& sp = program_.stages[static_cast<size_t>(step.stage)];
   const int64_t slot = update ? 0 : step.micro_batch % sp.slots;
-  const StepItems& si = st.items[static_cast<size_t>(step.stage)][static_cast<size_t>(step.kind)][static_cast<size_t>(slot)];
+  const auto ring = static_cast<int64_t>(update ? 1 : stage_ring_[static_cast<size_t>(step.stage)]);
+  const auto list = static_cast<size_t>(slot * ring + (iteration * program_.micro_batches + step.micro_batch) % ring);
+  const StepItems& si = st.items[static_cast<size_t>(step.stage)][static_cast<size_t>(step.kind)][list];
   if (!options_.profile) {
     for (const Item& item : si.items) {
       if (item.scratch) st.use_scratch(item.scratch);

@@ -156,10 +156,12 @@ class Session {
   void make_schedule();
   void check_memory() const;
   void build_device(DeviceState& state);
-  void build_step(DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot, std::vector<Item>& items);
+  void build_step(DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot, size_t ring_index, std::vector<Item>& items);
   std::byte* slot_region(const DeviceState& state, int32_t stage, int64_t slot) const;
   std::byte* slot_address(const DeviceState& state, int32_t stage, int64_t slot, ir::TensorId root) const;
-  std::byte* tensor_address(const DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot,
+  /// Where `tensor` is for a step of `stage` in micro-batch slot `slot`; a stream the stage
+  /// reads in place is in its ring buffer `ring_index`.
+  std::byte* tensor_address(const DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot, size_t ring_index,
                             ir::TensorId tensor) const;
   void check_request(const RunRequest& request) const;
   void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
@@ -199,6 +201,7 @@ class Session {
   std::unique_ptr<StreamBinding> streams_;
   std::vector<int64_t> stream_items_;      ///< per stream: micro-batches per replica in a run
   std::vector<bool> stream_accumulates_;   ///< per stream: output mode sum
+  std::vector<size_t> stage_ring_;         ///< per stage: ring buffers of the streams it reads in place (1: none)
   StreamStats stream_stats_;
   mutable std::mutex mutex_;               ///< guards the fields below, trace_ and stream_stats_
   std::condition_variable jobs_changed_;

@@ -36,11 +36,28 @@ void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n) {
   }
 }
 
-StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin)
+bool reads_in_place(const ir::Graph& graph, ir::StreamId stream, int64_t depth) {
+  const ir::Stream& st = graph.stream(stream);
+  if (depth == 0 || st.direction != ir::StreamDirection::HostToDevice || graph.tensor(st.tensor).bytes() < kInPlaceMinBytes) {
+    return false;
+  }
+  const ir::TensorId root = graph.storage_root(st.tensor);
+  for (const ir::Op& op : graph.ops()) {
+    if (op.phase != ir::Phase::Update) continue;
+    for (ir::TensorId t : op.inputs) {
+      if (graph.storage_root(t) == root) return false;
+    }
+  }
+  return true;
+}
+
+StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin,
+                             const std::vector<int64_t>& held)
     : graph_(graph), replicas_(replicas), depth_(depth), spin_(spin), transport_(streams::make_in_process_transport()) {
   num_endpoints_ = graph.num_streams() * static_cast<size_t>(replicas);
   endpoints_ = std::make_unique<Endpoint[]>(num_endpoints_);
   active_.assign(graph.num_streams(), false);
+  in_place_.assign(graph.num_streams(), false);
   if (depth_ == 0) return;
   io_ = std::make_unique<streams::IoService>(io_threads);
   pump_ = std::make_unique<streams::StreamPump>(*io_, spin);
@@ -48,11 +65,13 @@ StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t d
     const ir::Stream& stream = graph.stream(static_cast<ir::StreamId>(s));
     const size_t bytes = graph.tensor(stream.tensor).bytes();
     const bool h2d = stream.direction == ir::StreamDirection::HostToDevice;
+    in_place_[s] = s < held.size() && held[s] > 0;
+    const int64_t capacity = in_place_[s] ? depth + held[s] - 1 : depth;
     for (int64_t r = 0; r < replicas; ++r) {
       at(s, r).queue = std::make_unique<streams::BoundedQueue>(
           std::string(h2d ? "host-to-device" : "device-to-host") + " stream '" + stream.name + "' of replica " +
               std::to_string(r),
-          h2d ? bytes : kHeader + bytes, static_cast<size_t>(depth), spin);
+          h2d ? bytes : kHeader + bytes, static_cast<size_t>(capacity), spin);
     }
   }
 }
@@ -120,7 +139,7 @@ void StreamBinding::start(std::function<void(std::exception_ptr)> on_error) {
     for (int64_t r = 0; r < replicas_; ++r) {
       Endpoint& e = at(s, r);
       if (e.source) {
-        feeds.push_back({e.queue.get(), items_[s], [&e](int64_t k, std::byte* slot) { e.source(k, slot); }, &e.claimed});
+        feeds.push_back({e.queue.get(), items_[s], [&e](int64_t k, std::byte* slot) { e.source(k, slot); }, &e.claimed, in_place_[s]});
       } else if (e.sink) {
         drains.push_back({e.queue.get(), items_[s], [&e](int64_t, const std::byte* slot) {
                             int64_t row;
@@ -176,18 +195,48 @@ void StreamBinding::load(size_t s, int64_t replica, int64_t step, std::byte* dst
     // and wake the io thread, which may be waiting to claim it.
     e.queue->ring();
     e.source(step, dst);
-    taken_.fetch_add(1, std::memory_order_relaxed);
+    count_take(0, 0);
     return;
   }
-  if (src == nullptr) {
-    const int64_t t0 = now_ns();
-    src = e.queue->consumer_slot();
-    exposed_wait_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-  }
+  const int64_t t0 = src == nullptr ? now_ns() : 0;
+  if (src == nullptr) src = e.queue->consumer_slot();
   std::memcpy(dst, src, e.queue->item_bytes());
   e.queue->release();
+  count_take(static_cast<int64_t>(ready), t0);
+}
+
+void StreamBinding::acquire(size_t s, int64_t replica, int64_t step) {
+  Endpoint& e = at(s, replica);
+  const auto k = static_cast<uint64_t>(step);
+  if (direct_) {
+    e.source(step, e.queue->slot_of(k));
+    return;
+  }
+  const auto ready = static_cast<int64_t>(e.queue->committed()) - step;
+  int64_t next = step;
+  if (ready <= 0 && e.claimed.compare_exchange_strong(next, step + 1, std::memory_order_acq_rel)) {
+    // As in load(): the io thread has not started it, so produce it here, in its slot.
+    e.queue->ring();
+    e.source(step, e.queue->slot_of(k));
+    e.queue->commit_at(k);
+    count_take(0, 0);
+    return;
+  }
+  const int64_t t0 = ready > 0 ? 0 : now_ns();
+  e.queue->consumer_item(k);
+  count_take(std::max<int64_t>(ready, 0), t0);
+}
+
+void StreamBinding::release(size_t s, int64_t replica) {
+  if (!direct_) at(s, replica).queue->release();
+}
+
+// One micro-batch taken by a device: `ready` buffers were filled when it asked for it;
+// `wait_start` > 0: it waited from then on.
+void StreamBinding::count_take(int64_t ready, int64_t wait_start) {
+  if (wait_start > 0) exposed_wait_ns_.fetch_add(now_ns() - wait_start, std::memory_order_relaxed);
   taken_.fetch_add(1, std::memory_order_relaxed);
-  occupancy_.fetch_add(static_cast<int64_t>(ready), std::memory_order_relaxed);
+  occupancy_.fetch_add(ready, std::memory_order_relaxed);
 }
 
 void StreamBinding::store(size_t s, int64_t replica, int64_t row, const std::byte* src) {

@@ -25,6 +25,19 @@ namespace plexus::runtime {
 /// dst += src for n elements of `dtype` (output mode sum, gradient accumulation).
 void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n);
 
+/// Host-to-device streams of at least this many bytes per micro-batch are read in place
+/// when prefetching: the steps read the queue buffer the io thread filled instead of a copy
+/// of it in the arena. Copying a prefetched buffer again costs the device as much as the
+/// transfer once buffers are DRAM-bound (bench/h2d_bench: 56-61 % of memcpy bandwidth from
+/// 4 MiB with the second copy); below this size the copy is cheaper than the hand-over it
+/// saves (a device that finds the queue empty produces a copied micro-batch itself).
+inline constexpr size_t kInPlaceMinBytes = 256 << 10;
+
+/// Whether the steps read host-to-device stream `stream` in place from its queue with
+/// prefetch depth `depth`: depth > 0, at least kInPlaceMinBytes, and not read by an update
+/// op (the update step runs once per iteration, after the micro-batch buffers are gone).
+bool reads_in_place(const ir::Graph& graph, ir::StreamId stream, int64_t depth);
+
 /// A caller's host array for one stream: `data` holds numel(shape) elements of `dtype`.
 struct HostArray {
   ir::StreamId stream;
@@ -60,12 +73,16 @@ struct StreamStats {
   int64_t prefetch_depth = 0;
 };
 
-/// Thread-safety: bind/start/finish from the controlling thread; load/store from device
-/// threads (each (stream, replica) pair from one device thread).
+/// Thread-safety: bind/start/finish from the controlling thread; load/acquire/release/
+/// store from device threads (each (stream, replica) pair from one device thread).
 class StreamBinding {
  public:
   /// Queues for every stream and replica (`depth` buffers each) when depth > 0.
-  StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin);
+  /// `held[s]` > 0 for a stream read in place (reads_in_place): the micro-batches its
+  /// loading stage holds at once (its slots); its queue gets depth + held - 1 buffers, so
+  /// that `depth` can be filled ahead while the stage still reads the ones it holds.
+  StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin,
+                const std::vector<int64_t>& held);
 
   /// Sets the sources and sinks of the next run. `items[s]` = micro-batches of stream s per
   /// replica in the run; `accumulate[s]`: the sink adds into its row (output mode sum).
@@ -80,6 +97,15 @@ class StreamBinding {
 
   /// Device side: step `step`'s buffer of host-to-device stream `s` for `replica` -> dst.
   void load(size_t s, int64_t replica, int64_t step, std::byte* dst);
+  /// In-place streams: buffers in the ring of stream `s` (0 when it is copied instead);
+  /// micro-batch k is in buffer k % ring(s).
+  size_t ring(size_t s) const { return in_place_[s] ? at(s, 0).queue->capacity() : 0; }
+  /// Buffer `index` (< ring(s)) of in-place stream `s` for `replica`: where the steps read it.
+  const std::byte* ring_buffer(size_t s, int64_t replica, size_t index) const { return at(s, replica).queue->slot_of(index); }
+  /// Device side, in-place stream: waits until micro-batch `step` is in its ring buffer.
+  void acquire(size_t s, int64_t replica, int64_t step);
+  /// Device side, in-place stream: the oldest micro-batch acquired is no longer read.
+  void release(size_t s, int64_t replica);
   /// Device side: a result for row `row` (< 0: the output mode does not return it).
   void store(size_t s, int64_t replica, int64_t row, const std::byte* src);
   /// Whether device-to-host stream `s` goes anywhere in this run.
@@ -92,7 +118,8 @@ class StreamBinding {
     std::function<void(int64_t, const std::byte*)> sink;    ///< d2h: (row, data)
     std::atomic<int64_t> claimed{0};  ///< h2d: next micro-batch nobody produces yet (streams::Feed)
   };
-  Endpoint& at(size_t s, int64_t replica) { return endpoints_[s * static_cast<size_t>(replicas_) + static_cast<size_t>(replica)]; }
+  Endpoint& at(size_t s, int64_t replica) const { return endpoints_[s * static_cast<size_t>(replicas_) + static_cast<size_t>(replica)]; }
+  void count_take(int64_t ready, int64_t wait_start);
 
   const ir::Graph& graph_;
   int64_t replicas_, depth_;
@@ -103,6 +130,7 @@ class StreamBinding {
   std::unique_ptr<Endpoint[]> endpoints_;  ///< [stream][replica]
   size_t num_endpoints_ = 0;
   std::vector<bool> active_;
+  std::vector<bool> in_place_;
   std::vector<int64_t> items_;
   /// This run moves data on the device threads: depth 0, or one micro-batch per stream
   /// (nothing to prefetch within the run, and an io hand-over would only add latency).

@@ -24,13 +24,14 @@ BoundedQueue::BoundedQueue(std::string name, size_t item_bytes, size_t capacity,
   if (!storage_) ir::fail(ir::ErrorCode::OutOfDeviceMemory, "queue " + name_ + ": cannot allocate its buffers");
 }
 
-void BoundedQueue::wait_until(bool (BoundedQueue::*ready)() const, SpinWait& waiter) {
+template <class Ready>
+void BoundedQueue::wait_until(Ready ready, SpinWait& waiter) {
   for (;;) {
     const uint32_t epoch = epoch_.load(std::memory_order_acquire);
     if (aborted_.load(std::memory_order_acquire)) {
       ir::fail(ir::ErrorCode::Cancelled, "queue " + name_ + " was aborted (another party failed or the run was cancelled)");
     }
-    if ((this->*ready)()) return;
+    if (ready()) return;
     waiter.wait(epoch_, epoch);
   }
 }
@@ -45,12 +46,21 @@ void BoundedQueue::signal() {
 }
 
 std::byte* BoundedQueue::producer_slot() {
-  wait_until(&BoundedQueue::can_push, producer_wait_);
+  wait_until([this] { return can_push(); }, producer_wait_);
   return slot(pushed_.load(std::memory_order_relaxed));
 }
 
 std::byte* BoundedQueue::try_producer_slot() {
   return can_push() ? slot(pushed_.load(std::memory_order_relaxed)) : nullptr;
+}
+
+std::byte* BoundedQueue::try_producer_slot_at(uint64_t index) {
+  return index < popped_.load(std::memory_order_acquire) + capacity_ ? slot(index) : nullptr;
+}
+
+void BoundedQueue::commit_at(uint64_t index) {
+  wait_until([this, index] { return pushed_.load(std::memory_order_acquire) == index; }, producer_wait_);
+  commit();
 }
 
 void BoundedQueue::commit() {
@@ -59,12 +69,17 @@ void BoundedQueue::commit() {
 }
 
 const std::byte* BoundedQueue::consumer_slot() {
-  wait_until(&BoundedQueue::can_pop, consumer_wait_);
+  wait_until([this] { return can_pop(); }, consumer_wait_);
   return slot(popped_.load(std::memory_order_relaxed));
 }
 
 const std::byte* BoundedQueue::try_consumer_slot() {
   return can_pop() ? slot(popped_.load(std::memory_order_relaxed)) : nullptr;
+}
+
+const std::byte* BoundedQueue::consumer_item(uint64_t index) {
+  wait_until([this, index] { return pushed_.load(std::memory_order_acquire) > index; }, consumer_wait_);
+  return slot(index);
 }
 
 void BoundedQueue::release() {

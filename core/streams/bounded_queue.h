@@ -38,12 +38,29 @@ class BoundedQueue {
   std::byte* try_producer_slot();
   /// Publishes the slot producer_slot() returned.
   void commit();
+  /// Producing by index, for two parties that share the producer side and take turns by
+  /// item index (a Feed's `claimed` counter): the slot of item `index`, or null while it
+  /// is still held (index >= released count + capacity). Never waits.
+  std::byte* try_producer_slot_at(uint64_t index);
+  /// Publishes item `index` once every earlier item is published (waits for them; the
+  /// party holding the oldest outstanding index never waits).
+  void commit_at(uint64_t index);
   /// The oldest item, once there is one (waits while empty). Read it, then release().
   const std::byte* consumer_slot();
   /// The oldest item, or null when the queue is empty (never waits).
   const std::byte* try_consumer_slot();
-  /// Frees the slot consumer_slot() returned.
+  /// Frees the slot consumer_slot() returned (the oldest item the consumer holds).
   void release();
+  /// Item `index` (counted from the last reset), once it is committed (waits). A consumer
+  /// that holds several items at once (reads them in place until it is done) takes them
+  /// by index, in order, and releases them oldest first; `index` must be below the
+  /// released count + capacity.
+  const std::byte* consumer_item(uint64_t index);
+  /// The slot item `index` occupies, without waiting or counting: for a party that
+  /// produces and consumes an item itself (the queue's counters are then not used).
+  std::byte* slot_of(uint64_t index) const { return slot(index); }
+  /// Items committed since the last reset.
+  uint64_t committed() const { return pushed_.load(std::memory_order_acquire); }
 
   void abort();
   /// Wakes whoever waits on epoch() or the doorbell without moving an item (a consumer
@@ -64,7 +81,8 @@ class BoundedQueue {
   void set_doorbell(std::atomic<uint32_t>* doorbell) { doorbell_.store(doorbell, std::memory_order_release); }
 
  private:
-  void wait_until(bool (BoundedQueue::*ready)() const, SpinWait& waiter);
+  template <class Ready>
+  void wait_until(Ready ready, SpinWait& waiter);
   bool can_push() const { return size() < capacity_; }
   bool can_pop() const { return size() > 0; }
   std::byte* slot(uint64_t index) const { return storage_.get() + (index % capacity_) * stride_; }

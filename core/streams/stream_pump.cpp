@@ -48,12 +48,16 @@ void StreamPump::pump(Share& share) {
         int64_t k = f.claimed->load(std::memory_order_acquire);
         if (k == f.items) continue;
         pending = true;
-        std::byte* slot = f.queue->try_producer_slot();
+        std::byte* slot = f.in_place ? f.queue->try_producer_slot_at(static_cast<uint64_t>(k)) : f.queue->try_producer_slot();
         if (slot != nullptr && f.claimed->compare_exchange_strong(k, k + 1, std::memory_order_acq_rel)) {
           const int64_t t0 = now_ns();
           f.produce(k, slot);
           produce_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-          f.queue->commit();
+          if (f.in_place) {
+            f.queue->commit_at(static_cast<uint64_t>(k));
+          } else {
+            f.queue->commit();
+          }
           moved = true;
         }
       }

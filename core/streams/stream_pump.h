@@ -23,12 +23,15 @@ namespace plexus::streams {
 /// `claimed` (shared with the consumer) is the next item index nobody produces yet: the
 /// pump claims an index before producing it, and a consumer that finds the queue empty may
 /// claim the next index itself and produce it straight into its destination, so that the
-/// io hand-over never adds latency when the io thread is behind.
+/// io hand-over never adds latency when the io thread is behind. `in_place`: the consumer
+/// reads items in their queue slots, so item k always goes to the slot of index k (one the
+/// consumer produced itself included) and is committed in index order.
 struct Feed {
   BoundedQueue* queue = nullptr;
   int64_t items = 0;
   std::function<void(int64_t, std::byte*)> produce;
   std::atomic<int64_t>* claimed = nullptr;
+  bool in_place = false;
 };
 
 /// `items` results out of `queue`; consume(k, slot) takes item k (throws on failure).

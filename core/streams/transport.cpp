@@ -2,13 +2,15 @@
 
 #include <cstring>
 
+#include "core/streams/streaming_copy.h"
+
 namespace plexus::streams {
 
 namespace {
 
 class InProcessTransport final : public Transport {
  public:
-  void to_device(std::byte* device, const std::byte* host, size_t bytes) override { std::memcpy(device, host, bytes); }
+  void to_device(std::byte* device, const std::byte* host, size_t bytes) override { streaming_copy(device, host, bytes); }
   void to_host(std::byte* host, const std::byte* device, size_t bytes) override { std::memcpy(host, device, bytes); }
   const char* name() const override { return "in-process"; }
 };

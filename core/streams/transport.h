@@ -20,7 +20,7 @@ class Transport {
   virtual const char* name() const = 0;
 };
 
-/// Devices in this process: plain memory copies.
+/// Devices in this process: memory copies (to the devices with streaming_copy).
 std::unique_ptr<Transport> make_in_process_transport();
 
 }  // namespace plexus::streams

@@ -20,13 +20,14 @@ using testing::f32;
 constexpr int64_t kBatch = 4;
 
 // x [b,3] -> B1: h = relu(x w1) -> B2: logits = h w2, loss = cross-entropy(logits, labels);
-// autodiff; SGD (lr 0.1) or AdamW per variable. Streams: x, labels in; loss out.
+// autodiff; SGD (lr 0.1) or AdamW per variable. Streams: x, labels in; loss out. With
+// `skip`, B2 reads x too: logits = h w2 + x w3.
 struct TwoBlockModel {
   ir::Graph g;
   ir::StreamId x, labels, loss;
-  ir::TensorId w1, w2;
+  ir::TensorId w1, w2, w3 = -1;
 
-  explicit TwoBlockModel(bool adamw = false, int64_t batch = kBatch) {
+  explicit TwoBlockModel(bool adamw = false, int64_t batch = kBatch, bool skip = false) {
     x = g.add_h2d_stream("x", ir::DType::Float32, {batch, 3});
     labels = g.add_h2d_stream("labels", ir::DType::Int32, {batch});
     std::vector<float> v1(15), v2(10);
@@ -38,11 +39,16 @@ struct TwoBlockModel {
     const ir::TensorId h = g.add_op("relu", {g.add_op("matmul", {g.stream(x).tensor, w1}, {}).front()}, {}).front();
     g.end_block();
     g.begin_block("B2", -1);
-    const ir::TensorId logits = g.add_op("matmul", {h, w2}, {}).front();
+    ir::TensorId logits = g.add_op("matmul", {h, w2}, {}).front();
+    if (skip) {
+      w3 = g.add_variable("w3", ir::DType::Float32, {3, 2}, f32({0.1f, -0.2f, 0.05f, 0.3f, -0.1f, 0.2f}));
+      logits = g.add_op("add", {logits, g.add_op("matmul", {g.stream(x).tensor, w3}, {}).front()}, {}).front();
+    }
     const ir::TensorId l = g.add_op("softmax_cross_entropy", {logits, g.stream(labels).tensor}, {}).front();
     g.end_block();
     loss = g.add_d2h_stream("loss", l);
-    const std::vector<ir::TensorId> wrt{w1, w2};
+    std::vector<ir::TensorId> wrt{w1, w2};
+    if (skip) wrt.push_back(w3);
     const std::vector<ir::TensorId> grads = ir::autodiff(g, l, wrt);
     for (size_t k = 0; k < wrt.size(); ++k) {
       if (adamw) {
@@ -123,6 +129,41 @@ TEST(PipelinedSession, StrategiesChangeTheScheduleNotTheWeights) {
     EXPECT_EQ(train(s, m, 3), reference_loss);  // same ops in the same order per micro-batch: bit for bit
     EXPECT_EQ(read(s, m.w1), read(reference, m.w1));
     EXPECT_EQ(read(s, m.w2), read(reference, m.w2));
+  }
+}
+
+TEST(PipelinedSession, EveryPrefetchDepthTrainsTheSameWeights) {
+  // Small batches are copied from the prefetch queues into the arena; with 22000 samples
+  // x is 264000 bytes (>= kInPlaceMinBytes) and stage 0 reads it in place in its queue
+  // buffers, holding each until its backward step (1F1B keeps 2 micro-batches in flight
+  // on stage 0). With `skip`, stage 1 reads x too: it receives it from stage 0, which
+  // alone takes it from the stream.
+  for (int64_t batch : {kBatch, int64_t{22000}}) {
+    for (bool skip : {false, true}) {
+      SCOPED_TRACE("batch " + std::to_string(batch) + (skip ? ", x read by both stages" : ""));
+      TwoBlockModel m(false, batch, skip);
+      std::vector<std::vector<float>> weights;
+      for (int64_t depth : {0, 1, 2, 4}) {
+        SessionOptions o = two_stages("pipelined");
+        o.prefetch_depth = depth;
+        Session s(m.g, o);
+        train(s, m, 2, batch);
+        std::vector<float> w = read(s, m.w1);
+        for (ir::TensorId t : {m.w2, m.w3}) {
+          if (t < 0) continue;
+          const std::vector<float> more = read(s, t);
+          w.insert(w.end(), more.begin(), more.end());
+        }
+        weights.push_back(w);
+        const size_t x_bytes = static_cast<size_t>(batch) * 3 * 4;
+        if (batch > kBatch && depth > 0) {  // x is not in stage 0's arena
+          SessionOptions copied = o;
+          copied.prefetch_depth = 0;
+          EXPECT_GE(Session(m.g, copied).memory_stats(0).arena_bytes, s.memory_stats(0).arena_bytes + x_bytes);
+        }
+      }
+      for (size_t k = 1; k < weights.size(); ++k) EXPECT_EQ(weights[k], weights[0]) << "depth index " << k;
+    }
   }
 }
 

@@ -94,7 +94,7 @@ struct TwoStages {
 TEST(Program, StagesExchangeActivationsForwardAndGradientsBackward) {
   TwoStages m;
   const Placement pl = place(m.g, {{{"B1"}, 0}, {{"B2"}, 1}});
-  const Program p = compile(m.g, pl, {.micro_batches = 1, .slots = {2, 1}});
+  const Program p = compile(m.g, pl, {.micro_batches = 1, .slots = {2, 1}, .offload_optimizer_state = false, .in_place = {}});
   ASSERT_EQ(p.stages.size(), 2u);
   EXPECT_TRUE(p.training);
   ASSERT_EQ(p.channels.size(), 2u);
@@ -119,7 +119,7 @@ TEST(Program, StagesExchangeActivationsForwardAndGradientsBackward) {
 
 TEST(Program, GradientAccumulationSumsWhatTheUpdateReads) {
   TwoStages m;
-  const Program p = compile(m.g, place(m.g, {{{"B1"}, 0}, {{"B2"}, 1}}), {.micro_batches = 4, .slots = {2, 1}});
+  const Program p = compile(m.g, place(m.g, {{{"B1"}, 0}, {{"B2"}, 1}}), {.micro_batches = 4, .slots = {2, 1}, .offload_optimizer_state = false, .in_place = {}});
   EXPECT_EQ(p.stages[0].accumulator.size(), 1u);  // dL/dw1
   EXPECT_EQ(p.stages[1].accumulator.size(), 1u);  // dL/dw2
   const auto& backward = p.stages[1].actions[static_cast<size_t>(ir::Phase::Backward)];
@@ -138,7 +138,7 @@ TEST(Program, OffloadedOptimizerStateLeavesTheDevice) {
   const ir::TensorId step = g.add_variable("step", ir::DType::Float32, {}, std::vector<std::byte>(4));
   g.add_op("adamw_", {w, grad, mom, var, step}, {});
   const Program on_device = compile_one_stage(g);
-  const Program offloaded = compile_one_stage(g, {.micro_batches = 1, .slots = {}, .offload_optimizer_state = true});
+  const Program offloaded = compile_one_stage(g, {.micro_batches = 1, .slots = {}, .offload_optimizer_state = true, .in_place = {}});
   EXPECT_EQ(offloaded.offloaded.size(), 3u);
   EXPECT_EQ(offloaded.offloaded_bytes, 3u * 64u);  // aligned
   EXPECT_EQ(on_device.devices[0].persistent_bytes - offloaded.devices[0].persistent_bytes, 16u + 16u + 4u);
@@ -156,7 +156,7 @@ TEST(Program, OpScratchIsOneAreaPerDeviceNotPerSlot) {
   g.add_d2h_stream("y", y);
   const size_t scratch = g.op(0).scratch_bytes;
   ASSERT_GT(scratch, 0u);  // im2col
-  const Program p = compile(g, place(g, {}), {.micro_batches = 2, .slots = {2}});
+  const Program p = compile(g, place(g, {}), {.micro_batches = 2, .slots = {2}, .offload_optimizer_state = false, .in_place = {}});
   const DevicePlan& d = p.devices[0];
   EXPECT_EQ(d.scratch_bytes, scratch);
   const auto aligned = [](size_t n) { return (n + memory::kAlignment - 1) / memory::kAlignment * memory::kAlignment; };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -68,6 +69,42 @@ TEST(BoundedQueue, ZeroCopySlotsAreAlignedAndReused) {
     }
   }
   EXPECT_EQ(q.try_consumer_slot(), nullptr);
+}
+
+TEST(BoundedQueue, ItemsProducedByIndexAreReadInTheirSlotsWhileTheConsumerHoldsSeveral) {
+  // The in-place pattern: two producers take turns by index (the io thread and a device
+  // that produces an item itself), item k always in slot k % capacity, committed in
+  // index order; the consumer holds 2 items at once and releases the oldest first.
+  constexpr size_t kCapacity = 3;
+  constexpr uint64_t kItems = 3000;
+  BoundedQueue q("q", sizeof(uint64_t), kCapacity, true);
+  std::atomic<uint64_t> claimed{0};
+  auto produce = [&](uint64_t k, std::byte* slot) { std::memcpy(slot, &k, sizeof k); };
+  std::thread io([&] {
+    for (;;) {
+      uint64_t k = claimed.load();
+      if (k == kItems) return;
+      std::byte* slot = q.try_producer_slot_at(k);
+      if (slot == nullptr || !claimed.compare_exchange_strong(k, k + 1)) continue;
+      produce(k, slot);
+      q.commit_at(k);
+    }
+  });
+  for (uint64_t k = 0; k < kItems; ++k) {
+    uint64_t expected = k;
+    if (k % 5 == 0 && q.committed() <= k && claimed.compare_exchange_strong(expected, k + 1)) {
+      produce(k, q.slot_of(k));  // the consumer produces this one itself
+      q.commit_at(k);
+    }
+    uint64_t v = 0;
+    std::memcpy(&v, q.consumer_item(k), sizeof v);
+    ASSERT_EQ(v, k);
+    ASSERT_EQ(q.slot_of(k), q.slot_of(k + kCapacity));
+    if (k >= 1) q.release();  // holds items k-1 and k
+  }
+  q.release();
+  io.join();
+  EXPECT_EQ(q.size(), 0u);
 }
 
 TEST(BoundedQueue, AbortWakesAWaitingConsumerWithCancelledNamingTheQueue) {
