@@ -2,14 +2,19 @@
 // API: a session whose step is one host-to-device stream of B bytes (float32 [B / 4])
 // feeding a reshape (a view: no work, and nothing streamed back), device_iterations 16, run
 // with a host array of 16 rows; reported as stream bytes per second. depth:2 is the default
-// prefetch_depth (an io thread fills device-side buffers ahead, the device copies each into
-// its arena); depth:0, for reference, has the device copy from the host array itself.
+// prefetch_depth: an io thread fills device-side buffers ahead; below kInPlaceMinBytes
+// (256 KiB) the device copies each into its arena, from there on the step reads it in
+// place (one copy in all), and from kStreamingCopyMinBytes (8 MiB) the io thread writes it
+// with streaming stores. A device that finds its next buffer not yet started produces it
+// itself. depth:0, for reference, has the device copy from the host array itself.
 // Baselines, single-thread memcpy in the same run: BM_MemcpyRows moves the same bytes in
 // the same pattern as a run (row k % 16 of a 16-row host array into one buffer, so from
 // DRAM once the array outgrows the caches): the bandwidth a host-to-device copy can
 // reach; BM_Memcpy copies one buffer into another over and over (cache-hot for small
-// sizes), an upper bound no stream of fresh data meets. The counters `hidden` (1 - exposed_wait_ns / transfer_ns) and `occupancy`
-// (buffers ready when the device took one) come from the last run's stream stats.
+// sizes), an upper bound no stream of fresh data meets. Counters from the last run's
+// stream stats: `hidden` (1 - exposed_wait_ns / transfer_ns), `occupancy` (buffers ready
+// when the device took one), run_us, xfer_us (io thread copying) and wait_us (device
+// waiting for a buffer).
 #include <benchmark/benchmark.h>
 #include <plexus/plexus.hpp>
 
