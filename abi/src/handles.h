@@ -5,10 +5,12 @@
 #include <plexus/plexus.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 #include <string>
 
+#include "core/checkpoint/async_saver.h"
 #include "core/data/idx_reader.h"
 #include "core/data/loader.h"
 #include "core/ir/error.h"
@@ -21,6 +23,10 @@ struct plx_ir {
 
 struct plx_session {
   std::unique_ptr<plexus::runtime::Session> session;
+  /// Asynchronous checkpoint saves, made by the first one; destroyed (waiting for pending
+  /// saves) before the session.
+  std::mutex saver_mutex;
+  std::unique_ptr<plexus::checkpoint::AsyncSaver> saver;
 };
 
 struct plx_run {

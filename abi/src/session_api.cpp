@@ -159,8 +159,9 @@ PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_option
   return guarded([&] {
     require(ir, "plx_session_create", "ir");
     require(out_session, "plx_session_create", "out_session");
-    auto session = std::make_unique<runtime::Session>(ir->graph, to_options(options));
-    *out_session = new plx_session{std::move(session)};
+    auto handle = std::make_unique<plx_session>();
+    handle->session = std::make_unique<runtime::Session>(ir->graph, to_options(options));
+    *out_session = handle.release();
   });
 }
 

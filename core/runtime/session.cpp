@@ -437,7 +437,68 @@ std::byte* Session::variable_buffer(ir::TensorId tensor, int64_t replica) const 
 }
 
 void Session::transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const {
-  const replication::VariableLayout layout = replication::variable_layout(t);
+  transfer_variable(replication::variable_layout(t), t, tensor, host, to_host);
+}
+
+replication::VariableLayout Session::group_layout(const ir::TensorInfo& t) {
+  ir::TensorInfo one_per_group = t;
+  one_per_group.retrieval = ir::RetrievalMode::OnePerGroup;
+  return replication::variable_layout(one_per_group);
+}
+
+int64_t Session::variable_groups(ir::TensorId tensor) const { return variable(tensor).grouping->num_groups(); }
+
+void Session::read_variable_groups(ir::TensorId tensor, std::span<std::byte> out) const {
+  std::lock_guard lock(variables_mutex_);
+  const ir::TensorInfo& t = variable(tensor);
+  const replication::VariableLayout layout = group_layout(t);
+  check_group_bytes(t, layout, out.size());
+  transfer_variable(layout, t, tensor, out.data(), true);
+}
+
+void Session::write_variable_groups(ir::TensorId tensor, std::span<const std::byte> data) {
+  std::lock_guard lock(variables_mutex_);
+  const ir::TensorInfo& t = variable(tensor);
+  const replication::VariableLayout layout = group_layout(t);
+  check_group_bytes(t, layout, data.size());
+  transfer_variable(layout, t, tensor, const_cast<std::byte*>(data.data()), false);
+}
+
+void Session::transfer_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::byte* host, size_t bytes, bool to_host) const {
+  const ir::RemoteBuffer& b = graph_.remote_buffer(buffer);
+  if (entry < 0 || entry >= b.entries) {
+    ir::fail(ErrorCode::InvalidArgument, "remote buffer " + std::to_string(buffer) + ": slot " + std::to_string(entry) +
+                                             " is not in [0, " + std::to_string(b.entries) + ")");
+  }
+  const size_t slot = static_cast<size_t>(ir::numel(b.shape)) * ir::dtype_size(b.dtype);
+  if (bytes != slot * static_cast<size_t>(replication_factor())) {
+    ir::fail(ErrorCode::InvalidArgument, "remote buffer " + std::to_string(buffer) + ": host buffer is " + std::to_string(bytes) +
+                                             " bytes, expected " + std::to_string(slot * static_cast<size_t>(replication_factor())) +
+                                             " ([R] + slot shape)");
+  }
+  for (int64_t r = 0; r < replication_factor(); ++r) {
+    std::byte* device = remote_[static_cast<size_t>(r)]->slot(static_cast<size_t>(buffer), entry);
+    std::byte* row = host + static_cast<size_t>(r) * slot;
+    if (to_host) {
+      std::memcpy(row, device, slot);
+    } else {
+      std::memcpy(device, row, slot);
+    }
+  }
+}
+
+void Session::read_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<std::byte> out) const {
+  std::lock_guard lock(variables_mutex_);
+  transfer_remote_slot(buffer, entry, out.data(), out.size(), true);
+}
+
+void Session::write_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<const std::byte> data) {
+  std::lock_guard lock(variables_mutex_);
+  transfer_remote_slot(buffer, entry, const_cast<std::byte*>(data.data()), data.size(), false);
+}
+
+void Session::transfer_variable(const replication::VariableLayout& layout, const ir::TensorInfo& t, ir::TensorId tensor,
+                                std::byte* host, bool to_host) const {
   const size_t esize = ir::dtype_size(t.dtype);
   const int64_t row_numel = ir::numel(layout.row_shape);
   const size_t row_bytes = static_cast<size_t>(row_numel) * esize;
@@ -767,6 +828,8 @@ void Session::execute(Job& job, bool run_it) {
   }
   if (error) {
     for (auto& c : collectives_) c->reset();
+  } else if (program_.training) {
+    steps_ += iterations_;
   }
   {
     std::lock_guard lock(mutex_);
@@ -799,7 +862,11 @@ ir::Shape Session::variable_shape(ir::TensorId tensor) const {
 }
 
 void Session::check_variable_bytes(const ir::TensorInfo& t, size_t bytes) const {
-  const ir::Shape shape = replication::variable_layout(t).host_shape;
+  check_group_bytes(t, replication::variable_layout(t), bytes);
+}
+
+void Session::check_group_bytes(const ir::TensorInfo& t, const replication::VariableLayout& layout, size_t bytes) const {
+  const ir::Shape shape = layout.host_shape;
   const size_t expected = static_cast<size_t>(ir::numel(shape)) * ir::dtype_size(t.dtype);
   if (bytes != expected) {
     ir::fail(ErrorCode::InvalidArgument, "variable '" + t.name + "': host buffer is " + std::to_string(bytes) +

@@ -11,6 +11,7 @@
 // collectives plugin (one communicator per device index).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@
 
 #include "core/ir/graph.h"
 #include "core/memory/remote_memory.h"
+#include "core/replication/variable_layout.h"
 #include "core/streams/bounded_queue.h"
 #include "core/runtime/collectives.h"
 #include "core/runtime/output_mode.h"
@@ -125,6 +127,24 @@ class Session {
   void read_variable(ir::TensorId tensor, std::span<std::byte> out) const;
   void write_variable(ir::TensorId tensor, std::span<const std::byte> data);
   VariableStorage variable_storage(ir::TensorId tensor) const;
+  /// Layout-independent access for checkpoints (DESIGN.md "Checkpoints"): one full,
+  /// unpadded row per replica group of `tensor`'s grouping ([num_groups] + full shape,
+  /// whatever its retrieval mode or sharding), from each group's lowest replicas; writing
+  /// gives every replica its group's row (its shard of it when replica-sharded).
+  int64_t variable_groups(ir::TensorId tensor) const;
+  void read_variable_groups(ir::TensorId tensor, std::span<std::byte> out) const;
+  void write_variable_groups(ir::TensorId tensor, std::span<const std::byte> data);
+  /// Slot `entry` of remote buffer `buffer` on every replica: [R] + the slot shape.
+  void read_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<std::byte> out) const;
+  void write_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<const std::byte> data);
+  /// Training steps (iterations of the weight update) the session has completed; counted
+  /// per successful run (device_iterations each), restored from a checkpoint.
+  int64_t steps() const { return steps_.load(); }
+  /// Keeps runs from executing while the lock is held (a run in progress finishes first);
+  /// variable and slot accesses on this thread meanwhile see and leave one consistent
+  /// state (a checkpoint's snapshot or restore). Runs started meanwhile wait.
+  std::unique_lock<std::recursive_mutex> hold_runs() const { return std::unique_lock(variables_mutex_); }
+  void set_steps(int64_t steps) { steps_ = steps; }
 
   /// R x D; device index = replica * devices_per_replica() + device within the replica.
   size_t num_devices() const { return devices_.size(); }
@@ -182,7 +202,14 @@ class Session {
   /// Copies between host rows ([rows] + full shape) and the replicas' storage, through the
   /// variable's layout; `to_host` picks the direction.
   void transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const;
+  /// The same with a given layout.
+  void transfer_variable(const replication::VariableLayout& layout, const ir::TensorInfo& t, ir::TensorId tensor,
+                         std::byte* host, bool to_host) const;
+  /// The layout of one row per group (read_variable_groups).
+  static replication::VariableLayout group_layout(const ir::TensorInfo& t);
+  void transfer_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::byte* host, size_t bytes, bool to_host) const;
   void check_variable_bytes(const ir::TensorInfo& t, size_t bytes) const;
+  void check_group_bytes(const ir::TensorInfo& t, const replication::VariableLayout& layout, size_t bytes) const;
 
   ir::Graph graph_;
   SessionOptions options_;
@@ -209,7 +236,8 @@ class Session {
   uint64_t cancel_generation_ = 0;  ///< runs started before the last cancel() carry a lower one
   bool running_ = false;
   bool stopping_ = false;
-  mutable std::mutex variables_mutex_;  ///< variable reads and writes against runs
+  mutable std::recursive_mutex variables_mutex_;  ///< variable reads and writes against runs (hold_runs)
+  std::atomic<int64_t> steps_{0};
   std::thread controller_;
 };
 

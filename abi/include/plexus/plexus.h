@@ -31,6 +31,8 @@
  *   5  the streaming layer: prefetch_depth and io_threads session options, stream
  *      callbacks, asynchronous runs (plx_session_run_async, plx_run_*), cancellation,
  *      the data loader (plx_loader_*).
+ *   6  checkpoints (plx_session_save_checkpoint, _async, plx_session_load_checkpoint,
+ *      plx_session_get_step).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -49,7 +51,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 5
+#define PLX_API_VERSION 6
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -920,6 +922,83 @@ PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64
  */
 PLX_API plx_status plx_loader_get_callbacks(plx_loader* loader, plx_stream images, plx_stream labels,
                                             plx_stream_callback* out_callbacks);
+
+/* ---- Checkpoints (DESIGN.md "Checkpoints"; docs/checkpoint-format.md) ------------------ */
+
+/** The byte-shuffle filter applied before zstd (byte k of every element stored together). */
+typedef enum plx_shuffle {
+  PLX_SHUFFLE_AUTO = 0, /**< float32 tensors shuffled, the others not (default) */
+  PLX_SHUFFLE_OFF = 1,
+  PLX_SHUFFLE_ON = 2
+} plx_shuffle;
+
+/** Completion of an asynchronous save: status PLX_OK or the error, with its message
+ *  (valid during the call). Called once, on an io thread, before the plx_run completes. */
+typedef void (*plx_checkpoint_done)(void* user_data, plx_status status, const char* message);
+
+/** Options of saving and loading checkpoints. Initialise with plx_checkpoint_options_init(). */
+typedef struct plx_checkpoint_options {
+  size_t struct_size;  /**< sizeof(plx_checkpoint_options), set by _init */
+  int32_t level;       /**< saving: zstd level, 1 .. 19 (default 3) */
+  int32_t threads;     /**< saving: tensors compressed at once, >= 1 (default 1) */
+  int32_t shuffle;     /**< saving: a plx_shuffle (default PLX_SHUFFLE_AUTO) */
+  int32_t strict;      /**< loading: 1 (default) the checkpoint must hold exactly the session's
+                            tensors; 0 loads the tensors found in both, by name */
+  size_t num_counters; /**< the caller's counters (epoch, data loader position, ...) */
+  const char* const* counter_names; /**< num_counters names; borrowed during the call */
+  int64_t* counter_values; /**< saving: the values stored; loading: receives the stored values */
+  plx_checkpoint_done on_complete; /**< asynchronous saves: optional completion callback */
+  void* user_data;                 /**< passed to on_complete */
+  uint64_t staging_bytes; /**< asynchronous saves: snapshot bytes held at once before a save
+                               waits for earlier ones (default 1 GiB); fixed by the session's
+                               first asynchronous save, as is `threads` for its io threads */
+} plx_checkpoint_options;
+
+/** Fills `options` with the defaults and sets struct_size. */
+PLX_API void plx_checkpoint_options_init(plx_checkpoint_options* options);
+
+/**
+ * Saves the session's state between runs (a run in progress finishes first; runs started
+ * meanwhile wait): every variable (replicated, grouped, replica-sharded, remote, optimizer
+ * state on the device or offloaded) as one full unpadded row per replica group, remote
+ * buffer slots holding no variable as one row per replica, the step counter, and the
+ * caller's counters. Written to a temporary file in the target's directory, fsynced,
+ * renamed over `path`, directory fsynced: a crash leaves the previous file intact.
+ * Thread-safe.
+ * @param options NULL for defaults.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small, level, threads,
+ *         shuffle, counters); PLX_ERR_IO (naming the file and the system's reason).
+ */
+PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char* path,
+                                               const plx_checkpoint_options* options);
+
+/**
+ * Like plx_session_save_checkpoint(), but returns once the state is copied to host memory;
+ * io threads compress and write it while runs go on. Wait with plx_run_wait() (its status
+ * is the save's) and free with plx_run_destroy(). Destroying the session waits for
+ * pending saves.
+ * @return PLX_OK; the argument errors of plx_session_save_checkpoint() (nothing pending).
+ */
+PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const char* path,
+                                                     const plx_checkpoint_options* options, plx_run** out_save);
+
+/**
+ * Loads a checkpoint into the session, in the session's layout: a tensor saved with one
+ * row (or equal rows) goes to every replica group, with as many rows as the session's
+ * groups row by row; RTS shards are cut from the full rows. The file is read and checked
+ * in full first, so on any error the session is unchanged. Sets the step counter and,
+ * for each of options->counter_names, counter_values. Thread-safe.
+ * @return PLX_OK; PLX_ERR_IO; PLX_ERR_BAD_FORMAT (saying what is damaged: magic, version,
+ *         sizes, checksums, manifest, a tensor's frame); PLX_ERR_INVALID_ARGUMENT (listing
+ *         tensors missing, extra (strict) or mismatched in dtype, shape or groups);
+ *         PLX_ERR_NOT_FOUND (a counter the checkpoint does not hold).
+ */
+PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char* path,
+                                               const plx_checkpoint_options* options);
+
+/** Training steps the session has completed (restored by loading a checkpoint).
+ *  @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+PLX_API plx_status plx_session_get_step(const plx_session* session, int64_t* out_step);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,67 @@
+#include "core/checkpoint/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/ir/error.h"
+
+namespace plexus::checkpoint {
+
+namespace {
+
+[[noreturn]] void io_error(const std::string& what, const std::string& file, int err) {
+  ir::fail(ir::ErrorCode::Io, "checkpoint '" + file + "': cannot " + what + " (" + std::strerror(err) + ")");
+}
+
+std::string directory_of(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  static std::atomic<uint64_t> counter{0};
+  temp_ = path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) io_error("create the temporary file '" + temp_ + "'", path_, errno);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t bytes) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) io_error("write '" + temp_ + "'", path_, errno);
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) io_error("fsync '" + temp_ + "'", path_, errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) io_error("close '" + temp_ + "'", path_, errno);
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) io_error("rename '" + temp_ + "' over it", path_, errno);
+  committed_ = true;
+  const std::string dir = directory_of(path_);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) io_error("open its directory '" + dir + "' to fsync it", path_, errno);
+  const int rc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  if (rc != 0) io_error("fsync its directory '" + dir + "'", path_, err);
+}
+
+}  // namespace plexus::checkpoint

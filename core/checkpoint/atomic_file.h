@@ -1,0 +1,34 @@
+// Writing a file so that a crash never leaves a broken one in its place (DESIGN.md
+// "Checkpoints"; issue 7): the bytes go to a temporary file in the target's directory,
+// which is fsynced, renamed over the target, and the directory fsynced. Until commit()
+// returns, the previous file at the path (if any) is intact; after it, the new one is
+// durable.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace plexus::checkpoint {
+
+/// Not thread-safe. Errors are ir::Error(Io) naming the file and the system's reason.
+class AtomicFile {
+ public:
+  /// Creates the temporary file "<path>.tmp-<pid>-<n>" (exclusively) next to `path`.
+  explicit AtomicFile(std::string path);
+  /// Removes the temporary file unless commit() succeeded.
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t bytes);
+  /// fsync, close, rename over the target, fsync the directory.
+  void commit();
+  const std::string& temp_path() const { return temp_; }
+
+ private:
+  std::string path_, temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+}  // namespace plexus::checkpoint

@@ -1,0 +1,153 @@
+#include "core/checkpoint/checkpoint_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "core/checkpoint/atomic_file.h"
+#include "core/checkpoint/header.h"
+#include "core/checkpoint/tensor_codec.h"
+#include "core/ir/error.h"
+
+namespace plexus::checkpoint {
+
+namespace {
+
+// Compresses every tensor, `threads` at a time.
+std::vector<std::vector<std::byte>> encode_all(Manifest& m, const std::vector<std::span<const std::byte>>& data,
+                                               const WriteOptions& o) {
+  std::vector<std::vector<std::byte>> frames(m.tensors.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    for (size_t i; !failed && (i = next++) < frames.size();) {
+      try {
+        frames[i] = encode_tensor(m.tensors[i], data[i], o.level);
+      } catch (...) {
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const size_t helpers = std::min<size_t>(static_cast<size_t>(o.threads), frames.size()) - (frames.empty() ? 0 : 1);
+  for (size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return frames;
+}
+
+// Places the frames after the manifest; the manifest's length depends on the offsets it
+// records, so repeat until it no longer changes.
+std::string place_frames(Manifest& m) {
+  std::string json;
+  for (size_t length = 0;;) {
+    uint64_t offset = kHeaderBytes + length;
+    for (TensorEntry& e : m.tensors) {
+      e.offset = offset;
+      offset += e.size;
+    }
+    json = to_json(m);
+    if (json.size() == length) return json;
+    length = json.size();
+  }
+}
+
+}  // namespace
+
+WriteStats write_checkpoint(const std::string& path, Manifest manifest, const std::vector<std::span<const std::byte>>& data,
+                            const WriteOptions& options) {
+  const std::string what = "checkpoint '" + path + "'";
+  if (options.level < 1 || options.level > 19) {
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": compression level " + std::to_string(options.level) + " is not in 1 .. 19");
+  }
+  if (options.threads < 1) {
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": compression threads " + std::to_string(options.threads) + " must be >= 1");
+  }
+  if (data.size() != manifest.tensors.size()) ir::fail(ir::ErrorCode::Internal, what + ": one data span per tensor needed");
+  WriteStats stats;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i].size() != manifest.tensors[i].bytes()) {
+      ir::fail(ir::ErrorCode::InvalidArgument, what + ": tensor '" + manifest.tensors[i].name + "' has " +
+                                                   std::to_string(data[i].size()) + " bytes, expected " +
+                                                   std::to_string(manifest.tensors[i].bytes()));
+    }
+    stats.uncompressed_bytes += data[i].size();
+  }
+  const std::vector<std::vector<std::byte>> frames = encode_all(manifest, data, options);
+  const std::string json = place_frames(manifest);
+  Header h;
+  h.manifest_bytes = json.size();
+  h.data_begin = kHeaderBytes + json.size();
+  h.file_size = h.data_begin;
+  for (const auto& f : frames) h.file_size += f.size();
+  const auto header = encode_header(h, json);
+  AtomicFile file(path);
+  file.write(header.data(), header.size());
+  file.write(json.data(), json.size());
+  for (const auto& f : frames) file.write(f.data(), f.size());
+  file.commit();
+  stats.file_bytes = h.file_size;
+  return stats;
+}
+
+CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
+  const std::string what = "checkpoint '" + path_ + "'";
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) ir::fail(ir::ErrorCode::Io, what + ": cannot open (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) ir::fail(ir::ErrorCode::Io, what + ": cannot stat (" + std::strerror(errno) + ")");
+  file_size_ = static_cast<uint64_t>(st.st_size);
+  if (file_size_ < kHeaderBytes) {
+    ir::fail(ir::ErrorCode::BadFormat, what + ": " + std::to_string(file_size_) + " bytes, shorter than the 64-byte header (truncated or not a checkpoint)");
+  }
+  std::byte header[kHeaderBytes];
+  read_at(0, header, kHeaderBytes);
+  const Header h = decode_header(header, file_size_, what);
+  std::string json(h.manifest_bytes, '\0');
+  read_at(kHeaderBytes, reinterpret_cast<std::byte*>(json.data()), json.size());
+  verify_header_crc(header, json, what);
+  manifest_ = parse_manifest(json, h.data_begin, file_size_, what);
+}
+
+CheckpointReader::~CheckpointReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void CheckpointReader::read_at(uint64_t offset, std::byte* out, uint64_t bytes) const {
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd_, out, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ir::fail(ir::ErrorCode::Io, "checkpoint '" + path_ + "': cannot read " + std::to_string(bytes) + " bytes at " +
+                                      std::to_string(offset) + (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : " (end of file)"));
+    }
+    out += n;
+    offset += static_cast<uint64_t>(n);
+    bytes -= static_cast<uint64_t>(n);
+  }
+}
+
+const TensorEntry* CheckpointReader::find(const std::string& name) const {
+  for (const TensorEntry& e : manifest_.tensors) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::vector<std::byte> CheckpointReader::read(const TensorEntry& entry) const {
+  std::vector<std::byte> frame(entry.size), out(entry.bytes());
+  read_at(entry.offset, frame.data(), frame.size());
+  decode_tensor(entry, frame, out, "checkpoint '" + path_ + "'");
+  return out;
+}
+
+}  // namespace plexus::checkpoint

@@ -1,0 +1,30 @@
+// One tensor <-> one zstd frame of a checkpoint (docs/checkpoint-format.md): optionally
+// byte-shuffled (byte_shuffle.h), compressed with the frame's content size and content
+// checksum on; the zlib crc32 of the plain bytes goes in the manifest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint/manifest.h"
+
+namespace plexus::checkpoint {
+
+/// zlib crc32 of `data`.
+uint32_t crc32_of(std::span<const std::byte> data);
+
+/// Compresses `data` (entry.bytes() bytes) at zstd `level` (1 .. 19), byte-shuffled first
+/// when entry.shuffle; sets entry.crc32 and entry.size. Throws ir::Error(Internal) when
+/// zstd fails. Thread-safe (a context per call).
+std::vector<std::byte> encode_tensor(TensorEntry& entry, std::span<const std::byte> data, int level);
+
+/// Decompresses `frame` into `out` (entry.bytes() bytes) and checks it: one zstd frame
+/// whose content size is entry.bytes() and whose content checksum holds, then the crc32.
+/// Throws ir::Error(BadFormat) naming the tensor, prefixed with `what` (the file).
+void decode_tensor(const TensorEntry& entry, std::span<const std::byte> frame, std::span<std::byte> out,
+                   const std::string& what);
+
+}  // namespace plexus::checkpoint
