@@ -1,7 +1,7 @@
 // C API: checkpoints (DESIGN.md "Checkpoints"; core/checkpoint).
 #include "abi/src/handles.h"
-#include "core/checkpoint/async_saver.h"
-#include "core/checkpoint/session_checkpoint.h"
+#include "core/runtime/async_saver.h"
+#include "core/runtime/session_checkpoint.h"
 
 using namespace plexus;
 using abi::guarded;
@@ -29,8 +29,8 @@ const plx_checkpoint_options& options_or_defaults(const plx_checkpoint_options* 
   return *o;
 }
 
-checkpoint::SaveOptions to_save(const plx_checkpoint_options& o, const char* fn) {
-  checkpoint::SaveOptions s;
+runtime::SaveOptions to_save(const plx_checkpoint_options& o, const char* fn) {
+  runtime::SaveOptions s;
   s.write.level = o.level;
   s.write.threads = o.threads;
   if (o.level < 1 || o.level > 19) {
@@ -41,13 +41,13 @@ checkpoint::SaveOptions to_save(const plx_checkpoint_options& o, const char* fn)
   }
   switch (o.shuffle) {
     case PLX_SHUFFLE_AUTO:
-      s.shuffle = checkpoint::Shuffle::Auto;
+      s.shuffle = runtime::Shuffle::Auto;
       break;
     case PLX_SHUFFLE_OFF:
-      s.shuffle = checkpoint::Shuffle::Off;
+      s.shuffle = runtime::Shuffle::Off;
       break;
     case PLX_SHUFFLE_ON:
-      s.shuffle = checkpoint::Shuffle::On;
+      s.shuffle = runtime::Shuffle::On;
       break;
     default:
       ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": options->shuffle " + std::to_string(o.shuffle) +
@@ -85,7 +85,7 @@ PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char*
     require(session, fn, "session");
     const std::string file = path_of(path, fn);
     plx_checkpoint_options defaults;
-    checkpoint::save_session(*session->session, file, to_save(options_or_defaults(options, defaults, fn), fn));
+    runtime::save_session(*session->session, file, to_save(options_or_defaults(options, defaults, fn), fn));
   });
 }
 
@@ -98,11 +98,11 @@ PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const
     const std::string file = path_of(path, fn);
     plx_checkpoint_options defaults;
     const plx_checkpoint_options& o = options_or_defaults(options, defaults, fn);
-    const checkpoint::SaveOptions save = to_save(o, fn);
-    checkpoint::AsyncSaver* saver = nullptr;
+    const runtime::SaveOptions save = to_save(o, fn);
+    runtime::AsyncSaver* saver = nullptr;
     {
       std::lock_guard lock(session->saver_mutex);
-      if (!session->saver) session->saver = std::make_unique<checkpoint::AsyncSaver>(o.threads, o.staging_bytes);
+      if (!session->saver) session->saver = std::make_unique<runtime::AsyncSaver>(o.threads, o.staging_bytes);
       saver = session->saver.get();
     }
     std::function<void(std::exception_ptr)> done;
@@ -127,10 +127,10 @@ PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char*
     const std::string file = path_of(path, fn);
     plx_checkpoint_options defaults;
     const plx_checkpoint_options& o = options_or_defaults(options, defaults, fn);
-    checkpoint::LoadOptions load;
+    runtime::LoadOptions load;
     load.strict = o.strict != 0;
     for (size_t i = 0; i < o.num_counters; ++i) load.required_counters.emplace_back(o.counter_names[i]);
-    const checkpoint::LoadResult result = checkpoint::load_session(*session->session, file, load);
+    const runtime::LoadResult result = runtime::load_session(*session->session, file, load);
     for (size_t i = 0; i < o.num_counters; ++i) o.counter_values[i] = result.counters.at(o.counter_names[i]);
   });
 }

@@ -10,7 +10,7 @@
 #include <vector>
 #include <string>
 
-#include "core/checkpoint/async_saver.h"
+#include "core/runtime/async_saver.h"
 #include "core/data/idx_reader.h"
 #include "core/data/loader.h"
 #include "core/ir/error.h"
@@ -26,7 +26,7 @@ struct plx_session {
   /// Asynchronous checkpoint saves, made by the first one; destroyed (waiting for pending
   /// saves) before the session.
   std::mutex saver_mutex;
-  std::unique_ptr<plexus::checkpoint::AsyncSaver> saver;
+  std::unique_ptr<plexus::runtime::AsyncSaver> saver;
 };
 
 struct plx_run {

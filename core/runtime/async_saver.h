@@ -13,11 +13,11 @@
 #include <mutex>
 #include <string>
 
-#include "core/checkpoint/session_checkpoint.h"
+#include "core/runtime/session_checkpoint.h"
 #include "core/runtime/run_handle.h"
 #include "core/streams/io_service.h"
 
-namespace plexus::checkpoint {
+namespace plexus::runtime {
 
 /// Thread-safety: save() from any thread. The destructor waits for pending saves.
 class AsyncSaver {
@@ -32,7 +32,7 @@ class AsyncSaver {
   /// Snapshots `session` now and returns; the write completes the handle (and calls
   /// `on_complete` first, on an io thread, with null or the error). Throws what
   /// snapshot_session throws (nothing is pending then).
-  std::shared_ptr<runtime::RunHandle> save(const runtime::Session& session, const std::string& path,
+  std::shared_ptr<RunHandle> save(const Session& session, const std::string& path,
                                            const SaveOptions& options,
                                            std::function<void(std::exception_ptr)> on_complete);
   /// Snapshot bytes held right now.
@@ -47,4 +47,4 @@ class AsyncSaver {
   streams::IoService io_;  // last: joined first, while the fields above still exist
 };
 
-}  // namespace plexus::checkpoint
+}  // namespace plexus::runtime

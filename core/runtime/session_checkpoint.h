@@ -16,12 +16,12 @@
 #include "core/checkpoint/checkpoint_file.h"
 #include "core/runtime/session.h"
 
-namespace plexus::checkpoint {
+namespace plexus::runtime {
 
 enum class Shuffle { Auto, Off, On };  ///< Auto: byte-shuffle floating-point tensors
 
 struct SaveOptions {
-  WriteOptions write;
+  checkpoint::WriteOptions write;
   Shuffle shuffle = Shuffle::Auto;
   std::map<std::string, int64_t> counters;  ///< the caller's, stored in the manifest
 };
@@ -43,24 +43,24 @@ struct LoadResult {
 
 /// A session's state copied to host memory, ready to be compressed and written.
 struct Snapshot {
-  Manifest manifest;
+  checkpoint::Manifest manifest;
   std::vector<std::vector<std::byte>> data;  ///< per manifest.tensors entry
-  WriteOptions write;
+  checkpoint::WriteOptions write;
   uint64_t bytes() const;
 };
 
 /// Copies the session's state between runs (Session::hold_runs).
-Snapshot snapshot_session(const runtime::Session& session, const SaveOptions& options);
+Snapshot snapshot_session(const Session& session, const SaveOptions& options);
 /// Compresses and writes a snapshot crash-safely; throws what write_checkpoint throws.
-WriteStats write_snapshot(const std::string& path, const Snapshot& snapshot);
+checkpoint::WriteStats write_snapshot(const std::string& path, const Snapshot& snapshot);
 /// snapshot_session, then write_snapshot.
-WriteStats save_session(const runtime::Session& session, const std::string& path, const SaveOptions& options);
+checkpoint::WriteStats save_session(const Session& session, const std::string& path, const SaveOptions& options);
 
 /// Reads and checks the whole checkpoint first, then writes every tensor into the session
 /// between runs, so a damaged or mismatching file changes nothing. Throws ir::Error:
 /// Io / BadFormat from reading; InvalidArgument listing every tensor that is missing,
 /// extra (strict) or mismatched (dtype, full shape, or groups that cannot be mapped);
 /// NotFound for a required counter.
-LoadResult load_session(runtime::Session& session, const std::string& path, const LoadOptions& options);
+LoadResult load_session(Session& session, const std::string& path, const LoadOptions& options);
 
-}  // namespace plexus::checkpoint
+}  // namespace plexus::runtime

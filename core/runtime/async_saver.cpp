@@ -1,6 +1,6 @@
-#include "core/checkpoint/async_saver.h"
+#include "core/runtime/async_saver.h"
 
-namespace plexus::checkpoint {
+namespace plexus::runtime {
 
 AsyncSaver::AsyncSaver(int io_threads, uint64_t staging_bytes) : budget_(staging_bytes), io_(io_threads) {}
 
@@ -14,7 +14,7 @@ uint64_t AsyncSaver::staged_bytes() const {
   return staged_;
 }
 
-std::shared_ptr<runtime::RunHandle> AsyncSaver::save(const runtime::Session& session, const std::string& path,
+std::shared_ptr<RunHandle> AsyncSaver::save(const Session& session, const std::string& path,
                                                      const SaveOptions& options,
                                                      std::function<void(std::exception_ptr)> on_complete) {
   auto snapshot = std::make_shared<Snapshot>(snapshot_session(session, options));
@@ -25,7 +25,7 @@ std::shared_ptr<runtime::RunHandle> AsyncSaver::save(const runtime::Session& ses
     staged_ += bytes;
     ++pending_;
   }
-  auto handle = std::make_shared<runtime::RunHandle>();
+  auto handle = std::make_shared<RunHandle>();
   io_.post([this, snapshot, bytes, path, handle, on_complete = std::move(on_complete)]() mutable {
     std::exception_ptr error;
     try {
@@ -49,4 +49,4 @@ std::shared_ptr<runtime::RunHandle> AsyncSaver::save(const runtime::Session& ses
   return handle;
 }
 
-}  // namespace plexus::checkpoint
+}  // namespace plexus::runtime

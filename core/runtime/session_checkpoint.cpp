@@ -1,4 +1,4 @@
-#include "core/checkpoint/session_checkpoint.h"
+#include "core/runtime/session_checkpoint.h"
 
 #include <cstring>
 #include <set>
@@ -6,11 +6,14 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::checkpoint {
+namespace plexus::runtime {
 
 namespace {
 
-using runtime::Session;
+using checkpoint::CheckpointReader;
+using checkpoint::Manifest;
+using checkpoint::TensorEntry;
+using checkpoint::WriteStats;
 
 // A tensor of the session as a checkpoint stores it: a variable, or a remote buffer slot
 // that holds no variable.
@@ -126,7 +129,7 @@ Snapshot snapshot_session(const Session& session, const SaveOptions& options) {
   Manifest& m = snap.manifest;
   m.replication_factor = session.replication_factor();
   m.counters = options.counters;
-  const runtime::SessionOptions& o = session.options();
+  const SessionOptions& o = session.options();
   m.options = {{"device_iterations", o.device_iterations},
                {"gradient_accumulation", o.gradient_accumulation},
                {"execution_strategy", session.strategy_name()},
@@ -207,4 +210,4 @@ LoadResult load_session(Session& session, const std::string& path, const LoadOpt
   return result;
 }
 
-}  // namespace plexus::checkpoint
+}  // namespace plexus::runtime
