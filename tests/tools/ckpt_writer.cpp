@@ -117,8 +117,9 @@ State make_state(int seed, int megabytes) {
   return s;
 }
 
-// Sets the entry's shape, or rows, or dtype and sizes its data to match (new values).
-void resize(State& s, const std::string& name, const std::function<void(TensorEntry&)>& change) {
+// Changes the layout of tensor `name` (shape, rows or dtype) and gives it new values of
+// the new size.
+void change_layout(State& s, const std::string& name, const std::function<void(TensorEntry&)>& change) {
   TensorEntry& e = s.entry(name);
   change(e);
   s.bytes(name) = values(e, 99, 0);
@@ -128,7 +129,7 @@ void resize(State& s, const std::string& name, const std::function<void(TensorEn
 const std::map<std::string, std::function<void(State&)>>& variants() {
   static const std::map<std::string, std::function<void(State&)>> table{
       {"base", [](State&) {}},
-      {"bump",
+      {"bump",  // layer0/weight[5] += 0.25, optimizer/count[3] += 3
        [](State& s) {
          add_at<float>(s.bytes("layer0/weight"), 5, 0.25f);
          add_at<int32_t>(s.bytes("optimizer/count"), 3, 3);
@@ -139,9 +140,9 @@ const std::map<std::string, std::function<void(State&)>>& variants() {
          s.manifest.tensors.erase(s.manifest.tensors.begin() + at);
          s.data.erase(s.data.begin() + at);
        }},
-      {"dtype", [](State& s) { resize(s, "optimizer/count", [](TensorEntry& e) { e.dtype = DType::Float32; }); }},
-      {"shape", [](State& s) { resize(s, "layer0/weight", [](TensorEntry& e) { e.shape = {32, 64}; }); }},
-      {"rows", [](State& s) { resize(s, "buffer/slot", [](TensorEntry& e) { e.rows = 2; }); }},
+      {"dtype", [](State& s) { change_layout(s, "optimizer/count", [](TensorEntry& e) { e.dtype = DType::Float32; }); }},
+      {"shape", [](State& s) { change_layout(s, "layer0/weight", [](TensorEntry& e) { e.shape = {32, 64}; }); }},
+      {"rows", [](State& s) { change_layout(s, "buffer/slot", [](TensorEntry& e) { e.rows = 2; }); }},
   };
   return table;
 }

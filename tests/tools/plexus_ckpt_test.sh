@@ -104,6 +104,9 @@ has out "ratio +shuffled@5 +plain@5$"
 has out "^layer0/weight .* [0-9]+\.[0-9]{2} +[0-9]+\.[0-9]{2} +[0-9]+\.[0-9]{2}$"
 has out "^optimizer/count .* [0-9]+\.[0-9]{2} +- +-$"
 has out "^float32 tensors recompressed at level 5: ratio [0-9]+\.[0-9]{2} with shuffle, [0-9]+\.[0-9]{2} without$"
+# At the level the file was written with, the shuffled ratio is the stored one.
+expect 0 list base.ckpt --ratios
+awk '$1 ~ /^layer0\// && $12 != $13 { exit 1 }' out || fail "shuffled@3 differs from the stored ratio: $(cat out)"
 
 # --- verify
 expect 0 verify base.ckpt

@@ -140,7 +140,7 @@ int run_list(const std::vector<std::string>& args) {
     plain += e.bytes();
     stored += e.size;
   }
-  print_table(std::cout, rows, ratios ? "llllrlllrrrrrr" : "llllrlllrrrr");
+  print_table(std::cout, rows, ratios ? "llllrllllrrrrr" : "llllrllllrrr");
   std::cout << "total: " << reader.manifest().tensors.size() << " tensors, " << plain << " bytes, " << stored
             << " stored, ratio " << format_ratio(plain, stored) << "\n";
   if (ratios) print_shuffle_total(gain, level);
