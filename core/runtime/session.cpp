@@ -828,8 +828,8 @@ void Session::execute(Job& job, bool run_it) {
   }
   if (error) {
     for (auto& c : collectives_) c->reset();
-  } else if (program_.training) {
-    steps_ += iterations_;
+  } else {
+    steps_ += options_.device_iterations;
   }
   {
     std::lock_guard lock(mutex_);

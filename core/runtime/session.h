@@ -137,8 +137,8 @@ class Session {
   /// Slot `entry` of remote buffer `buffer` on every replica: [R] + the slot shape.
   void read_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<std::byte> out) const;
   void write_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<const std::byte> data);
-  /// Training steps (iterations of the weight update) the session has completed; counted
-  /// per successful run (device_iterations each), restored from a checkpoint.
+  /// Steps (device iterations: weight updates when training) the session has completed,
+  /// device_iterations per successful run; restored from a checkpoint.
   int64_t steps() const { return steps_.load(); }
   /// Keeps runs from executing while the lock is held (a run in progress finishes first);
   /// variable and slot accesses on this thread meanwhile see and leave one consistent

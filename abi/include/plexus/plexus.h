@@ -996,7 +996,8 @@ PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const
 PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char* path,
                                                const plx_checkpoint_options* options);
 
-/** Training steps the session has completed (restored by loading a checkpoint).
+/** Steps the session has completed: device_iterations per successful run (weight updates
+ *  when training); restored by loading a checkpoint.
  *  @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
 PLX_API plx_status plx_session_get_step(const plx_session* session, int64_t* out_step);
 

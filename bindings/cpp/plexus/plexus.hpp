@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -587,6 +588,40 @@ class Session {
     return stats;
   }
 
+  /// Saves a checkpoint (plx_session_save_checkpoint) with the caller's `counters`
+  /// (epoch, data loader position, ...). `options`: level, threads, shuffle.
+  void save_checkpoint(const std::string& path, const std::map<std::string, int64_t>& counters = {},
+                       plx_checkpoint_options options = checkpoint_defaults()) {
+    CounterArrays c(counters);
+    c.point(options);
+    check(plx_session_save_checkpoint(handle_, path.c_str(), &options));
+  }
+
+  /// Loads a checkpoint (plx_session_load_checkpoint) and returns the counters named in
+  /// `counter_names` (Error PLX_ERR_NOT_FOUND when the file lacks one; nothing is loaded then).
+  std::map<std::string, int64_t> load_checkpoint(const std::string& path, const std::vector<std::string>& counter_names = {},
+                                                 plx_checkpoint_options options = checkpoint_defaults()) {
+    std::map<std::string, int64_t> wanted;
+    for (const std::string& n : counter_names) wanted[n] = 0;
+    CounterArrays c(wanted);
+    c.point(options);
+    check(plx_session_load_checkpoint(handle_, path.c_str(), &options));
+    return c.values();
+  }
+
+  /// Steps completed, device_iterations per run (plx_session_get_step).
+  int64_t step() const {
+    int64_t n = 0;
+    check(plx_session_get_step(handle_, &n));
+    return n;
+  }
+
+  static plx_checkpoint_options checkpoint_defaults() {
+    plx_checkpoint_options o;
+    plx_checkpoint_options_init(&o);
+    return o;
+  }
+
   /// JSON report of the compiled session (plx_session_get_report).
   std::string report() const { return text(plx_session_get_report); }
   /// The last run's Chrome Trace Event JSON (plx_session_get_trace; needs options.profile).
@@ -601,6 +636,33 @@ class Session {
     out.resize(size - 1);
     return out;
   }
+
+  // Counters as the parallel arrays of plx_checkpoint_options.
+  class CounterArrays {
+   public:
+    explicit CounterArrays(const std::map<std::string, int64_t>& counters) {
+      for (const auto& [name, value] : counters) {
+        names_.push_back(name);
+        values_.push_back(value);
+      }
+      for (const std::string& n : names_) pointers_.push_back(n.c_str());
+    }
+    void point(plx_checkpoint_options& o) {
+      o.num_counters = names_.size();
+      o.counter_names = pointers_.data();
+      o.counter_values = values_.data();
+    }
+    std::map<std::string, int64_t> values() const {
+      std::map<std::string, int64_t> out;
+      for (size_t i = 0; i < names_.size(); ++i) out[names_[i]] = values_[i];
+      return out;
+    }
+
+   private:
+    std::vector<std::string> names_;
+    std::vector<const char*> pointers_;
+    std::vector<int64_t> values_;
+  };
 
   plx_session* handle_ = nullptr;
 };
