@@ -81,10 +81,13 @@ for d in range(4):
 print("ok: the trace has 100 forward, 100 backward and 10 update spans on each of 4 device tracks")
 PY
 
-"$bin" --data-dir "$data" --epochs 1 --metrics-out "$tmp/epoch.json" | tail -n 1
+# One epoch reaches >= 95 %; sanitizer builds (PLEXUS_SANITIZED=1, scripts/test.sh) train
+# 60 updates of it (91.8 % with these settings), asserted >= 90 %.
+if [[ ${PLEXUS_SANITIZED:-0} == 1 ]]; then limit=(--max-updates 60) floor=0.90; else limit=() floor=0.95; fi
+"$bin" --data-dir "$data" --epochs 1 "${limit[@]}" --metrics-out "$tmp/epoch.json" | tail -n 1
 python3 -c "
 import json, sys
 m = json.load(open('$tmp/epoch.json'))
-assert m['test_accuracy'] >= 0.95, m['test_accuracy']
-print('ok: one epoch reaches %.2f%% test accuracy' % (100 * m['test_accuracy']))
+assert m['test_accuracy'] >= $floor, m['test_accuracy']
+print('ok: the run reaches %.2f%% test accuracy (floor $floor)' % (100 * m['test_accuracy']))
 "
