@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "samples/common/checkpointing.h"
 #include "samples/common/cli.h"
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
@@ -39,6 +40,7 @@ struct MnistOptions {
   std::string dataset = "mnist";
   std::string metrics_out;
   std::string weights_out;
+  CheckpointOptions checkpoint;
 };
 
 /// Adds the shared options to `desc`, bound to `o`.
@@ -57,13 +59,15 @@ inline void add_mnist_options(po::options_description& desc, MnistOptions& o) {
       ("replication-factor", po::value(&o.replication_factor)->default_value(o.replication_factor),
        "replicas training in parallel (data parallel, gradients mean-reduced)")
       ("max-steps", po::value(&o.max_steps)->default_value(o.max_steps),
-       "stop training after this many steps (0: no limit; rounded up to whole session runs)")
+       "stop training once the session has run this many steps, counting those of a resumed checkpoint (0: no "
+       "limit; rounded up to whole session runs)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
       ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/ and fashion-mnist/")
       ("dataset", po::value(&o.dataset)->default_value(o.dataset), "mnist or fashion")
       ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file")
       ("weights-out", po::value(&o.weights_out),
        "write the trained W0, b0, W1, b1 to this file (float32, little-endian, concatenated)");
+  add_checkpoint_options(desc, o.checkpoint);
 }
 
 /// Range checks of the shared options; throws UsageError.
@@ -77,6 +81,7 @@ inline void check_mnist_options(const MnistOptions& o) {
   require_at_least<int64_t>("loader-workers", o.loader_workers, 1);
   require_at_least<int64_t>("max-steps", o.max_steps, 0);
   if (!(o.lr > 0.0)) throw UsageError("--lr must be > 0, got " + std::to_string(o.lr));
+  check_checkpoint_options(o.checkpoint);
   dataset_folder(o.data_dir, o.dataset);  // validates --dataset
 }
 
@@ -138,8 +143,10 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
   lo.seed = o.seed;
   lo.workers = static_cast<int32_t>(o.loader_workers);
   plx::Loader loader(data.dataset(), lo);
-  int64_t runs_per_epoch = loader.runs_per_epoch();  // drop_last, as torch's DataLoader
-  if (o.max_steps > 0) runs_per_epoch = std::min(runs_per_epoch, (o.max_steps + di - 1) / di);
+  const int64_t runs_per_epoch = loader.runs_per_epoch();  // drop_last, as torch's DataLoader
+  Checkpointing checkpointing(o.checkpoint, o.seed, runs_per_epoch);
+  const DataPosition from = checkpointing.start(session);
+  auto done = [&] { return o.max_steps > 0 && session.step() >= o.max_steps; };
   std::vector<float> loss_buf(static_cast<size_t>(di * o.replication_factor));
   std::vector<int32_t> correct_buf(loss_buf.size());
   const plx::Shape scalar_shape = session.host_shape(t.loss);
@@ -157,11 +164,15 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
   TrainResult result;
   const auto start = std::chrono::steady_clock::now();
   int64_t trained = 0;
-  for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
-    Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs_per_epoch);
+  DataPosition at = from;
+  for (int64_t epoch = from.epoch; epoch < o.epochs && !done(); ++epoch) {
+    const int64_t first = epoch == from.epoch ? from.run : 0;
+    const int64_t left = o.max_steps > 0 ? (o.max_steps - session.step() + di - 1) / di : runs_per_epoch;
+    const int64_t last = std::min(runs_per_epoch, first + left);
+    Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), last - first);
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
-    for (int64_t r = 0; r < runs_per_epoch; ++r) {
+    for (int64_t r = first; r < last; ++r) {
       loader.begin_run(epoch, r);
       plx::check(plx_session_run_with(session.get(), &run));
       for (size_t i = 0; i < loss_buf.size(); ++i) {
@@ -173,7 +184,9 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
       char suffix[96];
       std::snprintf(suffix, sizeof suffix, "loss %.4f acc %.2f%%", loss_sum / static_cast<double>(seen / b),
                     100.0 * static_cast<double>(correct) / static_cast<double>(seen));
-      bar.update(r + 1, suffix);
+      bar.update(r + 1 - first, suffix);
+      at = {epoch, r + 1};
+      checkpointing.after_run(session, at);
     }
     trained += seen;
     result.final_loss = seen ? loss_sum / static_cast<double>(seen / b) : 0.0;
@@ -181,6 +194,7 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.samples_per_second = seconds > 0 ? static_cast<double>(trained) / seconds : 0.0;
+  checkpointing.finish(session, at);
   // Every replica holds the trained weights (one group); sharded ones read back in full.
   const MlpParams& p = t.params;
   result.weights = {session.read<float>(p.w0), session.read<float>(p.b0), session.read<float>(p.w1),

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "samples/common/checkpointing.h"
 #include "samples/common/cli.h"
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
@@ -52,6 +53,7 @@ struct Options {
   std::string data_dir = "data";
   std::string metrics_out;
   std::string weights_out;
+  samples::CheckpointOptions checkpoint;
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -83,6 +85,7 @@ bool parse(int argc, char** argv, Options& o) {
       ("data-dir", value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/")
       ("metrics-out", value(&o.metrics_out), "write metrics as JSON to this file")
       ("weights-out", value(&o.weights_out), "write the trained parameters (float32, in network.h order) to this file");
+  samples::add_checkpoint_options(desc, o.checkpoint);
   samples::po::variables_map vm;
   if (!samples::parse_command_line(argc, argv, desc, vm,
                                    "Usage: mnist_pipeline [options]\nTrains seed 003's CNN pipelined over 4 devices "
@@ -98,6 +101,7 @@ bool parse(int argc, char** argv, Options& o) {
   samples::require_at_least<int64_t>("gradient-accumulation", o.gradient_accumulation, 1);
   samples::require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
   if (!(o.learning_rate > 0.0)) throw samples::UsageError("--learning-rate must be > 0");
+  samples::check_checkpoint_options(o.checkpoint);
   if (o.strategy != "pipelined" && o.strategy != "sharded") {
     throw samples::UsageError("--strategy must be 'pipelined' or 'sharded', got '" + o.strategy + "'");
   }
@@ -195,8 +199,12 @@ Trained train(const Options& o, samples::ImageSplit& data) {
 
   const int64_t micro = o.device_iterations * o.gradient_accumulation;
   const int64_t per_run = micro * o.replication_factor * o.batch_size;
-  int64_t runs = data.size() / per_run;  // drop_last
+  const int64_t runs_per_epoch = data.size() / per_run;  // drop_last
+  int64_t runs = runs_per_epoch;
   if (o.max_updates > 0) runs = std::min(runs, (o.max_updates + o.device_iterations - 1) / o.device_iterations);
+  samples::Checkpointing checkpointing(o.checkpoint, o.seed, runs_per_epoch);
+  const samples::DataPosition from = checkpointing.start(session);
+  samples::DataPosition at = from;
   std::vector<float> images(static_cast<size_t>(per_run * samples::kPixels));
   std::vector<int32_t> labels(static_cast<size_t>(per_run));
   std::vector<float> loss(static_cast<size_t>(micro * o.replication_factor));
@@ -205,12 +213,13 @@ Trained train(const Options& o, samples::ImageSplit& data) {
   const plx::Shape out_shape = session.host_shape(t.loss);
   const auto start = std::chrono::steady_clock::now();
   int64_t trained = 0;
-  for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
+  for (int64_t epoch = from.epoch; epoch < o.epochs; ++epoch) {
     data.shuffle(o.seed + static_cast<uint64_t>(epoch));
-    samples::Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs);
+    const int64_t first = epoch == from.epoch ? std::min(from.run, runs) : 0;
+    samples::Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs - first);
     double loss_sum = 0;
     int64_t hits = 0, seen = 0;
-    for (int64_t run = 0; run < runs; ++run) {
+    for (int64_t run = first; run < runs; ++run) {
       data.fill(run * per_run, per_run, images.data(), labels.data());
       const auto t0 = std::chrono::steady_clock::now();
       session.run({plx::HostArray(t.images, images.data(), image_shape),
@@ -230,7 +239,9 @@ Trained train(const Options& o, samples::ImageSplit& data) {
       std::snprintf(suffix, sizeof suffix, "Loss:%.4f | Accuracy:%.2f%%",
                     loss_sum / static_cast<double>(seen / o.batch_size),
                     100.0 * static_cast<double>(hits) / static_cast<double>(seen));
-      bar.update(run + 1, suffix);
+      bar.update(run + 1 - first, suffix);
+      at = {epoch, run + 1};
+      checkpointing.after_run(session, at);
     }
     trained += seen;
     result.loss = seen ? loss_sum / static_cast<double>(seen / o.batch_size) : 0.0;
@@ -238,6 +249,7 @@ Trained train(const Options& o, samples::ImageSplit& data) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.samples_per_second = seconds > 0 ? static_cast<double>(trained) / seconds : 0.0;
+  checkpointing.finish(session, at);
   std::printf("training memory (%s):\n", o.offload_optimiser ? "optimizer state offloaded" : "optimizer state on device");
   result.memory = memory_report(session, true);
   for (const plx::Tensor& p : t.params.tensors) result.weights.values.push_back(session.read<float>(p));

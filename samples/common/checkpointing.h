@@ -1,0 +1,94 @@
+// Checkpoints in the samples (issue 7; DESIGN.md "Checkpoints"): --checkpoint-dir,
+// --checkpoint-every N (steps) and --resume. The checkpoint, <dir>/checkpoint.plxckpt,
+// holds the session's state and step counter plus the data position (the epoch and the
+// next run) and the shuffling seed, so that a resumed process trains on exactly the data
+// the first one would have seen next: the samples shuffle epoch e with seed + e.
+#pragma once
+
+#include <plexus/plexus.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "samples/common/cli.h"
+
+namespace samples {
+
+struct CheckpointOptions {
+  std::string dir;
+  int64_t every = 0;  ///< steps between saves (0: only at the end of training)
+  bool resume = false;
+};
+
+inline void add_checkpoint_options(po::options_description& desc, CheckpointOptions& c) {
+  desc.add_options()("checkpoint-dir", po::value(&c.dir),
+                     "save checkpoint.plxckpt (weights, optimizer state, step, data position) in this folder at "
+                     "the end of training and every --checkpoint-every steps")
+      ("checkpoint-every", po::value(&c.every)->default_value(c.every),
+       "steps between checkpoints (0: only at the end; rounded up to whole session runs)")
+      ("resume", po::bool_switch(&c.resume), "continue from the checkpoint in --checkpoint-dir");
+}
+
+/// Throws UsageError for --checkpoint-every < 0, or --resume / --checkpoint-every without a folder.
+inline void check_checkpoint_options(const CheckpointOptions& c) {
+  require_at_least<int64_t>("checkpoint-every", c.every, 0);
+  if ((c.resume || c.every > 0) && c.dir.empty()) {
+    throw UsageError(std::string(c.resume ? "--resume" : "--checkpoint-every") + " needs --checkpoint-dir");
+  }
+}
+
+/// Where training stands in the data: the next session run to train.
+struct DataPosition {
+  int64_t epoch = 0, run = 0;
+};
+
+/// Saves and resumes one training session. Not thread-safe.
+class Checkpointing {
+ public:
+  Checkpointing(const CheckpointOptions& c, uint64_t seed, int64_t runs_per_epoch)
+      : c_(c), seed_(static_cast<int64_t>(seed)), runs_per_epoch_(runs_per_epoch) {}
+
+  std::string path() const { return (std::filesystem::path(c_.dir) / "checkpoint.plxckpt").string(); }
+
+  /// With --resume, loads the checkpoint into `session` and returns its data position
+  /// (throws std::runtime_error when it was trained with another seed); else {0, 0}.
+  DataPosition start(plx::Session& session) {
+    if (!c_.resume) return {};
+    const auto counters = session.load_checkpoint(path(), {"epoch", "run", "seed"});
+    if (counters.at("seed") != seed_) {
+      throw std::runtime_error("the checkpoint '" + path() + "' was trained with --seed " +
+                               std::to_string(counters.at("seed")) + ", not " + std::to_string(seed_));
+    }
+    last_saved_ = session.step();
+    std::printf("resumed from %s: step %lld, epoch %lld, run %lld\n", path().c_str(), static_cast<long long>(last_saved_),
+                static_cast<long long>(counters.at("epoch") + 1), static_cast<long long>(counters.at("run")));
+    return {counters.at("epoch"), counters.at("run")};
+  }
+
+  /// After a session run; `next` is the run after it. Saves once --checkpoint-every steps
+  /// have passed since the last save.
+  void after_run(plx::Session& session, DataPosition next) {
+    if (c_.every > 0 && session.step() - last_saved_ >= c_.every) save(session, next);
+  }
+
+  /// At the end of training: saves unless nothing changed since the last save.
+  void finish(plx::Session& session, DataPosition next) {
+    if (!c_.dir.empty() && session.step() != last_saved_) save(session, next);
+  }
+
+ private:
+  void save(plx::Session& session, DataPosition next) {
+    if (next.run >= runs_per_epoch_) next = {next.epoch + 1, 0};
+    std::filesystem::create_directories(c_.dir);
+    session.save_checkpoint(path(), {{"epoch", next.epoch}, {"run", next.run}, {"seed", seed_}});
+    last_saved_ = session.step();
+  }
+
+  CheckpointOptions c_;
+  int64_t seed_, runs_per_epoch_;
+  int64_t last_saved_ = 0;
+};
+
+}  // namespace samples
