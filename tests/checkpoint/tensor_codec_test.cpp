@@ -1,0 +1,158 @@
+#include "core/checkpoint/tensor_codec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <zstd.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/checkpoint/byte_shuffle.h"
+#include "core/ir/error.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
+
+namespace plexus::checkpoint {
+namespace {
+
+using ::testing::HasSubstr;
+using test_util::make_entry;
+using test_util::tensor_data;
+
+// The error decode_tensor throws, or a failure when it throws none.
+ir::Error decode_error(const TensorEntry& e, std::span<const std::byte> frame) {
+  std::vector<std::byte> out(e.bytes());
+  try {
+    decode_tensor(e, frame, out, "checkpoint 'c.ckpt'");
+  } catch (const ir::Error& err) {
+    return err;
+  }
+  ADD_FAILURE() << "decode_tensor accepted the frame";
+  return ir::Error(ir::ErrorCode::Internal, "");
+}
+
+TEST(TensorCodec, Crc32IsZlibs) {
+  EXPECT_EQ(crc32_of(test_util::to_bytes("123456789")), 0xcbf43926u);  // the CRC-32 check value
+  EXPECT_EQ(crc32_of({}), 0u);
+}
+
+TEST(TensorCodec, EncodeSetsSizeAndCrcAndWritesOneCheckedFrame) {
+  TensorEntry e = make_entry("w", ir::DType::Float32, {16, 9}, 2);
+  const std::vector<std::byte> data = tensor_data(e, 1);
+  const std::vector<std::byte> frame = encode_tensor(e, data, 3);
+  EXPECT_EQ(e.size, frame.size());
+  EXPECT_EQ(e.crc32, crc32_of(data));
+  EXPECT_EQ(ZSTD_findFrameCompressedSize(frame.data(), frame.size()), frame.size());
+  EXPECT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), 1152u);
+  // Byte 4 is the frame header descriptor; its bit 2 is Content_Checksum_flag (RFC 8878).
+  EXPECT_EQ(std::to_integer<unsigned>(frame.at(4)) & 0x04u, 0x04u);
+  // Unshuffled: the frame holds the plain bytes.
+  std::vector<std::byte> plain(data.size());
+  ASSERT_EQ(ZSTD_decompress(plain.data(), plain.size(), frame.data(), frame.size()), data.size());
+  EXPECT_EQ(plain, data);
+}
+
+TEST(TensorCodec, ShuffledFrameHoldsTheShuffledBytesAndCrcOfThePlainOnes) {
+  TensorEntry e = make_entry("w", ir::DType::Float32, {100}, 1, true);
+  const std::vector<std::byte> data = tensor_data(e, 2);
+  const std::vector<std::byte> frame = encode_tensor(e, data, 1);
+  EXPECT_EQ(e.crc32, crc32_of(data));
+  std::vector<std::byte> stored(data.size()), expected(data.size());
+  ASSERT_EQ(ZSTD_decompress(stored.data(), stored.size(), frame.data(), frame.size()), data.size());
+  byte_shuffle(data.data(), expected.data(), data.size(), 4);
+  EXPECT_EQ(stored, expected);
+}
+
+class TensorCodecRoundTrip : public ::testing::TestWithParam<std::tuple<ir::DType, bool, int>> {};
+
+TEST_P(TensorCodecRoundTrip, DecodeGivesBackTheBytes) {
+  const auto [dtype, shuffle, level] = GetParam();
+  TensorEntry e = make_entry("t", dtype, {3, 5, 7}, 3, shuffle);
+  const std::vector<std::byte> data = tensor_data(e, 3);
+  const std::vector<std::byte> frame = encode_tensor(e, data, level);
+  std::vector<std::byte> out(e.bytes());
+  decode_tensor(e, frame, out, "checkpoint 'c.ckpt'");
+  EXPECT_EQ(out, data);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TensorCodecRoundTrip,
+                         ::testing::Combine(::testing::Values(ir::DType::Float32, ir::DType::Int32, ir::DType::UInt8),
+                                            ::testing::Bool(), ::testing::Values(1, 3, 19)),
+                         [](const auto& info) {
+                           return std::string(ir::dtype_name(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "Shuffled" : "Plain") + "Level" +
+                                  std::to_string(std::get<2>(info.param));
+                         });
+
+class TensorCodecDamage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    entry_ = make_entry("layer1.w", ir::DType::Float32, {8, 8}, 1, true);
+    data_ = tensor_data(entry_, 4);
+    frame_ = encode_tensor(entry_, data_, 3);
+  }
+  TensorEntry entry_;
+  std::vector<std::byte> data_, frame_;
+};
+
+TEST_F(TensorCodecDamage, TrailingByteIsNotOneFrame) {
+  std::vector<std::byte> f = frame_;
+  f.push_back(std::byte{0});
+  const ir::Error e = decode_error(entry_, f);
+  EXPECT_EQ(e.code(), ir::ErrorCode::BadFormat);
+  EXPECT_STREQ(e.what(), "checkpoint 'c.ckpt': tensor 'layer1.w': its data is not one complete zstd frame (damaged)");
+}
+
+TEST_F(TensorCodecDamage, TruncatedFrameIsNotOneFrame) {
+  for (size_t cut : {size_t{0}, size_t{3}, frame_.size() / 2, frame_.size() - 1}) {
+    const ir::Error e = decode_error(entry_, std::span(frame_).first(cut));
+    EXPECT_EQ(e.code(), ir::ErrorCode::BadFormat);
+    EXPECT_STREQ(e.what(), "checkpoint 'c.ckpt': tensor 'layer1.w': its data is not one complete zstd frame (damaged)")
+        << "cut at " << cut;
+  }
+}
+
+TEST_F(TensorCodecDamage, ContentSizeOtherThanTheManifestsIsRefused) {
+  TensorEntry other = entry_;
+  other.shape = {8, 9};
+  const ir::Error e = decode_error(other, frame_);
+  EXPECT_EQ(e.code(), ir::ErrorCode::BadFormat);
+  EXPECT_STREQ(e.what(), "checkpoint 'c.ckpt': tensor 'layer1.w': its zstd frame holds 256 bytes, the manifest says 288");
+}
+
+TEST_F(TensorCodecDamage, CrcMismatchIsRefused) {
+  TensorEntry other = entry_;
+  other.crc32 ^= 1;
+  EXPECT_STREQ(decode_error(other, frame_).what(),
+               "checkpoint 'c.ckpt': tensor 'layer1.w': its crc32 does not match the manifest (damaged data)");
+}
+
+TEST_F(TensorCodecDamage, ShuffleFlagChangedIsCaughtByTheCrc) {
+  TensorEntry other = entry_;
+  other.shuffle = false;
+  EXPECT_STREQ(decode_error(other, frame_).what(),
+               "checkpoint 'c.ckpt': tensor 'layer1.w': its crc32 does not match the manifest (damaged data)");
+}
+
+TEST_F(TensorCodecDamage, ZstdChecksumMismatchIsRefused) {
+  std::vector<std::byte> f = frame_;
+  f.back() ^= std::byte{0x01};  // the last 4 bytes are the frame's content checksum
+  const ir::Error e = decode_error(entry_, f);
+  EXPECT_EQ(e.code(), ir::ErrorCode::BadFormat);
+  EXPECT_THAT(e.what(), HasSubstr("checkpoint 'c.ckpt': tensor 'layer1.w': zstd cannot decompress it ("));
+  EXPECT_THAT(e.what(), HasSubstr("checksum"));
+}
+
+TEST_F(TensorCodecDamage, WrongOutputSizeIsInternal) {
+  std::vector<std::byte> out(entry_.bytes() + 1);
+  try {
+    decode_tensor(entry_, frame_, out, "checkpoint 'c.ckpt'");
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::Internal);
+    EXPECT_STREQ(e.what(), "checkpoint 'c.ckpt': tensor 'layer1.w': output buffer of 257 bytes");
+  }
+}
+
+}  // namespace
+}  // namespace plexus::checkpoint
