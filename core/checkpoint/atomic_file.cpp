@@ -1,10 +1,12 @@
 #include "core/checkpoint/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -21,6 +23,18 @@ namespace {
 std::string directory_of(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   return parent.empty() ? "." : parent.string();
+}
+
+// "<target>.tmp-<pid>-<n>" files whose process is gone. Best effort: errors are ignored.
+void remove_stale_temporaries(const std::string& path) {
+  const std::string prefix = std::filesystem::path(path).filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(directory_of(path), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
+  }
 }
 
 }  // namespace
@@ -62,6 +76,7 @@ void AtomicFile::commit() {
   const int err = errno;
   ::close(dfd);
   if (rc != 0) io_error("fsync its directory '" + dir + "'", path_, err);
+  remove_stale_temporaries(path_);
 }
 
 }  // namespace plexus::checkpoint

@@ -21,7 +21,8 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(const void* data, size_t bytes);
-  /// fsync, close, rename over the target, fsync the directory.
+  /// fsync, close, rename over the target, fsync the directory; then removes temporary
+  /// files of this target left by processes that no longer exist (killed mid-save).
   void commit();
   const std::string& temp_path() const { return temp_; }
 

@@ -100,9 +100,18 @@ WriteStats write_checkpoint(const std::string& path, Manifest manifest, const st
 }
 
 CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
-  const std::string what = "checkpoint '" + path_ + "'";
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) ir::fail(ir::ErrorCode::Io, what + ": cannot open (" + std::strerror(errno) + ")");
+  if (fd_ < 0) ir::fail(ir::ErrorCode::Io, "checkpoint '" + path_ + "': cannot open (" + std::strerror(errno) + ")");
+  try {
+    open_checked();
+  } catch (...) {  // the destructor does not run for an object whose constructor threw
+    ::close(fd_);
+    throw;
+  }
+}
+
+void CheckpointReader::open_checked() {
+  const std::string what = "checkpoint '" + path_ + "'";
   struct stat st {};
   if (::fstat(fd_, &st) != 0) ir::fail(ir::ErrorCode::Io, what + ": cannot stat (" + std::strerror(errno) + ")");
   file_size_ = static_cast<uint64_t>(st.st_size);
@@ -144,9 +153,18 @@ const TensorEntry* CheckpointReader::find(const std::string& name) const {
 }
 
 std::vector<std::byte> CheckpointReader::read(const TensorEntry& entry) const {
-  std::vector<std::byte> frame(entry.size), out(entry.bytes());
+  std::vector<std::byte> frame(entry.size);  // within the file: the manifest was checked
   read_at(entry.offset, frame.data(), frame.size());
-  decode_tensor(entry, frame, out, "checkpoint '" + path_ + "'");
+  const std::string what = "checkpoint '" + path_ + "'";
+  check_frame(entry, frame, what);
+  std::vector<std::byte> out;
+  try {
+    out.resize(entry.bytes());
+  } catch (const std::bad_alloc&) {
+    ir::fail(ir::ErrorCode::BadFormat, what + ": tensor '" + entry.name + "' claims " + std::to_string(entry.bytes()) +
+                                           " bytes, more than this process can allocate");
+  }
+  decode_tensor(entry, frame, out, what);
   return out;
 }
 

@@ -52,6 +52,7 @@ class CheckpointReader {
   int fd_ = -1;
   uint64_t file_size_ = 0;
   Manifest manifest_;
+  void open_checked();
   void read_at(uint64_t offset, std::byte* out, uint64_t bytes) const;
 };
 

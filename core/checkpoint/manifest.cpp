@@ -69,7 +69,9 @@ TensorEntry parse_entry(const json& j, const std::string& file) {
   e.shuffle = field<bool>(j, "shuffle", what);
   e.offset = field<uint64_t>(j, "offset", what);
   e.size = field<uint64_t>(j, "size", what);
-  e.crc32 = field<uint32_t>(j, "crc32", what);
+  const auto crc = field<uint64_t>(j, "crc32", what);
+  if (crc > std::numeric_limits<uint32_t>::max()) bad(what, "crc32 " + std::to_string(crc) + " does not fit 32 bits");
+  e.crc32 = static_cast<uint32_t>(crc);
   if (numel > std::numeric_limits<uint64_t>::max() / 8 / static_cast<uint64_t>(e.rows)) bad(what, "size overflows");
   const uint64_t stored = field<uint64_t>(j, "uncompressed_size", what);
   if (stored != e.bytes()) {
@@ -111,7 +113,12 @@ std::string to_json(const Manifest& m) {
                   {"counters", m.counters},
                   {"options", m.options},
                   {"tensors", tensors}};
-  return j.dump();
+  try {
+    return j.dump();
+  } catch (const json::type_error& e) {  // names are bytes in the IR; JSON strings must be UTF-8
+    ir::fail(ir::ErrorCode::InvalidArgument, std::string("checkpoint: a tensor or counter name is not valid UTF-8 (") +
+                                                 e.what() + ")");
+  }
 }
 
 Manifest parse_manifest(std::string_view text, uint64_t data_begin, uint64_t file_size, const std::string& what) {

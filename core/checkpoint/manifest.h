@@ -47,7 +47,7 @@ struct Manifest {
   std::vector<TensorEntry> tensors;
 };
 
-/// Compact JSON of `m`.
+/// Compact JSON of `m`. Throws ir::Error(InvalidArgument) when a name is not valid UTF-8.
 std::string to_json(const Manifest& m);
 
 /// Parses and checks a manifest whose frames must lie in [data_begin, file_size): valid

@@ -58,6 +58,19 @@ std::vector<std::byte> encode_tensor(TensorEntry& entry, std::span<const std::by
   return frame;
 }
 
+void check_frame(const TensorEntry& entry, std::span<const std::byte> frame, const std::string& what) {
+  auto bad = [&](const std::string& message) {
+    ir::fail(ir::ErrorCode::BadFormat, what + ": tensor '" + entry.name + "': " + message);
+  };
+  const size_t frame_size = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
+  if (ZSTD_isError(frame_size) || frame_size != frame.size()) bad("its data is not one complete zstd frame (damaged)");
+  const unsigned long long content = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (content == ZSTD_CONTENTSIZE_UNKNOWN || content == ZSTD_CONTENTSIZE_ERROR) bad("its zstd frame does not record its size (damaged)");
+  if (content != entry.bytes()) {
+    bad("its zstd frame holds " + std::to_string(content) + " bytes, the manifest says " + std::to_string(entry.bytes()));
+  }
+}
+
 void decode_tensor(const TensorEntry& entry, std::span<const std::byte> frame, std::span<std::byte> out,
                    const std::string& what) {
   const std::string who = what + ": tensor '" + entry.name + "'";
@@ -65,11 +78,7 @@ void decode_tensor(const TensorEntry& entry, std::span<const std::byte> frame, s
   if (out.size() != entry.bytes()) {
     ir::fail(ir::ErrorCode::Internal, who + ": output buffer of " + std::to_string(out.size()) + " bytes");
   }
-  const size_t frame_size = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
-  if (ZSTD_isError(frame_size) || frame_size != frame.size()) bad("its data is not one complete zstd frame (damaged)");
-  const unsigned long long content = ZSTD_getFrameContentSize(frame.data(), frame.size());
-  if (content != entry.bytes()) bad("its zstd frame holds " + std::to_string(content) + " bytes, the manifest says " +
-                                    std::to_string(entry.bytes()));
+  check_frame(entry, frame, what);
   std::vector<std::byte> shuffled(entry.shuffle ? out.size() : 0);
   std::span<std::byte> target = entry.shuffle ? std::span<std::byte>(shuffled) : out;
   std::unique_ptr<ZSTD_DCtx, FreeDCtx> ctx(ZSTD_createDCtx());

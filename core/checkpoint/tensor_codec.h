@@ -21,6 +21,10 @@ uint32_t crc32_of(std::span<const std::byte> data);
 /// zstd fails. Thread-safe (a context per call).
 std::vector<std::byte> encode_tensor(TensorEntry& entry, std::span<const std::byte> data, int level);
 
+/// Checks that `frame` is one complete zstd frame whose content size is entry.bytes();
+/// throws ir::Error(BadFormat) naming the tensor, prefixed with `what`.
+void check_frame(const TensorEntry& entry, std::span<const std::byte> frame, const std::string& what);
+
 /// Decompresses `frame` into `out` (entry.bytes() bytes) and checks it: one zstd frame
 /// whose content size is entry.bytes() and whose content checksum holds, then the crc32.
 /// Throws ir::Error(BadFormat) naming the tensor, prefixed with `what` (the file).
