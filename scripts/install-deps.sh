@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ gcc pkg-config make ccache
+  clang libclang-rt-14-dev
   libboost-dev libboost-program-options-dev
   libblis-pthread-dev libzstd-dev zstd
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -2,8 +2,10 @@
 # The test suite, from a fresh Debian 12 machine: installs what is missing, fetches real
 # MNIST (integration tests train on it), builds, and runs ctest; then builds and runs the
 # same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the threading tests
-# (streaming layer, loader, sessions, pipelines, devices) under ThreadSanitizer.
-# Environment: PLEXUS_SKIP_SANITIZE=1 skips the sanitizer pass; PLEXUS_JOBS sets -j.
+# (streaming layer, loader, sessions, pipelines, devices) under ThreadSanitizer; last, when
+# clang++ is there, fuzzes the checkpoint reader with libFuzzer (tests/checkpoint/fuzz).
+# Environment: PLEXUS_SKIP_SANITIZE=1 skips the sanitizer pass; PLEXUS_JOBS sets -j;
+# PLEXUS_FUZZ_SECONDS sets the fuzzing time (default 60, 0 skips it).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,5 +39,32 @@ if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
     plexus-strategy-sharded plexus-collectives-local plexus_mock_plugins
   (cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$jobs" \
     --timeout 600 -R "BoundedQueue|StreamPump|SpinWait|StreamingSession|Loader|PipelinedSession|VirtualDevice|ReplicatedSession")
+fi
+
+# The checkpoint reader under libFuzzer + ASan + UBSan, from a seed corpus of valid
+# checkpoints made at run time. A crash, a sanitizer report or an exception other than
+# ir::Error fails test.sh; the input that did it is kept in build-fuzz/ (crash-*, oom-*, ...)
+# and reproduces with `build-fuzz/checkpoint_reader_fuzzer <file>`.
+fuzz_seconds=${PLEXUS_FUZZ_SECONDS:-60}
+if ! command -v clang++ >/dev/null 2>&1; then
+  echo "== test.sh: clang++ not found: the checkpoint reader fuzzer was skipped"
+elif [[ $fuzz_seconds -gt 0 ]]; then
+  echo "== test.sh: checkpoint reader fuzzer, $fuzz_seconds s"
+  fuzz="$root/build-fuzz"
+  cmake -S "$root/tests/checkpoint/fuzz" -B "$fuzz" -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  cmake --build "$fuzz" -j "$jobs"
+  corpus=$(mktemp -d)
+  "$fuzz/checkpoint_seed_corpus" "$corpus"
+  fuzz_status=0
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$fuzz/checkpoint_reader_fuzzer" \
+    -max_total_time="$fuzz_seconds" -dict="$root/tests/checkpoint/fuzz/manifest.dict" -artifact_prefix="$fuzz/" \
+    -print_final_stats=1 "$corpus" >"$fuzz/last-run.log" 2>&1 || fuzz_status=$?
+  rm -rf "$corpus"
+  if [[ $fuzz_status -ne 0 ]]; then
+    tail -n 80 "$fuzz/last-run.log"
+    echo "test.sh: the checkpoint reader fuzzer failed (exit $fuzz_status; log $fuzz/last-run.log)" >&2
+    exit 1
+  fi
+  grep -E "^(Done |stat::number_of_executed_units)" "$fuzz/last-run.log" || true
 fi
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"
