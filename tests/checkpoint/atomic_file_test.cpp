@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,6 +106,33 @@ TEST(AtomicFile, TwoWritersGetTheirOwnTempFilesAndTheLastCommitWins) {
   b.commit();
   EXPECT_EQ(read_string(target), "second");
   EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"a.ckpt"});
+}
+
+// The id of a process that has exited (and been reaped).
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(AtomicFile, CommitRemovesTemporariesOfDeadSaversOfTheSameTarget) {
+  TempDir dir;
+  const std::string dead = std::to_string(dead_pid()), alive = std::to_string(::getpid());
+  const std::vector<std::string> names = {"a.ckpt.tmp-" + dead + "-0",    "a.ckpt.tmp-" + dead + "-17",
+                                          "a.ckpt.tmp-" + alive + "-99",  "b.ckpt.tmp-" + dead + "-0",
+                                          "a.ckpt.tmp-x",                 "a.ckpt.old"};
+  for (const std::string& name : names) {
+    write_bytes(dir.file(name), to_bytes("stale"));
+  }
+  AtomicFile f(dir.file("a.ckpt"));
+  f.write("new", 3);
+  f.commit();
+  // Another live process's (here: this one's) temporary, another target's and names
+  // without a pid stay.
+  EXPECT_EQ(listing(dir.path()), (std::vector<std::string>{"a.ckpt", "a.ckpt.old", "a.ckpt.tmp-" + alive + "-99",
+                                                           "a.ckpt.tmp-x", "b.ckpt.tmp-" + dead + "-0"}));
 }
 
 TEST(AtomicFile, TargetInAMissingDirectoryIsAnIoErrorNamingTheFile) {

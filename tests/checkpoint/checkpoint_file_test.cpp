@@ -251,6 +251,21 @@ TEST(CheckpointFile, BadArgumentsAreRefusedAndTheOldFileStays) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 1);
 }
 
+TEST(CheckpointFile, ANameThatIsNotUtf8IsRefusedAndTheOldFileStays) {
+  TempDir dir;
+  const std::string path = dir.file("c.ckpt");
+  write_sample(path, false, 1);
+  const std::vector<std::byte> before = read_bytes(path);
+  Manifest m;
+  m.tensors.push_back(make_entry("w\xfe", ir::DType::UInt8, {2}));
+  const std::vector<std::byte> data(2);
+  const ir::Error e = write_error(path, m, {data}, WriteOptions{});
+  EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.what(), HasSubstr("a tensor or counter name is not valid UTF-8"));
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 1);
+}
+
 TEST(CheckpointFile, WritingIntoAMissingDirectoryIsAnIoError) {
   TempDir dir;
   const std::string path = dir.file("no/such/dir/c.ckpt");

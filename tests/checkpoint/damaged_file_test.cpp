@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <set>
 #include <string>
@@ -277,6 +279,25 @@ TEST_F(DamagedFile, TheFrameHeadersUnusedBitIsIgnored) {
   write_bytes(path_, b);
   CheckpointReader r(path_);
   EXPECT_EQ(r.read(r.manifest().tensors[0]), data_[0]);
+}
+
+// Entries of /proc/self/fd: the descriptors this process has open (plus the listing's own).
+size_t open_descriptors() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                           std::filesystem::directory_iterator{}));
+}
+
+TEST_F(DamagedFile, RefusingAFileClosesIt) {
+  // The reader's destructor does not run when its constructor throws; the file must be
+  // closed all the same (a process retrying a damaged checkpoint would run out of them).
+  const std::vector<std::byte> truncated(good_.begin(), good_.begin() + 100);
+  const size_t before = open_descriptors();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(refusal(truncated).code(), ir::ErrorCode::BadFormat);
+    EXPECT_EQ(refusal({good_.begin(), good_.begin() + 10}).code(), ir::ErrorCode::BadFormat);
+  }
+  { CheckpointReader r(dir_.file("good.ckpt")); }
+  EXPECT_EQ(open_descriptors(), before);
 }
 
 TEST_F(DamagedFile, WrongMagicIsRefused) {

@@ -181,6 +181,34 @@ TEST(Manifest, EntryErrorsNameTheTensor) {
                "checkpoint 'm.ckpt': tensor 'w': missing field 'crc32'");
 }
 
+TEST(Manifest, Crc32MustFitThirtyTwoBits) {
+  EXPECT_STREQ(parse_error([](json& j) { j["tensors"][0]["crc32"] = uint64_t{1} << 32; }).what(),
+               "checkpoint 'm.ckpt': tensor 'w': crc32 4294967296 does not fit 32 bits");
+  EXPECT_STREQ(parse_error([](json& j) { j["tensors"][0]["crc32"] = -1; }).what(),
+               "checkpoint 'm.ckpt': tensor 'w': crc32 18446744073709551615 does not fit 32 bits");
+  json j = json::parse(to_json(sample()));
+  j["tensors"][0]["crc32"] = 0xffffffffu;
+  EXPECT_EQ(parse_manifest(j.dump(), kDataBegin, kFileSize, "f").tensors[0].crc32, 0xffffffffu);
+}
+
+TEST(Manifest, NamesThatAreNotUtf8AreRefusedWhenWriting) {
+  Manifest m = sample();
+  m.tensors[1].name = "b\xff";
+  try {
+    to_json(m);
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), ::testing::StartsWith("checkpoint: a tensor or counter name is not valid UTF-8 ("));
+  }
+  m = sample();
+  m.counters["\xc3("] = 1;
+  EXPECT_THROW(to_json(m), ir::Error);
+  m = sample();
+  m.tensors[1].name = "b\xc3\xa9";  // UTF-8 is fine
+  EXPECT_EQ(parse_manifest(to_json(m), kDataBegin, kFileSize, "f").tensors[1].name, "b\xc3\xa9");
+}
+
 TEST(Manifest, UncompressedSizeMustMatchTheShape) {
   EXPECT_STREQ(parse_error([](json& j) { j["tensors"][0]["uncompressed_size"] = 97; }).what(),
                "checkpoint 'm.ckpt': tensor 'w': uncompressed_size 97 does not match rows x shape x dtype (96 bytes)");

@@ -143,6 +143,37 @@ TEST_F(TensorCodecDamage, ZstdChecksumMismatchIsRefused) {
   EXPECT_THAT(e.what(), HasSubstr("checksum"));
 }
 
+TEST_F(TensorCodecDamage, CheckFrameAcceptsTheEncodedFrame) {
+  EXPECT_NO_THROW(check_frame(entry_, frame_, "checkpoint 'c.ckpt'"));
+  std::vector<std::byte> f = frame_;
+  f.push_back(std::byte{0});
+  try {
+    check_frame(entry_, f, "checkpoint 'c.ckpt'");
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::BadFormat);
+    EXPECT_STREQ(e.what(), "checkpoint 'c.ckpt': tensor 'layer1.w': its data is not one complete zstd frame (damaged)");
+  }
+}
+
+TEST_F(TensorCodecDamage, FrameWithoutItsContentSizeIsRefused) {
+  // A valid zstd frame of the same bytes, but without the content size field.
+  ZSTD_CCtx* ctx = ZSTD_createCCtx();
+  ASSERT_NE(ctx, nullptr);
+  ZSTD_CCtx_setParameter(ctx, ZSTD_c_contentSizeFlag, 0);
+  ZSTD_CCtx_setParameter(ctx, ZSTD_c_checksumFlag, 1);
+  std::vector<std::byte> shuffled(data_.size()), f(ZSTD_compressBound(data_.size()));
+  byte_shuffle(data_.data(), shuffled.data(), data_.size(), 4);
+  const size_t n = ZSTD_compress2(ctx, f.data(), f.size(), shuffled.data(), shuffled.size());
+  ZSTD_freeCCtx(ctx);
+  ASSERT_FALSE(ZSTD_isError(n));
+  f.resize(n);
+  ASSERT_EQ(ZSTD_getFrameContentSize(f.data(), f.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+  const ir::Error e = decode_error(entry_, f);
+  EXPECT_EQ(e.code(), ir::ErrorCode::BadFormat);
+  EXPECT_STREQ(e.what(), "checkpoint 'c.ckpt': tensor 'layer1.w': its zstd frame does not record its size (damaged)");
+}
+
 TEST_F(TensorCodecDamage, WrongOutputSizeIsInternal) {
   std::vector<std::byte> out(entry_.bytes() + 1);
   try {
