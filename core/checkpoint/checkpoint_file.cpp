@@ -157,6 +157,12 @@ std::vector<std::byte> CheckpointReader::read(const TensorEntry& entry) const {
   read_at(entry.offset, frame.data(), frame.size());
   const std::string what = "checkpoint '" + path_ + "'";
   check_frame(entry, frame, what);
+  // A zstd block decodes to at most 128 KiB and takes at least 4 bytes: a frame's recorded
+  // content size may claim more than it can hold (16 GiB in 17 bytes).
+  if (entry.bytes() / 32768 > frame.size()) {
+    ir::fail(ir::ErrorCode::BadFormat, what + ": tensor '" + entry.name + "': its zstd frame of " + std::to_string(frame.size()) +
+                                           " bytes cannot hold the " + std::to_string(entry.bytes()) + " bytes it records (damaged)");
+  }
   std::vector<std::byte> out;
   try {
     out.resize(entry.bytes());

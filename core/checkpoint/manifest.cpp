@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "core/ir/error.h"
 
@@ -25,11 +26,26 @@ ir::DType dtype_of(const std::string& name, const std::string& what) {
   bad(what, "unknown dtype '" + name + "'");
 }
 
+// True when every number in `j` is an integer (nlohmann's get<int64_t>() of a float is a
+// plain cast: undefined behaviour out of range, truncation within it).
+bool integers_only(const json& j) {
+  if (j.is_number()) return j.is_number_integer();
+  if (j.is_structured()) {
+    for (const json& x : j) {
+      if (!integers_only(x)) return false;
+    }
+  }
+  return true;
+}
+
 // A field of `j` of type T, or a BadFormat error naming it.
 template <class T>
 T field(const json& j, const char* key, const std::string& what) {
   auto it = j.find(key);
   if (it == j.end()) bad(what, std::string("missing field '") + key + "'");
+  if constexpr (!std::is_same_v<T, json>) {
+    if (!integers_only(*it)) bad(what, std::string("field '") + key + "' has the wrong type");
+  }
   try {
     return it->get<T>();
   } catch (const json::exception&) {

@@ -94,9 +94,11 @@ class DamagedFile : public ::testing::Test {
     return what.size() >= prefix_.size() ? what.substr(prefix_.size()) : what;
   }
 
-  // A file with the valid file's frames after `manifest`, with a valid header checksum.
-  std::vector<std::byte> with_manifest(const std::string& manifest) const {
-    const std::vector<std::byte> data = frames();
+  // A file with the valid file's frames (and `extra` bytes after them) after `manifest`,
+  // with a valid header checksum.
+  std::vector<std::byte> with_manifest(const std::string& manifest, const std::vector<std::byte>& extra = {}) const {
+    std::vector<std::byte> data = frames();
+    data.insert(data.end(), extra.begin(), extra.end());
     Header h;
     h.manifest_bytes = manifest.size();
     h.data_begin = 64 + manifest.size();
@@ -111,7 +113,7 @@ class DamagedFile : public ::testing::Test {
 
   // The valid manifest edited by `edit`, whose "offset"s are relative to the data section
   // (so that edits need not know the manifest's new length), in a file made by with_manifest.
-  std::vector<std::byte> crafted(const std::function<void(json&)>& edit) const {
+  std::vector<std::byte> crafted(const std::function<void(json&)>& edit, const std::vector<std::byte>& extra = {}) const {
     json relative = json::parse(manifest_text());
     for (json& t : relative["tensors"]) t["offset"] = t["offset"].get<int64_t>() - static_cast<int64_t>(data_begin_);
     edit(relative);
@@ -123,7 +125,7 @@ class DamagedFile : public ::testing::Test {
       if (text.size() == length) break;
       length = text.size();
     }
-    return with_manifest(text);
+    return with_manifest(text, extra);
   }
 
   TempDir dir_;
@@ -395,6 +397,30 @@ TEST_F(DamagedFile, AChangedCrcIsCaughtWhenTheTensorIsRead) {
                                    &at_open);
   EXPECT_FALSE(at_open);
   EXPECT_EQ(m, "tensor 'pix': its crc32 does not match the manifest (damaged data)");
+}
+
+TEST_F(DamagedFile, AFrameClaimingMoreThanItCanHoldIsRefusedBeforeAllocating) {
+  // 17 bytes of zstd (magic, a single-segment header with an 8-byte content size of 2^34,
+  // one 1-byte RLE block) recording 16 GiB: the fuzzer made the reader allocate them.
+  const uint64_t claimed = uint64_t{1} << 34;
+  std::vector<std::byte> frame;
+  for (int b : {0x28, 0xB5, 0x2F, 0xFD}) frame.push_back(std::byte(b));  // the magic, little-endian
+  frame.push_back(std::byte{0xE0});
+  for (int i = 0; i < 8; ++i) frame.push_back(std::byte((claimed >> (8 * i)) & 0xff));
+  for (int b : {0x0B, 0x00, 0x00, 0x00}) frame.push_back(std::byte(b));
+  ASSERT_EQ(frame.size(), 17u);
+  const auto relative_end = static_cast<int64_t>(frames().size());
+  const std::string m = bad_format(crafted(
+      [&](json& j) {
+        json& t = j["tensors"][1];
+        t["dtype"] = "uint8";
+        t["shape"] = json::array({claimed});
+        t["uncompressed_size"] = claimed;
+        t["offset"] = relative_end;
+        t["size"] = 17;
+      },
+      frame));
+  EXPECT_EQ(m, "tensor 'ids': its zstd frame of 17 bytes cannot hold the 17179869184 bytes it records (damaged)");
 }
 
 TEST_F(DamagedFile, AFramePointingAtAnotherTensorsFrameIsCaught) {

@@ -181,6 +181,19 @@ TEST(Manifest, EntryErrorsNameTheTensor) {
                "checkpoint 'm.ckpt': tensor 'w': missing field 'crc32'");
 }
 
+TEST(Manifest, NumbersThatAreNotIntegersAreRefusedNotCast) {
+  // nlohmann's get<int64_t>() of a float is a plain cast: undefined out of range (found by
+  // the fuzzer), silently truncated within it.
+  EXPECT_STREQ(parse_error([](json& j) { j["tensors"][0]["rows"] = 1e300; }).what(),
+               "checkpoint 'm.ckpt': tensor 'w': field 'rows' has the wrong type");
+  EXPECT_STREQ(parse_error([](json& j) { j["tensors"][0]["crc32"] = 1.5; }).what(),
+               "checkpoint 'm.ckpt': tensor 'w': field 'crc32' has the wrong type");
+  EXPECT_STREQ(parse_error([](json& j) { j["counters"]["epoch"] = 1e300; }).what(),
+               "checkpoint 'm.ckpt': manifest: field 'counters' has the wrong type");
+  EXPECT_STREQ(parse_error([](json& j) { j["tensors"][0]["shape"] = json::array({3, 4.0}); }).what(),
+               "checkpoint 'm.ckpt': tensor 'w': field 'shape' has the wrong type");
+}
+
 TEST(Manifest, Crc32MustFitThirtyTwoBits) {
   EXPECT_STREQ(parse_error([](json& j) { j["tensors"][0]["crc32"] = uint64_t{1} << 32; }).what(),
                "checkpoint 'm.ckpt': tensor 'w': crc32 4294967296 does not fit 32 bits");
