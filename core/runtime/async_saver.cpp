@@ -34,17 +34,19 @@ std::shared_ptr<RunHandle> AsyncSaver::save(const Session& session, const std::s
       error = std::current_exception();
     }
     snapshot.reset();
+    {  // released before the save completes: a waiter then sees its staging free
+      std::lock_guard lock(mutex_);
+      staged_ -= bytes;
+      --pending_;
+      released_.notify_all();
+    }
     if (on_complete) {
       try {
         on_complete(error);
       } catch (...) {  // a completion callback's failure cannot change the save's outcome
       }
     }
-    handle->complete(error);
-    std::lock_guard lock(mutex_);
-    staged_ -= bytes;
-    --pending_;
-    released_.notify_all();
+    handle->complete(error);  // no member is touched from here on: the destructor may be running
   });
   return handle;
 }
