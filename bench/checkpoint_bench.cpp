@@ -516,6 +516,35 @@ void set_vs_cli(benchmark::State& state, double mbps, const std::vector<double>&
   if (!cli.empty() && median(cli) > 0) state.counters["vs_cli"] = mbps / median(cli);
 }
 
+// Runs the zstd CLI with `args` once per benchmark iteration and reports the counters
+// every CLI benchmark shares: MB/s of the fixture's bytes with the process start-up
+// (the median time of `startup_args`, the same command on an empty file) taken out, the
+// same with it, and the start-up itself. Returns that MB/s, or a negative value after
+// SkipWithError(`failure`) when zstd fails.
+double time_cli(benchmark::State& state, const std::vector<std::string>& args, const std::vector<std::string>& startup_args,
+                const char* failure) {
+  LoadMeter load;
+  load.start();
+  const double startup = median_run_seconds(startup_args, 9);
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    if (!run_process(args)) {
+      state.SkipWithError(failure);
+      return -1;
+    }
+    seconds += seconds_since(t0);
+  }
+  load.stop(state);
+  const double per_run = seconds / static_cast<double>(state.iterations());
+  const double mb = static_cast<double>(fixture().bytes) * kCliCopies / 1e6;
+  const double mbps = mb / std::max(per_run - startup, 1e-9);
+  state.counters["MBps"] = mbps;
+  state.counters["MBps_with_startup"] = mb / per_run;
+  state.counters["startup_ms"] = startup * 1e3;
+  return mbps;
+}
+
 void BM_CliCompress(benchmark::State& state, int level) {
   if (zstd_cli().empty()) {
     state.SkipWithError("zstd CLI not found");
@@ -524,26 +553,9 @@ void BM_CliCompress(benchmark::State& state, int level) {
   const Fixture& f = fixture();
   const fs::path out = cli_dir("z", level);
   fs::create_directories(out);
-  const auto args = cli_compress_args(level, out, f.cli_inputs);
-  LoadMeter load;
-  load.start();
-  const double startup = median_run_seconds(cli_compress_args(level, out, {f.cli_empty.string()}), 9);
-  double seconds = 0;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    if (!run_process(args)) {
-      state.SkipWithError("zstd failed");
-      return;
-    }
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
-  const double per_run = seconds / static_cast<double>(state.iterations());
-  const double mb = static_cast<double>(f.bytes) * kCliCopies / 1e6;
-  const double mbps = mb / std::max(per_run - startup, 1e-9);
-  state.counters["MBps"] = mbps;
-  state.counters["MBps_with_startup"] = mb / per_run;
-  state.counters["startup_ms"] = startup * 1e3;
+  const double mbps = time_cli(state, cli_compress_args(level, out, f.cli_inputs),
+                               cli_compress_args(level, out, {f.cli_empty.string()}), "zstd failed");
+  if (mbps < 0) return;
   state.counters["ratio"] = static_cast<double>(f.bytes) / static_cast<double>(fs::file_size(cli_frames(level)[0]));
   CliFigures& figures = g_cli[level];
   figures.compress.push_back(mbps);
@@ -571,26 +583,9 @@ void BM_CliDecompress(benchmark::State& state, int level) {
   fs::create_directories(out);
   const fs::path empty_frame = cli_dir("z", level) / "empty.bin.zst";
   run_process(cli_compress_args(level, cli_dir("z", level), {f.cli_empty.string()}));
-  const auto args = cli_decompress_args(out, frames);
-  LoadMeter load;
-  load.start();
-  const double startup = median_run_seconds(cli_decompress_args(out, {empty_frame.string()}), 9);
-  double seconds = 0;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    if (!run_process(args)) {
-      state.SkipWithError("zstd -d failed");
-      return;
-    }
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
-  const double per_run = seconds / static_cast<double>(state.iterations());
-  const double mb = static_cast<double>(f.bytes) * kCliCopies / 1e6;
-  const double mbps = mb / std::max(per_run - startup, 1e-9);
-  state.counters["MBps"] = mbps;
-  state.counters["MBps_with_startup"] = mb / per_run;
-  state.counters["startup_ms"] = startup * 1e3;
+  const double mbps = time_cli(state, cli_decompress_args(out, frames), cli_decompress_args(out, {empty_frame.string()}),
+                               "zstd -d failed");
+  if (mbps < 0) return;
   g_cli[level].decompress.push_back(mbps);
 }
 
