@@ -17,6 +17,8 @@
 //                             raw bytes in one process, minus the process's fixed cost (the
 //                             same command on an empty file); mem_MBps / mem_dMBps: `zstd -b`
 //                             (in memory, no file I/O) on one copy
+//   cli_compress_durable/level:L  the same, then each output file fsynced and its directory
+//                             fsynced, as AtomicFile::commit does for every save
 //   cli_decompress/level:L    `zstd -d` of those 16 files, the same way
 //   encode/level:L/shuffle:S  encode_tensor over every tensor (crc32, byte shuffle, zstd;
 //                             single thread): the compression inside a save, no file
@@ -29,7 +31,8 @@
 //   session_load/level:L      plx_session_load_checkpoint of that file
 //   zstd_lib/level:L/frames:F libzstd in process, checksum on, unshuffled: one frame of
 //                             everything, a frame per tensor with one reused context, or a
-//                             frame per tensor with a new context each (as encode_tensor)
+//                             frame per tensor with a new context each (as encode_tensor did
+//                             before it kept one per thread)
 //   file_write/fsync:F        the level-1 file's bytes written and renamed over the target,
 //                             with AtomicFile's fsyncs (F 1) or without (F 0, as the CLI)
 //   crc32, byte_shuffle, byte_unshuffle  the codec's other passes over all tensor bytes
@@ -45,7 +48,8 @@
 // Counters: MBps; ratio (uncompressed / compressed); vs_cli (MBps / the CLI's at the same
 // level: encode and decode against `zstd -b`, save and load against the CLI's
 // file-to-file figures: the median of the cli_* repetitions run so far in this process,
-// or a quick measurement when there are none); others_cores (cores other processes kept busy during the timing: machine
+// or a quick measurement when there are none); vs_cli_durable (save against
+// cli_compress_durable, when it ran); others_cores (cores other processes kept busy during the timing: machine
 // busy time from /proc/stat minus this process's and its children's CPU time) and
 // steal_pct (the hypervisor's share of machine time).
 //
@@ -58,6 +62,7 @@
 #include <plexus/plexus.hpp>
 
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/statfs.h>
@@ -71,6 +76,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -85,6 +91,7 @@
 #include "core/checkpoint/atomic_file.h"
 #include "core/checkpoint/byte_shuffle.h"
 #include "core/checkpoint/checkpoint_file.h"
+#include "core/checkpoint/crc32.h"
 #include "core/checkpoint/tensor_codec.h"
 #include "samples/common/mnist_data.h"
 #include "samples/mnist_pipeline/network.h"
@@ -474,6 +481,7 @@ std::vector<std::string> cli_frames(int level) {
 /// The CLI's figures at one level, per repetition of the cli_* benchmarks.
 struct CliFigures {
   std::vector<double> compress, decompress;          // file to file, MB/s
+  std::vector<double> compress_durable;              // file to file, then fsynced as a save is
   std::vector<double> mem_compress, mem_decompress;  // zstd -b, MB/s
 };
 std::map<int, CliFigures> g_cli;
@@ -512,8 +520,23 @@ const CliFigures& cli_reference(int level) {
   return f;
 }
 
-void set_vs_cli(benchmark::State& state, double mbps, const std::vector<double>& cli) {
-  if (!cli.empty() && median(cli) > 0) state.counters["vs_cli"] = mbps / median(cli);
+void set_vs_cli(benchmark::State& state, double mbps, const std::vector<double>& cli, const char* counter = "vs_cli") {
+  if (!cli.empty() && median(cli) > 0) state.counters[counter] = mbps / median(cli);
+}
+
+// What AtomicFile::commit adds to a file the CLI wrote: an fsync of the file and one of its
+// directory, per file (a save of one checkpoint each). False when a file cannot be synced.
+bool fsync_like_a_save(const std::vector<std::string>& files) {
+  for (const std::string& file : files) {
+    for (const std::string& path : {file, fs::path(file).parent_path().string()}) {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      const int rc = ::fsync(fd);
+      ::close(fd);
+      if (rc != 0) return false;
+    }
+  }
+  return true;
 }
 
 // Runs the zstd CLI with `args` once per benchmark iteration and reports the counters
@@ -522,14 +545,14 @@ void set_vs_cli(benchmark::State& state, double mbps, const std::vector<double>&
 // same with it, and the start-up itself. Returns that MB/s, or a negative value after
 // SkipWithError(`failure`) when zstd fails.
 double time_cli(benchmark::State& state, const std::vector<std::string>& args, const std::vector<std::string>& startup_args,
-                const char* failure) {
+                const char* failure, const std::function<bool()>& then = [] { return true; }) {
   LoadMeter load;
   load.start();
   const double startup = median_run_seconds(startup_args, 9);
   double seconds = 0;
   for (auto _ : state) {
     const auto t0 = Clock::now();
-    if (!run_process(args)) {
+    if (!run_process(args) || !then()) {
       state.SkipWithError(failure);
       return -1;
     }
@@ -568,6 +591,23 @@ void BM_CliCompress(benchmark::State& state, int level) {
   }
 }
 
+// The CLI's compression followed by AtomicFile's two fsyncs per output file: the durable
+// peer of `save`.
+void BM_CliCompressDurable(benchmark::State& state, int level) {
+  if (zstd_cli().empty()) {
+    state.SkipWithError("zstd CLI not found");
+    return;
+  }
+  const Fixture& f = fixture();
+  const fs::path out = cli_dir("z", level);
+  fs::create_directories(out);
+  const std::vector<std::string> frames = cli_frames(level);
+  const double mbps = time_cli(state, cli_compress_args(level, out, f.cli_inputs),
+                               cli_compress_args(level, out, {f.cli_empty.string()}), "zstd or fsync failed",
+                               [&] { return fsync_like_a_save(frames); });
+  if (mbps >= 0) g_cli[level].compress_durable.push_back(mbps);
+}
+
 void BM_CliDecompress(benchmark::State& state, int level) {
   if (zstd_cli().empty()) {
     state.SkipWithError("zstd CLI not found");
@@ -603,11 +643,12 @@ void BM_Encode(benchmark::State& state, int level, bool shuffle) {
   double seconds = 0;
   LoadMeter load;
   load.start();
+  std::vector<std::byte> frame;  // reused, as write_checkpoint does
   for (auto _ : state) {
     const auto t0 = Clock::now();
     compressed = 0;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
-      const std::vector<std::byte> frame = ckpt::encode_tensor(m.tensors[i], f.spans[i], level);
+      ckpt::encode_tensor(m.tensors[i], f.spans[i], level, frame);
       compressed += frame.size();
       benchmark::DoNotOptimize(frame.data());
     }
@@ -642,6 +683,7 @@ void BM_Save(benchmark::State& state, int level, bool shuffle) {
   state.counters["MBps"] = mbps;
   state.counters["ratio"] = static_cast<double>(stats.uncompressed_bytes) / static_cast<double>(stats.file_bytes);
   set_vs_cli(state, mbps, cli_reference(level).compress);
+  set_vs_cli(state, mbps, cli_reference(level).compress_durable, "vs_cli_durable");
 }
 
 void BM_Decode(benchmark::State& state, int level, bool shuffle) {
@@ -649,7 +691,7 @@ void BM_Decode(benchmark::State& state, int level, bool shuffle) {
   ckpt::Manifest m = f.manifest_with(shuffle);
   std::vector<std::vector<std::byte>> frames, out;
   for (size_t i = 0; i < m.tensors.size(); ++i) {
-    frames.push_back(ckpt::encode_tensor(m.tensors[i], f.spans[i], level));
+    ckpt::encode_tensor(m.tensors[i], f.spans[i], level, frames.emplace_back());
     out.emplace_back(f.tensors[i].size());
   }
   double seconds = 0;
@@ -746,7 +788,7 @@ void BM_FileWrite(benchmark::State& state, bool fsync) {
     const auto t0 = Clock::now();
     if (fsync) {
       ckpt::AtomicFile file(path);
-      file.write(bytes.data(), bytes.size());
+      file.write_at(0, bytes.data(), bytes.size());
       file.commit();
     } else {
       std::FILE* out = std::fopen(temp.c_str(), "wb");
@@ -778,7 +820,8 @@ std::unique_ptr<ZSTD_CCtx, FreeCCtx> new_context(int level) {
 }
 
 /// libzstd alone, unshuffled: frames 0 = one frame of all tensors, 1 = a frame per tensor
-/// with one reused context, 2 = a frame per tensor with a new context each (encode_tensor's way).
+/// with one reused context, 2 = a frame per tensor with a new context each (encode_tensor's way before it kept one
+/// per thread).
 void BM_ZstdLib(benchmark::State& state, int level, int frames) {
   const Fixture& f = fixture();
   std::vector<std::byte> whole;
@@ -943,6 +986,7 @@ void register_benchmarks() {
   for (const int level : {1, 3, 9}) {
     const std::string l = "/level:" + std::to_string(level);
     reg("cli_compress" + l, BM_CliCompress, level);
+    reg("cli_compress_durable" + l, BM_CliCompressDurable, level);
     reg("cli_decompress" + l, BM_CliDecompress, level);
     for (const bool shuffle : {false, true}) {
       const std::string s = l + "/shuffle:" + std::to_string(shuffle ? 1 : 0);

@@ -8,7 +8,7 @@ packages=(
   cmake g++ gcc pkg-config make ccache
   clang libclang-rt-14-dev
   libboost-dev libboost-program-options-dev
-  libblis-pthread-dev libzstd-dev zstd
+  libblis-pthread-dev libzstd-dev zstd libdeflate-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev zlib1g-dev

@@ -51,13 +51,14 @@ AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(temp_.c_str());
 }
 
-void AtomicFile::write(const void* data, size_t bytes) {
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t bytes) {
   const auto* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    const ssize_t n = ::write(fd_, p, bytes);
+    const ssize_t n = ::pwrite(fd_, p, bytes, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) io_error("write '" + temp_ + "'", path_, errno);
     p += n;
+    offset += static_cast<uint64_t>(n);
     bytes -= static_cast<size_t>(n);
   }
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace plexus::checkpoint {
@@ -20,7 +21,8 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  void write(const void* data, size_t bytes);
+  /// Writes `bytes` bytes at byte `offset` of the temporary file (pwrite; any order).
+  void write_at(uint64_t offset, const void* data, size_t bytes);
   /// fsync, close, rename over the target, fsync the directory; then removes temporary
   /// files of this target left by processes that no longer exist (killed mid-save).
   void commit();

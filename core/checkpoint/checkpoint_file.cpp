@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <limits>
+#include <mutex>
 #include <thread>
 
 #include "core/checkpoint/atomic_file.h"
@@ -20,45 +23,86 @@ namespace plexus::checkpoint {
 
 namespace {
 
-// Compresses every tensor, `threads` at a time.
-std::vector<std::vector<std::byte>> encode_all(Manifest& m, const std::vector<std::span<const std::byte>>& data,
-                                               const WriteOptions& o) {
-  std::vector<std::vector<std::byte>> frames(m.tensors.size());
+size_t decimal_digits(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 10; v /= 10) ++n;
+  return n;
+}
+
+// The manifest's length once the frames are placed, at most. It is written after the
+// frames, in a space reserved before them, and padded with spaces to this length. One
+// serialisation with every offset and size at 2^64 - 1 (20 digits) and every crc32 at
+// 2^32 - 1 (its widest) gives the length L0; each offset and size then gives back the
+// digits its bound lacks: a frame is at most ZSTD_compressBound of its bytes, and the
+// offsets follow from L0 >= the final length.
+uint64_t manifest_bound(Manifest m) {
+  constexpr uint64_t kWidest = std::numeric_limits<uint64_t>::max();
+  for (TensorEntry& e : m.tensors) {
+    e.offset = e.size = kWidest;
+    e.crc32 = std::numeric_limits<uint32_t>::max();
+  }
+  const uint64_t widest = to_json(m).size();
+  uint64_t length = widest, offset = kHeaderBytes + widest;
+  for (const TensorEntry& e : m.tensors) {
+    const uint64_t size = ZSTD_compressBound(e.bytes());
+    length -= 2 * decimal_digits(kWidest) - decimal_digits(offset) - decimal_digits(size);
+    offset += size;
+  }
+  return length;
+}
+
+// Compresses every tensor, `threads` at a time, and writes each frame as soon as the frames
+// before it are written (only frames finished out of order wait in memory), from
+// `data_begin` on; sets each entry's offset, size and crc32. Returns the end of the last
+// frame.
+uint64_t write_frames(Manifest& m, const std::vector<std::span<const std::byte>>& data, const WriteOptions& o,
+                      AtomicFile& file, uint64_t data_begin) {
+  std::vector<std::vector<std::byte>> waiting(m.tensors.size());
+  std::vector<bool> done(waiting.size(), false);
+  std::mutex mutex;
+  size_t written = 0;  // frames [0, written) are in the file
+  uint64_t end = data_begin;
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::atomic<bool> failed{false};
+  auto write = [&](std::vector<std::byte>& frame) {
+    m.tensors[written++].offset = end;
+    file.write_at(end, frame.data(), frame.size());
+    end += frame.size();
+  };
+  // Frame i is done: written now when it is next (the caller keeps its buffer), else left
+  // waiting; then the waiting frames that are next.
+  auto flush = [&](size_t i, std::vector<std::byte>& frame) {
+    std::lock_guard lock(mutex);
+    done[i] = true;
+    if (i == written) {
+      write(frame);
+    } else {
+      waiting[i] = std::move(frame);
+    }
+    while (written < waiting.size() && done[written]) {
+      std::vector<std::byte> f = std::move(waiting[written]);
+      write(f);
+    }
+  };
   auto work = [&] {
-    for (size_t i; !failed && (i = next++) < frames.size();) {
+    std::vector<std::byte> frame;  // reused while frames are written in order
+    for (size_t i; !failed && (i = next++) < waiting.size();) {
       try {
-        frames[i] = encode_tensor(m.tensors[i], data[i], o.level);
+        encode_tensor(m.tensors[i], data[i], o.level, frame);
+        flush(i, frame);
       } catch (...) {
         if (!failed.exchange(true)) error = std::current_exception();
       }
     }
   };
   std::vector<std::thread> pool;
-  const size_t helpers = std::min<size_t>(static_cast<size_t>(o.threads), frames.size()) - (frames.empty() ? 0 : 1);
+  const size_t helpers = std::min<size_t>(static_cast<size_t>(o.threads), waiting.size()) - (waiting.empty() ? 0 : 1);
   for (size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
-  return frames;
-}
-
-// Places the frames after the manifest; the manifest's length depends on the offsets it
-// records, so repeat until it no longer changes.
-std::string place_frames(Manifest& m) {
-  std::string json;
-  for (size_t length = 0;;) {
-    uint64_t offset = kHeaderBytes + length;
-    for (TensorEntry& e : m.tensors) {
-      e.offset = offset;
-      offset += e.size;
-    }
-    json = to_json(m);
-    if (json.size() == length) return json;
-    length = json.size();
-  }
+  return end;
 }
 
 }  // namespace
@@ -82,18 +126,17 @@ WriteStats write_checkpoint(const std::string& path, Manifest manifest, const st
     }
     stats.uncompressed_bytes += data[i].size();
   }
-  const std::vector<std::vector<std::byte>> frames = encode_all(manifest, data, options);
-  const std::string json = place_frames(manifest);
   Header h;
-  h.manifest_bytes = json.size();
-  h.data_begin = kHeaderBytes + json.size();
-  h.file_size = h.data_begin;
-  for (const auto& f : frames) h.file_size += f.size();
-  const auto header = encode_header(h, json);
+  h.manifest_bytes = manifest_bound(manifest);
+  h.data_begin = kHeaderBytes + h.manifest_bytes;
   AtomicFile file(path);
-  file.write(header.data(), header.size());
-  file.write(json.data(), json.size());
-  for (const auto& f : frames) file.write(f.data(), f.size());
+  h.file_size = write_frames(manifest, data, options, file, h.data_begin);
+  std::string json = to_json(manifest);
+  if (json.size() > h.manifest_bytes) ir::fail(ir::ErrorCode::Internal, what + ": the manifest outgrew its bound");
+  json.resize(h.manifest_bytes, ' ');
+  const auto header = encode_header(h, json);
+  file.write_at(0, header.data(), header.size());
+  file.write_at(header.size(), json.data(), json.size());
   file.commit();
   stats.file_bytes = h.file_size;
   return stats;

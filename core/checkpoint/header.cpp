@@ -1,9 +1,8 @@
 #include "core/checkpoint/header.h"
 
-#include <zlib.h>
-
 #include <cstring>
 
+#include "core/checkpoint/crc32.h"
 #include "core/ir/error.h"
 
 namespace plexus::checkpoint {
@@ -25,14 +24,8 @@ T get(const std::byte* at) {
 }
 
 uint32_t checksum(const std::byte* header, std::string_view manifest) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(header), kChecked);
-  for (size_t done = 0; done < manifest.size();) {  // crc32 takes uInt lengths
-    const size_t n = std::min<size_t>(manifest.size() - done, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(manifest.data() + done), static_cast<uInt>(n));
-    done += n;
-  }
-  return static_cast<uint32_t>(crc);
+  const uint32_t crc = crc32_of({header, kChecked});
+  return crc32_of(std::as_bytes(std::span<const char>(manifest.data(), manifest.size())), crc);
 }
 
 [[noreturn]] void bad(const std::string& what, const std::string& message) {

@@ -106,29 +106,33 @@ uint64_t TensorEntry::bytes() const {
 }
 
 std::string to_json(const Manifest& m) {
-  json tensors = json::array();
+  // Built in place: nlohmann's initializer lists copy every value once more, and a save
+  // serialises the manifest twice (checkpoint_file.cpp).
+  json j = json::object();
+  j["replication_factor"] = m.replication_factor;
+  j["step"] = m.step;
+  j["counters"] = m.counters;
+  j["options"] = m.options;
+  json& tensors = j["tensors"] = json::array();
+  tensors.get_ref<json::array_t&>().reserve(m.tensors.size());
   for (const TensorEntry& e : m.tensors) {
-    tensors.push_back({{"name", e.name},
-                       {"kind", e.kind},
-                       {"dtype", std::string(ir::dtype_name(e.dtype))},
-                       {"shape", e.shape},
-                       {"rows", e.rows},
-                       {"group_size", e.group_size},
-                       {"group_stride", e.group_stride},
-                       {"retrieval", e.retrieval},
-                       {"shard_over", e.shard_over},
-                       {"padding", e.padding},
-                       {"shuffle", e.shuffle},
-                       {"offset", e.offset},
-                       {"size", e.size},
-                       {"uncompressed_size", e.bytes()},
-                       {"crc32", e.crc32}});
+    json& t = tensors.emplace_back(json::object());
+    t["name"] = e.name;
+    t["kind"] = e.kind;
+    t["dtype"] = std::string(ir::dtype_name(e.dtype));
+    t["shape"] = e.shape;
+    t["rows"] = e.rows;
+    t["group_size"] = e.group_size;
+    t["group_stride"] = e.group_stride;
+    t["retrieval"] = e.retrieval;
+    t["shard_over"] = e.shard_over;
+    t["padding"] = e.padding;
+    t["shuffle"] = e.shuffle;
+    t["offset"] = e.offset;
+    t["size"] = e.size;
+    t["uncompressed_size"] = e.bytes();
+    t["crc32"] = e.crc32;
   }
-  const json j = {{"replication_factor", m.replication_factor},
-                  {"step", m.step},
-                  {"counters", m.counters},
-                  {"options", m.options},
-                  {"tensors", tensors}};
   try {
     return j.dump();
   } catch (const json::type_error& e) {  // names are bytes in the IR; JSON strings must be UTF-8

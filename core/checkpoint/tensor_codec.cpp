@@ -1,12 +1,12 @@
 #include "core/checkpoint/tensor_codec.h"
 
-#include <zlib.h>
 #include <zstd.h>
 
-#include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "core/checkpoint/byte_shuffle.h"
+#include "core/checkpoint/crc32.h"
 #include "core/ir/error.h"
 
 namespace plexus::checkpoint {
@@ -24,38 +24,78 @@ void check_zstd(size_t rc, const std::string& what) {
   if (ZSTD_isError(rc)) ir::fail(ir::ErrorCode::Internal, what + ": zstd: " + ZSTD_getErrorName(rc));
 }
 
-}  // namespace
-
-uint32_t crc32_of(std::span<const std::byte> data) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t done = 0; done < data.size();) {
-    const size_t n = std::min<size_t>(data.size() - done, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data.data() + done), static_cast<uInt>(n));
-    done += n;
-  }
-  return static_cast<uint32_t>(crc);
+// One compression and one decompression context per thread, reset for every tensor: a new
+// context per tensor cost 9-11 % of a save's compression (bench/README.md, checkpoint_bench).
+ZSTD_CCtx* thread_cctx(const std::string& what) {
+  thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> ctx(ZSTD_createCCtx());
+  if (!ctx) ir::fail(ir::ErrorCode::Internal, what + ": zstd cannot create a compression context");
+  check_zstd(ZSTD_CCtx_reset(ctx.get(), ZSTD_reset_session_and_parameters), what);
+  return ctx.get();
 }
 
-std::vector<std::byte> encode_tensor(TensorEntry& entry, std::span<const std::byte> data, int level) {
+ZSTD_DCtx* thread_dctx(const std::string& what) {
+  thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> ctx(ZSTD_createDCtx());
+  if (!ctx) ir::fail(ir::ErrorCode::Internal, what + ": zstd cannot create a decompression context");
+  check_zstd(ZSTD_DCtx_reset(ctx.get(), ZSTD_reset_session_and_parameters), what);
+  return ctx.get();
+}
+
+// The byte-shuffled copy of a tensor during one encode or decode, in a buffer per thread:
+// not zero-filled, and kept for the next tensor up to kKeptBytes (a larger one is freed).
+class ShuffleScratch {
+ public:
+  explicit ShuffleScratch(size_t bytes) {
+    Buffer& b = buffer();
+    if (bytes > b.capacity) {
+      b.data.reset(new std::byte[bytes]);
+      b.capacity = bytes;
+    }
+    data_ = b.data.get();
+  }
+  ~ShuffleScratch() {
+    Buffer& b = buffer();
+    if (b.capacity > kKeptBytes) {
+      b.data.reset();
+      b.capacity = 0;
+    }
+  }
+  ShuffleScratch(const ShuffleScratch&) = delete;
+  ShuffleScratch& operator=(const ShuffleScratch&) = delete;
+  std::byte* data() const { return data_; }
+
+ private:
+  static constexpr size_t kKeptBytes = size_t{64} << 20;
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    size_t capacity = 0;
+  };
+  static Buffer& buffer() {
+    thread_local Buffer b;
+    return b;
+  }
+  std::byte* data_;
+};
+
+}  // namespace
+
+void encode_tensor(TensorEntry& entry, std::span<const std::byte> data, int level, std::vector<std::byte>& frame) {
   const std::string what = "checkpoint tensor '" + entry.name + "'";
   entry.crc32 = crc32_of(data);
-  std::vector<std::byte> shuffled;
+  std::optional<ShuffleScratch> shuffled;
   if (entry.shuffle) {
-    shuffled.resize(data.size());
-    byte_shuffle(data.data(), shuffled.data(), data.size(), ir::dtype_size(entry.dtype));
-    data = shuffled;
+    shuffled.emplace(data.size());
+    byte_shuffle(data.data(), shuffled->data(), data.size(), ir::dtype_size(entry.dtype));
+    data = {shuffled->data(), data.size()};
   }
-  std::unique_ptr<ZSTD_CCtx, FreeCCtx> ctx(ZSTD_createCCtx());
-  if (!ctx) ir::fail(ir::ErrorCode::Internal, what + ": zstd cannot create a compression context");
-  check_zstd(ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_compressionLevel, level), what);
-  check_zstd(ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_checksumFlag, 1), what);
-  check_zstd(ZSTD_CCtx_setParameter(ctx.get(), ZSTD_c_contentSizeFlag, 1), what);
-  std::vector<std::byte> frame(ZSTD_compressBound(data.size()));
-  const size_t n = ZSTD_compress2(ctx.get(), frame.data(), frame.size(), data.data(), data.size());
+  ZSTD_CCtx* ctx = thread_cctx(what);
+  check_zstd(ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level), what);
+  check_zstd(ZSTD_CCtx_setParameter(ctx, ZSTD_c_checksumFlag, 1), what);
+  check_zstd(ZSTD_CCtx_setParameter(ctx, ZSTD_c_contentSizeFlag, 1), what);
+  frame.resize(ZSTD_compressBound(data.size()));  // zero-fills only beyond its last size
+  const size_t n = ZSTD_compress2(ctx, frame.data(), frame.size(), data.data(), data.size());
   check_zstd(n, what);
   frame.resize(n);
   entry.size = n;
-  return frame;
 }
 
 void check_frame(const TensorEntry& entry, std::span<const std::byte> frame, const std::string& what) {
@@ -79,14 +119,13 @@ void decode_tensor(const TensorEntry& entry, std::span<const std::byte> frame, s
     ir::fail(ir::ErrorCode::Internal, who + ": output buffer of " + std::to_string(out.size()) + " bytes");
   }
   check_frame(entry, frame, what);
-  std::vector<std::byte> shuffled(entry.shuffle ? out.size() : 0);
-  std::span<std::byte> target = entry.shuffle ? std::span<std::byte>(shuffled) : out;
-  std::unique_ptr<ZSTD_DCtx, FreeDCtx> ctx(ZSTD_createDCtx());
-  if (!ctx) ir::fail(ir::ErrorCode::Internal, who + ": zstd cannot create a decompression context");
-  const size_t n = ZSTD_decompressDCtx(ctx.get(), target.data(), target.size(), frame.data(), frame.size());
+  std::optional<ShuffleScratch> shuffled;
+  if (entry.shuffle) shuffled.emplace(out.size());
+  const std::span<std::byte> target = shuffled ? std::span<std::byte>(shuffled->data(), out.size()) : out;
+  const size_t n = ZSTD_decompressDCtx(thread_dctx(who), target.data(), target.size(), frame.data(), frame.size());
   if (ZSTD_isError(n)) bad(std::string("zstd cannot decompress it (") + ZSTD_getErrorName(n) + ")");
   if (n != target.size()) bad("it decompresses to " + std::to_string(n) + " bytes, expected " + std::to_string(target.size()));
-  if (entry.shuffle) byte_unshuffle(shuffled.data(), out.data(), out.size(), ir::dtype_size(entry.dtype));
+  if (shuffled) byte_unshuffle(shuffled->data(), out.data(), out.size(), ir::dtype_size(entry.dtype));
   if (crc32_of(out) != entry.crc32) bad("its crc32 does not match the manifest (damaged data)");
 }
 

@@ -1,6 +1,6 @@
 // One tensor <-> one zstd frame of a checkpoint (docs/checkpoint-format.md): optionally
 // byte-shuffled (byte_shuffle.h), compressed with the frame's content size and content
-// checksum on; the zlib crc32 of the plain bytes goes in the manifest.
+// checksum on; the CRC-32 of the plain bytes goes in the manifest.
 #pragma once
 
 #include <cstddef>
@@ -13,13 +13,12 @@
 
 namespace plexus::checkpoint {
 
-/// zlib crc32 of `data`.
-uint32_t crc32_of(std::span<const std::byte> data);
-
 /// Compresses `data` (entry.bytes() bytes) at zstd `level` (1 .. 19), byte-shuffled first
-/// when entry.shuffle; sets entry.crc32 and entry.size. Throws ir::Error(Internal) when
-/// zstd fails. Thread-safe (a context per call).
-std::vector<std::byte> encode_tensor(TensorEntry& entry, std::span<const std::byte> data, int level);
+/// when entry.shuffle, into `frame` (resized to the frame; its capacity is reused, so a
+/// caller passes the same vector for tensor after tensor); sets entry.crc32 and entry.size.
+/// Throws ir::Error(Internal) when zstd fails. Thread-safe: each thread has its own zstd
+/// context and shuffle buffer.
+void encode_tensor(TensorEntry& entry, std::span<const std::byte> data, int level, std::vector<std::byte>& frame);
 
 /// Checks that `frame` is one complete zstd frame whose content size is entry.bytes();
 /// throws ir::Error(BadFormat) naming the tensor, prefixed with `what`.
@@ -28,6 +27,7 @@ void check_frame(const TensorEntry& entry, std::span<const std::byte> frame, con
 /// Decompresses `frame` into `out` (entry.bytes() bytes) and checks it: one zstd frame
 /// whose content size is entry.bytes() and whose content checksum holds, then the crc32.
 /// Throws ir::Error(BadFormat) naming the tensor, prefixed with `what` (the file).
+/// Thread-safe, as encode_tensor.
 void decode_tensor(const TensorEntry& entry, std::span<const std::byte> frame, std::span<std::byte> out,
                    const std::string& what);
 

@@ -44,8 +44,8 @@ TEST(AtomicFile, TempFileSitsNextToTheTargetUntilCommit) {
   EXPECT_THAT(f.temp_path(), StartsWith(target + ".tmp-" + std::to_string(::getpid()) + "-"));
   EXPECT_TRUE(fs::exists(f.temp_path()));
   EXPECT_FALSE(fs::exists(target));
-  f.write("abc", 3);
-  f.write("defg", 4);
+  f.write_at(3, "defg", 4);  // any order
+  f.write_at(0, "abc", 3);
   EXPECT_FALSE(fs::exists(target));
   f.commit();
   EXPECT_EQ(read_string(target), "abcdefg");
@@ -59,7 +59,7 @@ TEST(AtomicFile, CommitReplacesTheTarget) {
   write_bytes(target, to_bytes("the old checkpoint, longer than the new one"));
   {
     AtomicFile f(target);
-    f.write("new", 3);
+    f.write_at(0, "new", 3);
     EXPECT_EQ(read_string(target), "the old checkpoint, longer than the new one");
     f.commit();
   }
@@ -77,7 +77,7 @@ TEST(AtomicFile, DestroyedWithoutCommitLeavesTheOldFileAndNoTemp) {
   {
     AtomicFile f(target);
     temp = f.temp_path();
-    f.write("partial new contents", 20);
+    f.write_at(0, "partial new contents", 20);
     EXPECT_TRUE(fs::exists(temp));
   }
   EXPECT_FALSE(fs::exists(temp));
@@ -89,7 +89,7 @@ TEST(AtomicFile, DestroyedWithoutCommitAndNoOldFileLeavesNothing) {
   TempDir dir;
   {
     AtomicFile f(dir.file("a.ckpt"));
-    f.write("x", 1);
+    f.write_at(0, "x", 1);
   }
   EXPECT_TRUE(listing(dir.path()).empty());
 }
@@ -99,8 +99,8 @@ TEST(AtomicFile, TwoWritersGetTheirOwnTempFilesAndTheLastCommitWins) {
   const std::string target = dir.file("a.ckpt");
   AtomicFile a(target), b(target);
   EXPECT_NE(a.temp_path(), b.temp_path());
-  a.write("first", 5);
-  b.write("second", 6);
+  a.write_at(0, "first", 5);
+  b.write_at(0, "second", 6);
   a.commit();
   EXPECT_EQ(read_string(target), "first");
   b.commit();
@@ -127,7 +127,7 @@ TEST(AtomicFile, CommitRemovesTemporariesOfDeadSaversOfTheSameTarget) {
     write_bytes(dir.file(name), to_bytes("stale"));
   }
   AtomicFile f(dir.file("a.ckpt"));
-  f.write("new", 3);
+  f.write_at(0, "new", 3);
   f.commit();
   // Another live process's (here: this one's) temporary, another target's and names
   // without a pid stay.
@@ -158,7 +158,7 @@ TEST(AtomicFile, FailedRenameIsAnIoErrorAndRemovesTheTemp) {
   try {
     AtomicFile f(target);
     temp = f.temp_path();
-    f.write("data", 4);
+    f.write_at(0, "data", 4);
     f.commit();
     FAIL() << "renamed a file over a non-empty directory";
   } catch (const ir::Error& e) {
@@ -175,7 +175,7 @@ TEST(AtomicFile, RelativePathCommitsInTheCurrentDirectory) {
   fs::current_path(dir.path());
   {
     AtomicFile f("rel.ckpt");
-    f.write("r", 1);
+    f.write_at(0, "r", 1);
     f.commit();  // fsyncs "." as the directory
   }
   fs::current_path(cwd);

@@ -84,6 +84,28 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ByteShuffleRoundTrip,
                          ::testing::Combine(::testing::Values<size_t>(1, 4),
                                             ::testing::Values<size_t>(1, 3, 4096, 4097, 10000)));
 
+// Every byte against the definition, around the 16-element steps of the vectorised
+// 4-byte path (and its scalar tail) and for the scalar element sizes.
+class ByteShuffleLayout : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(ByteShuffleLayout, EveryByteLandsAtKTimesNPlusI) {
+  const auto [element_size, elements] = GetParam();
+  const std::vector<std::byte> src = iota_bytes(element_size * elements);
+  std::vector<std::byte> dst(src.size()), back(src.size());
+  byte_shuffle(src.data(), dst.data(), src.size(), element_size);
+  size_t wrong = 0;
+  for (size_t i = 0; i < elements; ++i) {
+    for (size_t k = 0; k < element_size; ++k) wrong += dst[k * elements + i] != src[i * element_size + k];
+  }
+  EXPECT_EQ(wrong, 0u);
+  byte_unshuffle(dst.data(), back.data(), dst.size(), element_size);
+  EXPECT_EQ(back, src);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ByteShuffleLayout,
+                         ::testing::Combine(::testing::Values<size_t>(2, 4, 8),
+                                            ::testing::Values<size_t>(15, 16, 17, 31, 48, 4111)));
+
 TEST(ByteShuffle, EmptyBufferIsFine) {
   std::byte src[1] = {std::byte{7}}, dst[1] = {std::byte{9}};
   byte_shuffle(src, dst, 0, 4);

@@ -117,14 +117,16 @@ class DamagedFile : public ::testing::Test {
     json relative = json::parse(manifest_text());
     for (json& t : relative["tensors"]) t["offset"] = t["offset"].get<int64_t>() - static_cast<int64_t>(data_begin_);
     edit(relative);
-    std::string text;
-    for (size_t length = 0;;) {  // the offsets depend on the manifest's length
+    auto placed = [&](size_t length) {  // the offsets depend on the manifest's length
       json absolute = relative;
       for (json& t : absolute["tensors"]) t["offset"] = t["offset"].get<int64_t>() + 64 + static_cast<int64_t>(length);
-      text = absolute.dump();
-      if (text.size() == length) break;
-      length = text.size();
-    }
+      return absolute.dump();
+    };
+    // As write_checkpoint does: in the valid file's manifest space, padded with spaces, when
+    // it fits.
+    std::string text = placed(manifest_bytes_);
+    if (text.size() <= manifest_bytes_) return with_manifest(text + std::string(manifest_bytes_ - text.size(), ' '), extra);
+    for (size_t length = text.size(); (text = placed(length)).size() != length;) length = text.size();
     return with_manifest(text, extra);
   }
 
@@ -326,7 +328,7 @@ TEST_F(DamagedFile, AHigherVersionIsRefused) {
 TEST_F(DamagedFile, ManifestThatIsNotJsonIsRefused) {
   EXPECT_THAT(bad_format(with_manifest("{\"tensors\": [")), StartsWith("the manifest is not valid JSON ("));
   std::string cut = manifest_text();
-  cut.pop_back();  // the closing brace
+  cut.erase(cut.find_last_not_of(' '));  // the closing brace and the padding after it
   EXPECT_THAT(bad_format(with_manifest(cut)), StartsWith("the manifest is not valid JSON ("));
   EXPECT_THAT(bad_format(with_manifest(std::string(5, '\0'))), StartsWith("the manifest is not valid JSON ("));
 }

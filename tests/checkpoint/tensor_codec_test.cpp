@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/checkpoint/byte_shuffle.h"
+#include "core/checkpoint/crc32.h"
 #include "core/ir/error.h"
 #include "tests/checkpoint/checkpoint_test_util.h"
 
@@ -31,15 +32,17 @@ ir::Error decode_error(const TensorEntry& e, std::span<const std::byte> frame) {
   return ir::Error(ir::ErrorCode::Internal, "");
 }
 
-TEST(TensorCodec, Crc32IsZlibs) {
-  EXPECT_EQ(crc32_of(test_util::to_bytes("123456789")), 0xcbf43926u);  // the CRC-32 check value
-  EXPECT_EQ(crc32_of({}), 0u);
+// encode_tensor into a new buffer.
+std::vector<std::byte> encoded(TensorEntry& e, const std::vector<std::byte>& data, int level) {
+  std::vector<std::byte> frame;
+  encode_tensor(e, data, level, frame);
+  return frame;
 }
 
 TEST(TensorCodec, EncodeSetsSizeAndCrcAndWritesOneCheckedFrame) {
   TensorEntry e = make_entry("w", ir::DType::Float32, {16, 9}, 2);
   const std::vector<std::byte> data = tensor_data(e, 1);
-  const std::vector<std::byte> frame = encode_tensor(e, data, 3);
+  const std::vector<std::byte> frame = encoded(e, data, 3);
   EXPECT_EQ(e.size, frame.size());
   EXPECT_EQ(e.crc32, crc32_of(data));
   EXPECT_EQ(ZSTD_findFrameCompressedSize(frame.data(), frame.size()), frame.size());
@@ -55,12 +58,28 @@ TEST(TensorCodec, EncodeSetsSizeAndCrcAndWritesOneCheckedFrame) {
 TEST(TensorCodec, ShuffledFrameHoldsTheShuffledBytesAndCrcOfThePlainOnes) {
   TensorEntry e = make_entry("w", ir::DType::Float32, {100}, 1, true);
   const std::vector<std::byte> data = tensor_data(e, 2);
-  const std::vector<std::byte> frame = encode_tensor(e, data, 1);
+  const std::vector<std::byte> frame = encoded(e, data, 1);
   EXPECT_EQ(e.crc32, crc32_of(data));
   std::vector<std::byte> stored(data.size()), expected(data.size());
   ASSERT_EQ(ZSTD_decompress(stored.data(), stored.size(), frame.data(), frame.size()), data.size());
   byte_shuffle(data.data(), expected.data(), data.size(), 4);
   EXPECT_EQ(stored, expected);
+}
+
+TEST(TensorCodec, AReusedBufferAndThreadContextGiveTheFramesOfFreshOnes) {
+  // One thread's zstd context is reset between tensors (level, checksum), and the caller's
+  // buffer keeps a larger frame's capacity: neither may leak into the next frame.
+  TensorEntry big = make_entry("big", ir::DType::Float32, {64, 64}, 1, true);
+  TensorEntry small = make_entry("small", ir::DType::Float32, {5, 7}, 1, false);
+  const std::vector<std::byte> big_data = tensor_data(big, 5), small_data = tensor_data(small, 6);
+  TensorEntry fresh_small = small;
+  const std::vector<std::byte> expected = encoded(fresh_small, small_data, 1);
+  std::vector<std::byte> frame;
+  encode_tensor(big, big_data, 19, frame);
+  encode_tensor(small, small_data, 1, frame);
+  EXPECT_EQ(frame, expected);
+  EXPECT_EQ(small.size, frame.size());
+  EXPECT_EQ(small.crc32, fresh_small.crc32);
 }
 
 class TensorCodecRoundTrip : public ::testing::TestWithParam<std::tuple<ir::DType, bool, int>> {};
@@ -69,7 +88,7 @@ TEST_P(TensorCodecRoundTrip, DecodeGivesBackTheBytes) {
   const auto [dtype, shuffle, level] = GetParam();
   TensorEntry e = make_entry("t", dtype, {3, 5, 7}, 3, shuffle);
   const std::vector<std::byte> data = tensor_data(e, 3);
-  const std::vector<std::byte> frame = encode_tensor(e, data, level);
+  const std::vector<std::byte> frame = encoded(e, data, level);
   std::vector<std::byte> out(e.bytes());
   decode_tensor(e, frame, out, "checkpoint 'c.ckpt'");
   EXPECT_EQ(out, data);
@@ -89,7 +108,7 @@ class TensorCodecDamage : public ::testing::Test {
   void SetUp() override {
     entry_ = make_entry("layer1.w", ir::DType::Float32, {8, 8}, 1, true);
     data_ = tensor_data(entry_, 4);
-    frame_ = encode_tensor(entry_, data_, 3);
+    frame_ = encoded(entry_, data_, 3);
   }
   TensorEntry entry_;
   std::vector<std::byte> data_, frame_;
