@@ -76,7 +76,9 @@ Row layout_cells(const TensorEntry& e) {
 // first when `shuffle`.
 uint64_t frame_bytes(TensorEntry entry, std::span<const std::byte> data, bool shuffle, int level) {
   entry.shuffle = shuffle;
-  return checkpoint::encode_tensor(entry, data, level).size();
+  std::vector<std::byte> frame;
+  checkpoint::encode_tensor(entry, data, level, frame);
+  return frame.size();
 }
 
 // Sums over the float32 tensors recompressed by --ratios.
