@@ -2,7 +2,8 @@
 
 namespace plexus::runtime {
 
-AsyncSaver::AsyncSaver(int io_threads, uint64_t staging_bytes) : budget_(staging_bytes), io_(io_threads) {}
+AsyncSaver::AsyncSaver(int io_threads, uint64_t staging_bytes)
+    : budget_(staging_bytes), io_(io_threads, streams::IoService::Priority::kBackground, "plx-ckpt") {}
 
 AsyncSaver::~AsyncSaver() {
   std::unique_lock lock(mutex_);

@@ -1,6 +1,7 @@
 // Checkpoints saved while training goes on (issue 7): the caller's thread copies the
-// session's state to host memory between two runs (a short pause), then the streaming
-// layer's io threads (streams::IoService) compress and write it. The snapshots held at
+// session's state to host memory between two runs (a short pause), then background
+// threads (a streams::IoService of its own, "plx-ckpt<k>", SCHED_IDLE: only on cores the
+// devices leave idle) compress and write it. The snapshots held at
 // once are bounded by a staging budget: a save that would exceed it waits, on the
 // caller's thread, for earlier saves to finish (back-pressure, not memory growth).
 #pragma once

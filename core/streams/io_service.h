@@ -16,8 +16,12 @@ namespace plexus::streams {
 /// work already posted has run, and joins the threads.
 class IoService {
  public:
-  /// Starts `threads` (>= 1) threads named "plx-io<k>".
-  explicit IoService(int threads);
+  /// kBackground threads run under Linux's SCHED_IDLE: only on a core nothing else
+  /// wants, for work that must not slow the devices (asynchronous checkpoint saves).
+  enum class Priority { kNormal, kBackground };
+
+  /// Starts `threads` (>= 1) threads named "<name><k>" (at most 15 characters in all).
+  explicit IoService(int threads, Priority priority = Priority::kNormal, const char* name = "plx-io");
   ~IoService();
   IoService(const IoService&) = delete;
   IoService& operator=(const IoService&) = delete;

@@ -1,11 +1,13 @@
 // Asynchronous checkpoint saves (issue 7): the snapshot is taken when save() returns, so
 // runs that follow do not change what is written; completion callbacks fire once with
-// the save's error; the snapshots held at once stay within the staging budget.
+// the save's error, on background (SCHED_IDLE) threads; the snapshots held at once stay
+// within the staging budget.
 #include "core/runtime/async_saver.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -60,6 +62,17 @@ TEST(AsyncSaver, WritesTheStateOfWhenItWasCalledAndCompletesOnce) {
   EXPECT_EQ(seen, nullptr);
   load_session(a.s, file, {});
   EXPECT_EQ(a.acc(), (std::vector<float>{1.0f, 1.0f}));
+  std::filesystem::remove(file);
+}
+
+TEST(AsyncSaver, CompressesOnBackgroundThreads) {
+  // SCHED_IDLE: a save uses only a core the devices leave idle.
+  Acc a;
+  AsyncSaver saver(1, 1 << 20);
+  const std::string file = temp_file("idle.ckpt");
+  std::atomic<int> policy{-1};
+  saver.save(a.s, file, {}, [&](std::exception_ptr) { policy = sched_getscheduler(0); })->wait();
+  EXPECT_EQ(policy.load(), SCHED_IDLE);
   std::filesystem::remove(file);
 }
 

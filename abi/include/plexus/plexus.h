@@ -974,7 +974,9 @@ PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char*
 
 /**
  * Like plx_session_save_checkpoint(), but returns once the state is copied to host memory;
- * io threads compress and write it while runs go on. Wait with plx_run_wait() (its status
+ * the session's checkpoint threads ("plx-ckpt<k>") compress and write it while runs go on.
+ * They run under Linux's SCHED_IDLE, on cores the devices leave idle, so a save slows
+ * training little but takes longer on a machine kept busy. Wait with plx_run_wait() (its status
  * is the save's) and free with plx_run_destroy(). Destroying the session waits for
  * pending saves.
  * @return PLX_OK; the argument errors of plx_session_save_checkpoint() (nothing pending).
