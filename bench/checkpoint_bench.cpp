@@ -199,6 +199,23 @@ class LoadMeter {
   double own0_ = 0, waited_ = 0;
 };
 
+// Runs `body` once per benchmark iteration under a LoadMeter (which first waits for the
+// machine to be idle) and returns the seconds spent in it. A body that calls
+// state.SkipWithError ends the loop.
+template <class Body>
+double timed_loop(benchmark::State& state, Body&& body) {
+  double seconds = 0;
+  LoadMeter load;
+  load.start();
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    body();
+    seconds += seconds_since(t0);
+  }
+  load.stop(state);
+  return seconds;
+}
+
 // ---- training data and the CNN session ----------------------------------------------
 
 /// Real MNIST (shuffled with the sample's seed) or, without it, a pool of synthetic
@@ -506,7 +523,8 @@ const CliFigures& cli_reference(int level) {
     fs::create_directories(cli_dir("d", level));
     const double c0 = median_run_seconds(cli_compress_args(level, cli_dir("z", level), {fixture().cli_empty.string()}), 5);
     const double c = median_run_seconds(cli_compress_args(level, cli_dir("z", level), inputs), 3);
-    const double d0 = median_run_seconds(cli_decompress_args(cli_dir("d", level), {fixture().cli_empty.string() + ".zst"}), 5);
+    const std::string empty_frame = (cli_dir("z", level) / "empty.bin.zst").string();  // written by the c0 runs
+    const double d0 = median_run_seconds(cli_decompress_args(cli_dir("d", level), {empty_frame}), 5);
     const double d = median_run_seconds(cli_decompress_args(cli_dir("d", level), cli_frames(level)), 3);
     const double mb = static_cast<double>(fixture().bytes) * kCliCopies / 1e6;
     f.compress.push_back(mb / std::max(c - c0, 1e-9));
@@ -546,19 +564,15 @@ bool fsync_like_a_save(const std::vector<std::string>& files) {
 // SkipWithError(`failure`) when zstd fails.
 double time_cli(benchmark::State& state, const std::vector<std::string>& args, const std::vector<std::string>& startup_args,
                 const char* failure, const std::function<bool()>& then = [] { return true; }) {
-  LoadMeter load;
-  load.start();
   const double startup = median_run_seconds(startup_args, 9);
-  double seconds = 0;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    if (!run_process(args) || !then()) {
+  bool failed = false;
+  const double seconds = timed_loop(state, [&] {
+    if (!failed && (!run_process(args) || !then())) {
       state.SkipWithError(failure);
-      return -1;
+      failed = true;
     }
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
+  });
+  if (failed) return -1;
   const double per_run = seconds / static_cast<double>(state.iterations());
   const double mb = static_cast<double>(fixture().bytes) * kCliCopies / 1e6;
   const double mbps = mb / std::max(per_run - startup, 1e-9);
@@ -568,17 +582,25 @@ double time_cli(benchmark::State& state, const std::vector<std::string>& args, c
   return mbps;
 }
 
-void BM_CliCompress(benchmark::State& state, int level) {
+// time_cli over `zstd -<level>` of the 16 copies into cli_dir("z", level), each run followed
+// by `then` (timed too).
+double time_cli_compress(benchmark::State& state, int level, const char* failure,
+                         const std::function<bool()>& then = [] { return true; }) {
   if (zstd_cli().empty()) {
     state.SkipWithError("zstd CLI not found");
-    return;
+    return -1;
   }
   const Fixture& f = fixture();
   const fs::path out = cli_dir("z", level);
   fs::create_directories(out);
-  const double mbps = time_cli(state, cli_compress_args(level, out, f.cli_inputs),
-                               cli_compress_args(level, out, {f.cli_empty.string()}), "zstd failed");
+  return time_cli(state, cli_compress_args(level, out, f.cli_inputs), cli_compress_args(level, out, {f.cli_empty.string()}),
+                  failure, then);
+}
+
+void BM_CliCompress(benchmark::State& state, int level) {
+  const double mbps = time_cli_compress(state, level, "zstd failed");
   if (mbps < 0) return;
+  const Fixture& f = fixture();
   state.counters["ratio"] = static_cast<double>(f.bytes) / static_cast<double>(fs::file_size(cli_frames(level)[0]));
   CliFigures& figures = g_cli[level];
   figures.compress.push_back(mbps);
@@ -594,17 +616,8 @@ void BM_CliCompress(benchmark::State& state, int level) {
 // The CLI's compression followed by AtomicFile's two fsyncs per output file: the durable
 // peer of `save`.
 void BM_CliCompressDurable(benchmark::State& state, int level) {
-  if (zstd_cli().empty()) {
-    state.SkipWithError("zstd CLI not found");
-    return;
-  }
-  const Fixture& f = fixture();
-  const fs::path out = cli_dir("z", level);
-  fs::create_directories(out);
   const std::vector<std::string> frames = cli_frames(level);
-  const double mbps = time_cli(state, cli_compress_args(level, out, f.cli_inputs),
-                               cli_compress_args(level, out, {f.cli_empty.string()}), "zstd or fsync failed",
-                               [&] { return fsync_like_a_save(frames); });
+  const double mbps = time_cli_compress(state, level, "zstd or fsync failed", [&] { return fsync_like_a_save(frames); });
   if (mbps >= 0) g_cli[level].compress_durable.push_back(mbps);
 }
 
@@ -640,21 +653,15 @@ void BM_Encode(benchmark::State& state, int level, bool shuffle) {
   const Fixture& f = fixture();
   ckpt::Manifest m = f.manifest_with(shuffle);
   uint64_t compressed = 0;
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
   std::vector<std::byte> frame;  // reused, as write_checkpoint does
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     compressed = 0;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
       ckpt::encode_tensor(m.tensors[i], f.spans[i], level, frame);
       compressed += frame.size();
       benchmark::DoNotOptimize(frame.data());
     }
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
+  });
   const double mbps = mbps_of(state, seconds);
   state.counters["MBps"] = mbps;
   state.counters["ratio"] = static_cast<double>(f.bytes) / static_cast<double>(compressed);
@@ -670,15 +677,9 @@ void BM_Save(benchmark::State& state, int level, bool shuffle) {
   const ckpt::Manifest m = f.manifest_with(shuffle);
   const std::string path = saved_file(level, shuffle).string();
   ckpt::WriteStats stats;
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     stats = ckpt::write_checkpoint(path, m, f.spans, ckpt::WriteOptions{level, 1});
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
+  });
   const double mbps = mbps_of(state, seconds);
   state.counters["MBps"] = mbps;
   state.counters["ratio"] = static_cast<double>(stats.uncompressed_bytes) / static_cast<double>(stats.file_bytes);
@@ -694,16 +695,10 @@ void BM_Decode(benchmark::State& state, int level, bool shuffle) {
     ckpt::encode_tensor(m.tensors[i], f.spans[i], level, frames.emplace_back());
     out.emplace_back(f.tensors[i].size());
   }
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     for (size_t i = 0; i < frames.size(); ++i) ckpt::decode_tensor(m.tensors[i], frames[i], out[i], "bench");
-    seconds += seconds_since(t0);
     benchmark::DoNotOptimize(out.data());
-  }
-  load.stop(state);
+  });
   const double mbps = mbps_of(state, seconds);
   state.counters["MBps"] = mbps;
   set_vs_cli(state, mbps, cli_reference(level).mem_decompress);
@@ -713,19 +708,13 @@ void BM_Load(benchmark::State& state, int level, bool shuffle) {
   const Fixture& f = fixture();
   const std::string path = saved_file(level, shuffle).string();
   if (!fs::exists(path)) ckpt::write_checkpoint(path, f.manifest_with(shuffle), f.spans, ckpt::WriteOptions{level, 1});
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     const ckpt::CheckpointReader reader(path);
     for (const ckpt::TensorEntry& e : reader.manifest().tensors) {
       const std::vector<std::byte> data = reader.read(e);
       benchmark::DoNotOptimize(data.data());
     }
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
+  });
   const double mbps = mbps_of(state, seconds);
   state.counters["MBps"] = mbps;
   set_vs_cli(state, mbps, cli_reference(level).decompress);
@@ -737,15 +726,9 @@ void BM_SessionSave(benchmark::State& state, int level) {
   const Fixture& f = fixture();
   const plx_checkpoint_options o = checkpoint_options(level, PLX_SHUFFLE_AUTO);
   const std::string path = session_file(level).string();
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     plx::check(plx_session_save_checkpoint(f.trained->session.get(), path.c_str(), &o));
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
+  });
   state.counters["MBps"] = mbps_of(state, seconds);
   state.counters["ratio"] = static_cast<double>(f.bytes) / static_cast<double>(fs::file_size(path));
 }
@@ -758,15 +741,9 @@ void BM_SessionLoad(benchmark::State& state, int level) {
     plx::check(plx_session_save_checkpoint(f.trained->session.get(), path.c_str(), &o));
   }
   const plx_checkpoint_options o = checkpoint_options(level, PLX_SHUFFLE_AUTO);
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     plx::check(plx_session_load_checkpoint(f.trained->session.get(), path.c_str(), &o));
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
+  });
   state.counters["MBps"] = mbps_of(state, seconds);
 }
 
@@ -781,11 +758,7 @@ void BM_FileWrite(benchmark::State& state, bool fsync) {
   std::ifstream(source, std::ios::binary).read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   const std::string path = f.file(fsync ? "write_fsync.ckpt" : "write_nofsync.ckpt").string();
   const std::string temp = path + ".tmp";
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     if (fsync) {
       ckpt::AtomicFile file(path);
       file.write_at(0, bytes.data(), bytes.size());
@@ -798,9 +771,7 @@ void BM_FileWrite(benchmark::State& state, bool fsync) {
       }
       fs::rename(temp, path);
     }
-    seconds += seconds_since(t0);
-  }
-  load.stop(state);
+  });
   state.counters["ms"] = 1e3 * seconds / static_cast<double>(state.iterations());
   state.counters["file_bytes"] = static_cast<double>(bytes.size());
 }
@@ -830,11 +801,7 @@ void BM_ZstdLib(benchmark::State& state, int level, int frames) {
   std::vector<std::byte> out(ZSTD_compressBound(whole.size()));
   std::unique_ptr<ZSTD_CCtx, FreeCCtx> ctx = new_context(level);
   uint64_t compressed = 0;
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     compressed = 0;
     for (const auto& in : inputs) {
       if (frames == 2) ctx = new_context(level);
@@ -845,10 +812,8 @@ void BM_ZstdLib(benchmark::State& state, int level, int frames) {
       }
       compressed += n;
     }
-    seconds += seconds_since(t0);
     benchmark::DoNotOptimize(out.data());
-  }
-  load.stop(state);
+  });
   state.counters["MBps"] = mbps_of(state, seconds);
   state.counters["ratio"] = static_cast<double>(f.bytes) / static_cast<double>(compressed);
 }
@@ -859,22 +824,16 @@ void BM_CodecPass(benchmark::State& state, int pass) {
   std::vector<std::vector<std::byte>> out;
   for (const auto& t : f.tensors) out.emplace_back(t.size());
   uint32_t crc = 0;
-  double seconds = 0;
-  LoadMeter load;
-  load.start();
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
+  const double seconds = timed_loop(state, [&] {
     for (size_t i = 0; i < f.tensors.size(); ++i) {
       const size_t e = plexus::ir::dtype_size(f.manifest.tensors[i].dtype);
       if (pass == 0) crc ^= ckpt::crc32_of(f.spans[i]);
       if (pass == 1) ckpt::byte_shuffle(f.tensors[i].data(), out[i].data(), f.tensors[i].size(), e);
       if (pass == 2) ckpt::byte_unshuffle(f.tensors[i].data(), out[i].data(), f.tensors[i].size(), e);
     }
-    seconds += seconds_since(t0);
     benchmark::DoNotOptimize(crc);
     benchmark::DoNotOptimize(out.data());
-  }
-  load.stop(state);
+  });
   state.counters["MBps"] = mbps_of(state, seconds);
 }
 

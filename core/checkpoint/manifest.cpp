@@ -99,6 +99,17 @@ TensorEntry parse_entry(const json& j, const std::string& file) {
 
 }  // namespace
 
+TensorEntry TensorEntry::variable(std::string name, ir::DType dtype, ir::Shape shape, int64_t rows, bool shuffle) {
+  TensorEntry e;
+  e.name = std::move(name);
+  e.kind = "variable";
+  e.dtype = dtype;
+  e.shape = std::move(shape);
+  e.rows = rows;
+  e.shuffle = shuffle;
+  return e;
+}
+
 uint64_t TensorEntry::bytes() const {
   uint64_t n = static_cast<uint64_t>(rows) * ir::dtype_size(dtype);
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);

@@ -35,6 +35,10 @@ struct TensorEntry {
   uint64_t size = 0;          ///< of its zstd frame
   uint32_t crc32 = 0;         ///< zlib crc32 of the uncompressed, unshuffled bytes
 
+  /// A "variable" entry with the default grouping and layout; offset, size and crc32 are
+  /// left to the writer (write_checkpoint).
+  static TensorEntry variable(std::string name, ir::DType dtype, ir::Shape shape, int64_t rows = 1, bool shuffle = false);
+
   /// rows x numel(shape) x dtype size.
   uint64_t bytes() const;
 };

@@ -29,7 +29,7 @@ void check_zstd(size_t rc, const std::string& what) {
 ZSTD_CCtx* thread_cctx(const std::string& what) {
   thread_local std::unique_ptr<ZSTD_CCtx, FreeCCtx> ctx(ZSTD_createCCtx());
   if (!ctx) ir::fail(ir::ErrorCode::Internal, what + ": zstd cannot create a compression context");
-  check_zstd(ZSTD_CCtx_reset(ctx.get(), ZSTD_reset_session_and_parameters), what);
+  check_zstd(ZSTD_CCtx_reset(ctx.get(), ZSTD_reset_session_only), what);
   return ctx.get();
 }
 

@@ -21,7 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using test_util::get_le;
-using test_util::make_entry;
 using test_util::read_bytes;
 using test_util::TempDir;
 using test_util::tensor_data;
@@ -33,17 +32,17 @@ Manifest sample_manifest(bool shuffle) {
   m.step = 42;
   m.counters = {{"epoch", 3}, {"batches_seen", 1200}};
   m.options = {{"strategy", "replicated"}};
-  m.tensors.push_back(make_entry("conv1.w", ir::DType::Float32, {8, 3, 3, 3}, 2, shuffle));
+  m.tensors.push_back(TensorEntry::variable("conv1.w", ir::DType::Float32, {8, 3, 3, 3}, 2, shuffle));
   m.tensors.back().group_size = 2;
   m.tensors.back().group_stride = 2;
-  m.tensors.push_back(make_entry("conv1.b", ir::DType::Float32, {8}, 1, shuffle));
-  m.tensors.push_back(make_entry("labels", ir::DType::Int32, {5, 7}, 3, shuffle));
+  m.tensors.push_back(TensorEntry::variable("conv1.b", ir::DType::Float32, {8}, 1, shuffle));
+  m.tensors.push_back(TensorEntry::variable("labels", ir::DType::Int32, {5, 7}, 3, shuffle));
   m.tensors.back().kind = "remote_variable";
   m.tensors.back().retrieval = "all_replicas";
-  m.tensors.push_back(make_entry("pixels", ir::DType::UInt8, {4, 28, 28}, 4, shuffle));
+  m.tensors.push_back(TensorEntry::variable("pixels", ir::DType::UInt8, {4, 28, 28}, 4, shuffle));
   m.tensors.back().kind = "remote_buffer_slot";
-  m.tensors.push_back(make_entry("lr", ir::DType::Float32, {}, 1, shuffle));
-  m.tensors.push_back(make_entry("fc.w", ir::DType::Float32, {10, 7}, 1, shuffle));
+  m.tensors.push_back(TensorEntry::variable("lr", ir::DType::Float32, {}, 1, shuffle));
+  m.tensors.push_back(TensorEntry::variable("fc.w", ir::DType::Float32, {10, 7}, 1, shuffle));
   m.tensors.back().shard_over = 4;
   m.tensors.back().padding = 2;
   return m;
@@ -209,7 +208,7 @@ TEST(CheckpointFile, OverwritingReplacesTheCheckpoint) {
   write_sample(path, false, 1);
   Manifest m;
   m.step = 99;
-  m.tensors.push_back(make_entry("only", ir::DType::UInt8, {3}));
+  m.tensors.push_back(TensorEntry::variable("only", ir::DType::UInt8, {3}));
   const std::vector<std::byte> data = {std::byte{1}, std::byte{2}, std::byte{3}};
   write_checkpoint(path, m, {data}, {});
   CheckpointReader r(path);
@@ -235,7 +234,7 @@ TEST(CheckpointFile, BadArgumentsAreRefusedAndTheOldFileStays) {
   write_sample(path, false, 1);
   const std::vector<std::byte> before = read_bytes(path);
   Manifest m;
-  m.tensors.push_back(make_entry("w", ir::DType::Float32, {2, 2}));
+  m.tensors.push_back(TensorEntry::variable("w", ir::DType::Float32, {2, 2}));
   const std::vector<std::byte> good(16), short_data(12);
 
   ir::Error e = write_error(path, m, {good}, WriteOptions{0, 1});
@@ -263,7 +262,7 @@ TEST(CheckpointFile, ANameThatIsNotUtf8IsRefusedAndTheOldFileStays) {
   write_sample(path, false, 1);
   const std::vector<std::byte> before = read_bytes(path);
   Manifest m;
-  m.tensors.push_back(make_entry("w\xfe", ir::DType::UInt8, {2}));
+  m.tensors.push_back(TensorEntry::variable("w\xfe", ir::DType::UInt8, {2}));
   const std::vector<std::byte> data(2);
   const ir::Error e = write_error(path, m, {data}, WriteOptions{});
   EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);

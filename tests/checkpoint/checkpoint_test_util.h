@@ -64,18 +64,6 @@ inline std::vector<std::byte> to_bytes(std::string_view s) {
   return out;
 }
 
-/// A variable entry of `dtype`, `shape` and `rows`; offset, size and crc32 are left to the writer.
-inline TensorEntry make_entry(std::string name, ir::DType dtype, ir::Shape shape, int64_t rows = 1, bool shuffle = false) {
-  TensorEntry e;
-  e.name = std::move(name);
-  e.kind = "variable";
-  e.dtype = dtype;
-  e.shape = std::move(shape);
-  e.rows = rows;
-  e.shuffle = shuffle;
-  return e;
-}
-
 /// Deterministic, moderately compressible contents for `e`: element i of the tensor is a
 /// function of i and `seed` that suits its dtype (small floats, signed ints, bytes).
 inline std::vector<std::byte> tensor_data(const TensorEntry& e, uint32_t seed) {

@@ -14,7 +14,6 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-using test_util::make_entry;
 
 constexpr uint64_t kDataBegin = 500, kFileSize = 1000;
 
@@ -24,7 +23,7 @@ Manifest sample() {
   m.step = 123;
   m.counters = {{"epoch", 2}, {"loader_run", -1}};
   m.options = {{"strategy", "replicated"}, {"micro_batches", 3}};
-  TensorEntry w = make_entry("w", ir::DType::Float32, {3, 4}, 2, true);
+  TensorEntry w = TensorEntry::variable("w", ir::DType::Float32, {3, 4}, 2, true);
   w.group_size = 2;
   w.group_stride = 2;
   w.retrieval = "all_replicas";
@@ -33,12 +32,12 @@ Manifest sample() {
   w.offset = 500;
   w.size = 100;
   w.crc32 = 0xdeadbeef;
-  TensorEntry b = make_entry("layer.b", ir::DType::Int32, {}, 1);
+  TensorEntry b = TensorEntry::variable("layer.b", ir::DType::Int32, {}, 1);
   b.kind = "remote_variable";
   b.offset = 600;
   b.size = 50;
   b.crc32 = 7;
-  TensorEntry s = make_entry("slot0", ir::DType::UInt8, {5}, 4);
+  TensorEntry s = TensorEntry::variable("slot0", ir::DType::UInt8, {5}, 4);
   s.kind = "remote_buffer_slot";
   s.offset = 650;
   s.size = 350;  // ends at the file's end
@@ -72,10 +71,10 @@ ir::Error parse_text_error(const std::string& text) {
 }
 
 TEST(TensorEntry, BytesIsRowsTimesElementsTimesDtypeSize) {
-  EXPECT_EQ(make_entry("a", ir::DType::Float32, {3, 4}, 2).bytes(), 96u);
-  EXPECT_EQ(make_entry("a", ir::DType::Int32, {7}, 1).bytes(), 28u);
-  EXPECT_EQ(make_entry("a", ir::DType::UInt8, {2, 3, 5}, 3).bytes(), 90u);
-  EXPECT_EQ(make_entry("a", ir::DType::Float32, {}, 5).bytes(), 20u);  // scalars
+  EXPECT_EQ(TensorEntry::variable("a", ir::DType::Float32, {3, 4}, 2).bytes(), 96u);
+  EXPECT_EQ(TensorEntry::variable("a", ir::DType::Int32, {7}, 1).bytes(), 28u);
+  EXPECT_EQ(TensorEntry::variable("a", ir::DType::UInt8, {2, 3, 5}, 3).bytes(), 90u);
+  EXPECT_EQ(TensorEntry::variable("a", ir::DType::Float32, {}, 5).bytes(), 20u);  // scalars
 }
 
 TEST(Manifest, JsonRoundTripKeepsEveryField) {

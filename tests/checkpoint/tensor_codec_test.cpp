@@ -17,7 +17,6 @@ namespace plexus::checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
-using test_util::make_entry;
 using test_util::tensor_data;
 
 // The error decode_tensor throws, or a failure when it throws none.
@@ -40,7 +39,7 @@ std::vector<std::byte> encoded(TensorEntry& e, const std::vector<std::byte>& dat
 }
 
 TEST(TensorCodec, EncodeSetsSizeAndCrcAndWritesOneCheckedFrame) {
-  TensorEntry e = make_entry("w", ir::DType::Float32, {16, 9}, 2);
+  TensorEntry e = TensorEntry::variable("w", ir::DType::Float32, {16, 9}, 2);
   const std::vector<std::byte> data = tensor_data(e, 1);
   const std::vector<std::byte> frame = encoded(e, data, 3);
   EXPECT_EQ(e.size, frame.size());
@@ -56,7 +55,7 @@ TEST(TensorCodec, EncodeSetsSizeAndCrcAndWritesOneCheckedFrame) {
 }
 
 TEST(TensorCodec, ShuffledFrameHoldsTheShuffledBytesAndCrcOfThePlainOnes) {
-  TensorEntry e = make_entry("w", ir::DType::Float32, {100}, 1, true);
+  TensorEntry e = TensorEntry::variable("w", ir::DType::Float32, {100}, 1, true);
   const std::vector<std::byte> data = tensor_data(e, 2);
   const std::vector<std::byte> frame = encoded(e, data, 1);
   EXPECT_EQ(e.crc32, crc32_of(data));
@@ -69,8 +68,8 @@ TEST(TensorCodec, ShuffledFrameHoldsTheShuffledBytesAndCrcOfThePlainOnes) {
 TEST(TensorCodec, AReusedBufferAndThreadContextGiveTheFramesOfFreshOnes) {
   // One thread's zstd context is reset between tensors (level, checksum), and the caller's
   // buffer keeps a larger frame's capacity: neither may leak into the next frame.
-  TensorEntry big = make_entry("big", ir::DType::Float32, {64, 64}, 1, true);
-  TensorEntry small = make_entry("small", ir::DType::Float32, {5, 7}, 1, false);
+  TensorEntry big = TensorEntry::variable("big", ir::DType::Float32, {64, 64}, 1, true);
+  TensorEntry small = TensorEntry::variable("small", ir::DType::Float32, {5, 7}, 1, false);
   const std::vector<std::byte> big_data = tensor_data(big, 5), small_data = tensor_data(small, 6);
   TensorEntry fresh_small = small;
   const std::vector<std::byte> expected = encoded(fresh_small, small_data, 1);
@@ -86,7 +85,7 @@ class TensorCodecRoundTrip : public ::testing::TestWithParam<std::tuple<ir::DTyp
 
 TEST_P(TensorCodecRoundTrip, DecodeGivesBackTheBytes) {
   const auto [dtype, shuffle, level] = GetParam();
-  TensorEntry e = make_entry("t", dtype, {3, 5, 7}, 3, shuffle);
+  TensorEntry e = TensorEntry::variable("t", dtype, {3, 5, 7}, 3, shuffle);
   const std::vector<std::byte> data = tensor_data(e, 3);
   const std::vector<std::byte> frame = encoded(e, data, level);
   std::vector<std::byte> out(e.bytes());
@@ -106,7 +105,7 @@ INSTANTIATE_TEST_SUITE_P(All, TensorCodecRoundTrip,
 class TensorCodecDamage : public ::testing::Test {
  protected:
   void SetUp() override {
-    entry_ = make_entry("layer1.w", ir::DType::Float32, {8, 8}, 1, true);
+    entry_ = TensorEntry::variable("layer1.w", ir::DType::Float32, {8, 8}, 1, true);
     data_ = tensor_data(entry_, 4);
     frame_ = encoded(entry_, data_, 3);
   }

@@ -20,17 +20,6 @@ using plexus::checkpoint::Manifest;
 using plexus::checkpoint::TensorEntry;
 using plexus::ir::DType;
 
-TensorEntry entry(std::string name, DType dtype, plexus::ir::Shape shape, int64_t rows, bool shuffle) {
-  TensorEntry e;
-  e.name = std::move(name);
-  e.kind = "variable";
-  e.dtype = dtype;
-  e.shape = std::move(shape);
-  e.rows = rows;
-  e.shuffle = shuffle;
-  return e;
-}
-
 // Values with some structure, so that zstd emits compressed blocks, not only raw ones.
 std::vector<std::byte> values(const TensorEntry& e) {
   std::vector<std::byte> out(e.bytes());
@@ -68,25 +57,25 @@ int main(int argc, char** argv) {
     write(dir + "/empty.ckpt", empty, 1);
 
     Manifest one;
-    one.tensors.push_back(entry("w", DType::Float32, {4, 6}, 1, true));
+    one.tensors.push_back(TensorEntry::variable("w", DType::Float32, {4, 6}, 1, true));
     write(dir + "/one.ckpt", one, 3);
 
     Manifest mixed;
     mixed.replication_factor = 4;
     mixed.step = 100;
     mixed.counters = {{"epoch", 2}, {"loader_run", 7}};
-    mixed.tensors.push_back(entry("conv.w", DType::Float32, {2, 3, 3}, 2, true));
+    mixed.tensors.push_back(TensorEntry::variable("conv.w", DType::Float32, {2, 3, 3}, 2, true));
     mixed.tensors.back().group_size = 2;
     mixed.tensors.back().group_stride = 2;
-    mixed.tensors.push_back(entry("ids", DType::Int32, {40}, 1, false));
+    mixed.tensors.push_back(TensorEntry::variable("ids", DType::Int32, {40}, 1, false));
     mixed.tensors.back().kind = "remote_variable";
     mixed.tensors.back().retrieval = "all_replicas";
-    mixed.tensors.push_back(entry("pixels", DType::UInt8, {2, 5, 5}, 4, true));
+    mixed.tensors.push_back(TensorEntry::variable("pixels", DType::UInt8, {2, 5, 5}, 4, true));
     mixed.tensors.back().kind = "remote_buffer_slot";
-    mixed.tensors.push_back(entry("fc.w", DType::Float32, {5}, 1, false));
+    mixed.tensors.push_back(TensorEntry::variable("fc.w", DType::Float32, {5}, 1, false));
     mixed.tensors.back().shard_over = 4;
     mixed.tensors.back().padding = 3;
-    mixed.tensors.push_back(entry("lr", DType::Float32, {}, 1, false));
+    mixed.tensors.push_back(TensorEntry::variable("lr", DType::Float32, {}, 1, false));
     write(dir + "/mixed.ckpt", mixed, 9);
   } catch (const plexus::ir::Error& e) {
     std::fprintf(stderr, "checkpoint_seed_corpus: %s\n", e.what());
