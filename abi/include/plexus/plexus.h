@@ -951,7 +951,8 @@ typedef struct plx_checkpoint_options {
   void* user_data;                 /**< passed to on_complete */
   uint64_t staging_bytes; /**< asynchronous saves: snapshot bytes held at once before a save
                                waits for earlier ones (default 1 GiB); fixed by the session's
-                               first asynchronous save, as is `threads` for its io threads */
+                               first asynchronous save, as is `threads` for its checkpoint
+                               threads */
 } plx_checkpoint_options;
 
 /** Fills `options` with the defaults and sets struct_size. */
