@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <span>
 
-#include "call.h"
-#include "group_rendezvous.h"
+#include "collectives_common/call.h"
+#include "collectives_common/group_rendezvous.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 /** Reduce-scatter + all-gather over shared memory (all_reduce.cpp). */
 void all_reduce_phase(GroupRendezvous& group, size_t position,
@@ -27,6 +27,6 @@ void reduce_scatter_phase(GroupRendezvous& group, size_t position,
 void broadcast_phase(GroupRendezvous& group, size_t position,
                      std::span<const CallDescriptor> calls);
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local
 
 #endif  // PLEXUS_COLLECTIVES_LOCAL_ALGORITHMS_H

@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "algorithms.h"
-#include "streaming_store.h"
+#include "collectives_common/streaming_store.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 void all_gather_phase(GroupRendezvous& /*group*/, size_t position,
                       std::span<const CallDescriptor> calls) {
@@ -26,4 +26,4 @@ void all_gather_phase(GroupRendezvous& /*group*/, size_t position,
   if (streaming) streaming_fence();
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "algorithms.h"
-#include "chunking.h"
-#include "reduce_kernels.h"
-#include "streaming_store.h"
+#include "collectives_common/chunking.h"
+#include "collectives_common/reduce_kernels.h"
+#include "collectives_common/streaming_store.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 void all_reduce_phase(GroupRendezvous& /*group*/, size_t position, std::span<const CallDescriptor> calls) {
   const CallDescriptor& mine = calls[position];
@@ -39,4 +39,4 @@ void all_reduce_phase(GroupRendezvous& /*group*/, size_t position, std::span<con
   if (streaming) streaming_fence();
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local

@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "algorithms.h"
-#include "streaming_store.h"
+#include "collectives_common/streaming_store.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 void broadcast_phase(GroupRendezvous& group, size_t position,
                      std::span<const CallDescriptor> calls) {
@@ -22,4 +22,4 @@ void broadcast_phase(GroupRendezvous& group, size_t position,
   }
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local

@@ -1,9 +1,9 @@
 #include "collective_call.h"
 
-#include "messages.h"
+#include "collectives_common/messages.h"
 #include "validation.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 namespace {
 
 CallDescriptor describe_call(const plx_coll_args& args, Collective kind) {
@@ -64,4 +64,4 @@ Outcome run_collective(Communicator& comm, const plx_coll_args& args, Collective
   return Outcome::ok();
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local

@@ -7,13 +7,13 @@
 #include <cstddef>
 #include <span>
 
-#include "call.h"
+#include "collectives_common/call.h"
 #include "communicator.h"
-#include "group_rendezvous.h"
-#include "outcome.h"
+#include "collectives_common/group_rendezvous.h"
+#include "collectives_common/outcome.h"
 #include "plexus/collectives_plugin.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 /**
  * The data movement of one collective, run by member `position` once every member's call
@@ -27,6 +27,6 @@ using DataPhase = void (*)(GroupRendezvous& group, size_t position,
 Outcome run_collective(Communicator& comm, const plx_coll_args& args, Collective kind,
                        DataPhase phase);
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local
 
 #endif  // PLEXUS_COLLECTIVES_LOCAL_COLLECTIVE_CALL_H

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 namespace {
 
 // steady_clock counts nanoseconds in an int64: keep deadlines far from overflow.
@@ -31,4 +31,4 @@ void Communicator::abort(const char* reason) {
   for (auto& [members, rendezvous] : groups_) rendezvous->wake_all();
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local

@@ -12,11 +12,11 @@
 #include <span>
 #include <vector>
 
-#include "abort_flag.h"
-#include "group_rendezvous.h"
+#include "collectives_common/abort_flag.h"
+#include "collectives_common/group_rendezvous.h"
 #include "plexus/collectives_plugin.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 /** The replicas a communicator serves: R global ones, [first, first + count) hosted here. */
 struct HostedReplicas {
@@ -58,6 +58,6 @@ class Communicator {
   std::map<std::vector<int64_t>, std::unique_ptr<GroupRendezvous>, MembersLess> groups_;
 };
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local
 
 #endif  // PLEXUS_COLLECTIVES_LOCAL_COMMUNICATOR_H

@@ -6,16 +6,16 @@
 #include "algorithms.h"
 #include "collective_call.h"
 #include "communicator.h"
-#include "messages.h"
+#include "collectives_common/messages.h"
 #include "plexus/collectives_plugin.h"
 #include "validation.h"
 
 // The opaque handle of the ABI is the communicator itself.
-struct plx_comm final : plexus::collectives_local::Communicator {
+struct plx_comm final : plexus::collectives::local::Communicator {
   using Communicator::Communicator;
 };
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 namespace {
 
 constexpr const char* kOutOfMemory = "out of memory in the local collectives plugin";
@@ -89,9 +89,9 @@ const plx_collectives_plugin kTable = {
 };
 
 }  // namespace
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local
 
 extern "C" __attribute__((visibility("default"))) const plx_collectives_plugin*
 plx_collectives_plugin_v1(void) {
-  return &plexus::collectives_local::kTable;
+  return &plexus::collectives::local::kTable;
 }

@@ -2,10 +2,10 @@
 // member's send, in member order, into its recv. The members work in parallel, each
 // reading g * count elements and writing count.
 #include "algorithms.h"
-#include "reduce_kernels.h"
-#include "streaming_store.h"
+#include "collectives_common/reduce_kernels.h"
+#include "collectives_common/streaming_store.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 void reduce_scatter_phase(GroupRendezvous& /*group*/, size_t position,
                           std::span<const CallDescriptor> calls) {
@@ -16,4 +16,4 @@ void reduce_scatter_phase(GroupRendezvous& /*group*/, size_t position,
   if (streaming) streaming_fence();
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local

@@ -6,9 +6,9 @@
 #include <span>
 #include <string>
 
-#include "messages.h"
+#include "collectives_common/messages.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 namespace {
 
 Outcome invalid(std::string message) {
@@ -189,4 +189,4 @@ Outcome validate_call(const plx_coll_args& args, Collective kind, const HostedRe
   return check_buffers(args, kind);
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local

@@ -4,12 +4,12 @@
 #ifndef PLEXUS_COLLECTIVES_LOCAL_VALIDATION_H
 #define PLEXUS_COLLECTIVES_LOCAL_VALIDATION_H
 
-#include "call.h"
+#include "collectives_common/call.h"
 #include "communicator.h"
-#include "outcome.h"
+#include "collectives_common/outcome.h"
 #include "plexus/collectives_plugin.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives::local {
 
 /**
  * Checks a communicator configuration (and out_comm): NULL pointers, struct_size,
@@ -26,6 +26,6 @@ Outcome validate_config(const plx_comm_config* config, plx_comm** out_comm);
  */
 Outcome validate_call(const plx_coll_args& args, Collective kind, const HostedReplicas& hosted);
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives::local
 
 #endif  // PLEXUS_COLLECTIVES_LOCAL_VALIDATION_H

@@ -1,4 +1,4 @@
-#include "streaming_store.h"
+#include "collectives_common/streaming_store.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <emmintrin.h>
 #endif
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 bool use_streaming(size_t bytes) { return bytes >= kStreamingThresholdBytes; }
 
@@ -49,4 +49,4 @@ void streaming_fence() noexcept {}
 
 #endif
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives

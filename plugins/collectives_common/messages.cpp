@@ -1,9 +1,9 @@
-#include "messages.h"
+#include "collectives_common/messages.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 const char* collective_name(Collective kind) {
   switch (kind) {
@@ -96,4 +96,4 @@ void write_message(char* out, size_t capacity, std::string_view text) noexcept {
   out[length] = '\0';
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives

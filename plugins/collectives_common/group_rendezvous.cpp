@@ -1,12 +1,12 @@
-#include "group_rendezvous.h"
+#include "collectives_common/group_rendezvous.h"
 
 #include <algorithm>
 #include <thread>
 
-#include "agreement.h"
-#include "messages.h"
+#include "collectives_common/agreement.h"
+#include "collectives_common/messages.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 namespace {
 
 // Busy-wait iterations (x86 `pause`) before blocking on the condition variable: about
@@ -200,4 +200,4 @@ void GroupRendezvous::wake_all() {
   cv_.notify_all();
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives

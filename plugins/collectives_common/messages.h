@@ -1,6 +1,6 @@
 // Human-readable pieces of error messages, and writing a message into a caller's buffer.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_MESSAGES_H
-#define PLEXUS_COLLECTIVES_LOCAL_MESSAGES_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_MESSAGES_H
+#define PLEXUS_COLLECTIVES_COMMON_MESSAGES_H
 
 #include <cstddef>
 #include <cstdint>
@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "call.h"
+#include "collectives_common/call.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 /** "all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier". */
 const char* collective_name(Collective kind);
@@ -39,6 +39,6 @@ std::string call_prefix(Collective kind, std::span<const int64_t> members);
  */
 void write_message(char* out, size_t capacity, std::string_view text) noexcept;
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_MESSAGES_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_MESSAGES_H

@@ -3,12 +3,12 @@
 // buffer larger than the cache costs twice its size in memory traffic; a streaming store
 // costs its size once. Used by the collectives only above kStreamingThresholdBytes, where
 // the output cannot stay in the cache until it is read anyway.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_STREAMING_STORE_H
-#define PLEXUS_COLLECTIVES_LOCAL_STREAMING_STORE_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_STREAMING_STORE_H
+#define PLEXUS_COLLECTIVES_COMMON_STREAMING_STORE_H
 
 #include <cstddef>
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 /**
  * Outputs of at least this many bytes per member are written with streaming stores: a
@@ -31,6 +31,6 @@ void copy_streaming(void* dst, const void* src, size_t bytes) noexcept;
  */
 void streaming_fence() noexcept;
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_STREAMING_STORE_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_STREAMING_STORE_H

@@ -1,12 +1,12 @@
-#include "reduce_kernels.h"
+#include "collectives_common/reduce_kernels.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-#include "streaming_store.h"
+#include "collectives_common/streaming_store.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 namespace {
 
 // Elements per block: the accumulators of one block stay in L1 (8 KiB at most) while every
@@ -119,4 +119,4 @@ void reduce_in_member_order(plx_dtype dtype, plx_reduce_op op,
   }
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives

@@ -1,10 +1,10 @@
-#include "agreement.h"
+#include "collectives_common/agreement.h"
 
 #include <vector>
 
-#include "messages.h"
+#include "collectives_common/messages.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 namespace {
 
 // One field of a call, as text ("100 float32 elements", "op sum", ...).
@@ -93,4 +93,4 @@ std::string describe_disagreement(std::span<const int64_t> members,
   return call_prefix(calls[0].kind, members) + ": members disagree: " + differences;
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives

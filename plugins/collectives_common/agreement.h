@@ -1,15 +1,15 @@
 // The agreement check: every member of a call must ask for the same collective with the
 // same count, dtype, op (reductions), root (broadcast) and buffer kind.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_AGREEMENT_H
-#define PLEXUS_COLLECTIVES_LOCAL_AGREEMENT_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_AGREEMENT_H
+#define PLEXUS_COLLECTIVES_COMMON_AGREEMENT_H
 
 #include <cstdint>
 #include <span>
 #include <string>
 
-#include "call.h"
+#include "collectives_common/call.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 /** True when the members' calls agree (no allocation: this runs on every call). */
 bool calls_agree(std::span<const CallDescriptor> calls);
@@ -25,6 +25,6 @@ bool calls_agree(std::span<const CallDescriptor> calls);
 std::string describe_disagreement(std::span<const int64_t> members,
                                   std::span<const CallDescriptor> calls);
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_AGREEMENT_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_AGREEMENT_H

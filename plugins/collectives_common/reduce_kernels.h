@@ -1,14 +1,14 @@
 // Reduction kernels: combine the members' inputs element by element, in member order, so
 // that the result is deterministic and identical wherever it is computed.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_REDUCE_KERNELS_H
-#define PLEXUS_COLLECTIVES_LOCAL_REDUCE_KERNELS_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_REDUCE_KERNELS_H
+#define PLEXUS_COLLECTIVES_COMMON_REDUCE_KERNELS_H
 
 #include <cstddef>
 #include <span>
 
-#include "call.h"
+#include "collectives_common/call.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 /**
  * Writes, for i in [0, size) and every d in `dsts`, d[i] = op over members m = 0, 1, ...,
@@ -32,6 +32,6 @@ void reduce_in_member_order(plx_dtype dtype, plx_reduce_op op,
                             std::span<const CallDescriptor> calls, size_t offset, size_t size,
                             std::span<void* const> dsts, bool streaming) noexcept;
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_REDUCE_KERNELS_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_REDUCE_KERNELS_H

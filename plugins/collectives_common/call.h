@@ -1,14 +1,14 @@
 // One replica's view of one collective call: what it asked for and its buffers. The
 // rendezvous publishes these so that every member sees every other member's call.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_CALL_H
-#define PLEXUS_COLLECTIVES_LOCAL_CALL_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_CALL_H
+#define PLEXUS_COLLECTIVES_COMMON_CALL_H
 
 #include <cstddef>
 #include <cstdint>
 
 #include "plexus/collectives_plugin.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 enum class Collective : int32_t { all_reduce, all_gather, reduce_scatter, broadcast, barrier };
 
@@ -35,6 +35,6 @@ inline bool is_reduction(Collective kind) {
 /** True for the collectives that move data (every one but barrier). */
 inline bool moves_data(Collective kind) { return kind != Collective::barrier; }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_CALL_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_CALL_H

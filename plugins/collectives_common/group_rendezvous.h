@@ -14,8 +14,8 @@
 // Once a generation has completed, every member runs its data phase to the end (others
 // read its buffers), so barrier() is neither cancellable nor timed: it only waits for
 // members that are inside the plugin's own copy loops.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_GROUP_RENDEZVOUS_H
-#define PLEXUS_COLLECTIVES_LOCAL_GROUP_RENDEZVOUS_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_GROUP_RENDEZVOUS_H
+#define PLEXUS_COLLECTIVES_COMMON_GROUP_RENDEZVOUS_H
 
 #include <array>
 #include <atomic>
@@ -28,11 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "abort_flag.h"
-#include "call.h"
-#include "outcome.h"
+#include "collectives_common/abort_flag.h"
+#include "collectives_common/call.h"
+#include "collectives_common/outcome.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 class GroupRendezvous {
  public:
@@ -117,6 +117,6 @@ class GroupRendezvous {
   std::string broken_message_;
 };
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_GROUP_RENDEZVOUS_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_GROUP_RENDEZVOUS_H

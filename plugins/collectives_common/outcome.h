@@ -1,14 +1,14 @@
 // The result of an internal step: PLX_OK, or an error status with its message. The C
 // table (plugin_table.cpp) turns it into the return value and args->message.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_OUTCOME_H
-#define PLEXUS_COLLECTIVES_LOCAL_OUTCOME_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_OUTCOME_H
+#define PLEXUS_COLLECTIVES_COMMON_OUTCOME_H
 
 #include <string>
 #include <utility>
 
 #include "plexus/plexus.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 struct Outcome {
   plx_status status = PLX_OK;
@@ -21,6 +21,6 @@ struct Outcome {
   bool is_ok() const { return status == PLX_OK; }
 };
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_OUTCOME_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_OUTCOME_H

@@ -1,13 +1,13 @@
 // The "this communicator was aborted" flag and its reason. Set once (the first reason
 // wins), read from any thread.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_ABORT_FLAG_H
-#define PLEXUS_COLLECTIVES_LOCAL_ABORT_FLAG_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_ABORT_FLAG_H
+#define PLEXUS_COLLECTIVES_COMMON_ABORT_FLAG_H
 
 #include <atomic>
 #include <mutex>
 #include <string>
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 class AbortFlag {
  public:
@@ -26,6 +26,6 @@ class AbortFlag {
   std::atomic<bool> set_{false};
 };
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_ABORT_FLAG_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_ABORT_FLAG_H

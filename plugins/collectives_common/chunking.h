@@ -1,12 +1,12 @@
 // How all_reduce splits `count` elements among `g` members: member p owns
 // [floor(p*count/g), floor((p+1)*count/g)). Works for any count, including counts smaller
 // than g (some chunks are then empty) and counts not divisible by g.
-#ifndef PLEXUS_COLLECTIVES_LOCAL_CHUNKING_H
-#define PLEXUS_COLLECTIVES_LOCAL_CHUNKING_H
+#ifndef PLEXUS_COLLECTIVES_COMMON_CHUNKING_H
+#define PLEXUS_COLLECTIVES_COMMON_CHUNKING_H
 
 #include <cstddef>
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 struct Chunk {
   size_t begin = 0;  // first element
@@ -26,6 +26,6 @@ inline Chunk chunk_of(size_t count, size_t g, size_t p) {
   return {begin, chunk_begin(count, g, p + 1) - begin};
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
 
-#endif  // PLEXUS_COLLECTIVES_LOCAL_CHUNKING_H
+#endif  // PLEXUS_COLLECTIVES_COMMON_CHUNKING_H

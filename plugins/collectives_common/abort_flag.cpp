@@ -1,6 +1,6 @@
-#include "abort_flag.h"
+#include "collectives_common/abort_flag.h"
 
-namespace plexus::collectives_local {
+namespace plexus::collectives {
 
 bool AbortFlag::set(const char* reason) {
   std::lock_guard lock(mutex_);
@@ -14,4 +14,4 @@ bool AbortFlag::set(const char* reason) {
   return true;
 }
 
-}  // namespace plexus::collectives_local
+}  // namespace plexus::collectives
