@@ -31,9 +31,10 @@ bool to_flag(int32_t value, const char* name) {
 }
 
 data::LoaderOptions to_loader_options(const plx_loader_options& o) {
-  if (o.struct_size < sizeof(plx_loader_options)) {
+  const size_t min_size = offsetof(plx_loader_options, workers) + sizeof(int32_t);  // version 5
+  if (o.struct_size < min_size) {
     ir::fail(ir::ErrorCode::InvalidArgument, "options->struct_size is " + std::to_string(o.struct_size) +
-                                                 ", at least " + std::to_string(sizeof(plx_loader_options)) +
+                                                 ", at least " + std::to_string(min_size) +
                                                  " expected (call plx_loader_options_init)");
   }
   data::LoaderOptions out;
@@ -46,6 +47,10 @@ data::LoaderOptions to_loader_options(const plx_loader_options& o) {
   out.std = o.std;
   out.drop_last = to_flag(o.drop_last, "drop_last");
   out.workers = o.workers;
+  if (o.struct_size >= offsetof(plx_loader_options, shard_index) + sizeof(int64_t)) {  // version 7
+    out.num_shards = o.num_shards;
+    out.shard_index = o.shard_index;
+  }
   return out;
 }
 
@@ -79,6 +84,8 @@ PLX_API void plx_loader_options_init(plx_loader_options* options) {
   options->std = d.std;
   options->drop_last = d.drop_last ? 1 : 0;
   options->workers = d.workers;
+  options->num_shards = d.num_shards;
+  options->shard_index = d.shard_index;
 }
 
 PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loader_options* options,

@@ -27,13 +27,14 @@ struct Loader::Order {
   std::vector<int64_t> positions;  // position -> sample index
 };
 
-// One run's samples, normalised, in position order ([steps, R, batch] host array order).
+// One run's samples of this shard, normalised, in position order ([steps, R, batch] host
+// array order, R the local replicas).
 struct Loader::Run {
   int64_t epoch = 0;
   int64_t run = 0;
   std::shared_ptr<Order> order;
-  std::unique_ptr<float[]> images;     // P x image_size
-  std::unique_ptr<int32_t[]> labels;   // P
+  std::unique_ptr<float[]> images;     // this shard's P x image_size
+  std::unique_ptr<int32_t[]> labels;   // this shard's P
   int64_t chunks_left = 0;             // tasks not finished yet (guarded by mutex_)
   bool ready = false;                  // all tasks finished (guarded by mutex_)
 };
@@ -63,6 +64,11 @@ Loader::Loader(const IdxDataset& dataset, const LoaderOptions& options) : datase
   check_at_least(options.replicas, 1, "replicas");
   check_at_least(options.steps_per_run, 1, "steps_per_run");
   check_at_least(options.workers, 1, "workers");
+  check_at_least(options.num_shards, 1, "num_shards");
+  if (options.shard_index < 0 || options.shard_index >= options.num_shards) {
+    fail(ErrorCode::InvalidArgument, "loader options: shard_index is " + std::to_string(options.shard_index) +
+                                         ", must be in [0, " + std::to_string(options.num_shards) + ") (num_shards)");
+  }
   if (options.workers > kMaxLoaderWorkers) {
     fail(ErrorCode::InvalidArgument, "loader options: workers is " + std::to_string(options.workers) +
                                          ", must be <= " + std::to_string(kMaxLoaderWorkers));
@@ -81,12 +87,14 @@ Loader::Loader(const IdxDataset& dataset, const LoaderOptions& options) : datase
   image_size_ = ir::numel(std::span<const int64_t>(dataset.images.shape).subspan(1));
 
   const std::string run_shape = "steps_per_run " + std::to_string(options.steps_per_run) + " x replicas " +
-                                std::to_string(options.replicas) + " x batch_size " +
+                                std::to_string(options.replicas) + " x num_shards " +
+                                std::to_string(options.num_shards) + " x batch_size " +
                                 std::to_string(options.batch_size);
   int64_t run_floats = 0;
-  if (__builtin_mul_overflow(options.steps_per_run, options.replicas, &samples_per_run_) ||
-      __builtin_mul_overflow(samples_per_run_, options.batch_size, &samples_per_run_) ||
-      __builtin_mul_overflow(samples_per_run_, image_size_, &run_floats) ||
+  if (__builtin_mul_overflow(options.steps_per_run, options.replicas, &local_samples_per_run_) ||
+      __builtin_mul_overflow(local_samples_per_run_, options.batch_size, &local_samples_per_run_) ||
+      __builtin_mul_overflow(local_samples_per_run_, options.num_shards, &samples_per_run_) ||
+      __builtin_mul_overflow(local_samples_per_run_, image_size_, &run_floats) ||
       run_floats > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(float))) {
     fail(ErrorCode::InvalidArgument, "loader options: one run (" + run_shape + " samples of " +
                                          std::to_string(image_size_) + " elements) is too large");
@@ -166,7 +174,7 @@ std::shared_ptr<Loader::Run> Loader::find_or_schedule(int64_t epoch, int64_t run
     out->order->epoch = epoch;
     out->order->positions.resize(static_cast<size_t>(dataset_.num_samples()));
   }
-  const int64_t p = samples_per_run_;
+  const int64_t p = local_samples_per_run_;
   out->images = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(p * image_size_));
   out->labels = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(p));
   // Split the run's positions evenly among the workers (the first p % workers get one more).
@@ -198,12 +206,21 @@ void Loader::prepare(const Task& task) const {
   const float scale = 1.0f / (255.0f * options_.std), shift = -options_.mean / options_.std;
   for (int64_t j = task.first; j < task.first + task.count; ++j) {
     // Past the end of the epoch's order (only without drop_last), wrap to its start.
-    const int64_t s = order.positions[static_cast<size_t>((run.run * samples_per_run_ + j) % n)];
+    const int64_t s = order.positions[static_cast<size_t>((run.run * samples_per_run_ + run_position(j)) % n)];
     const uint8_t* src = pixels + s * image_size_;
     float* dst = run.images.get() + j * image_size_;
     for (int64_t i = 0; i < image_size_; ++i) dst[i] = static_cast<float>(src[i]) * scale + shift;
     run.labels[static_cast<size_t>(j)] = classes[s];
   }
+}
+
+int64_t Loader::run_position(int64_t j) const {
+  // Local sample j is sample b of local replica r at step k, i.e. of global replica
+  // shard_index * replicas + r.
+  const int64_t b = options_.batch_size, r_local = options_.replicas;
+  const int64_t step = j / (r_local * b), replica = j / b % r_local, sample = j % b;
+  const int64_t global_replica = options_.shard_index * r_local + replica;
+  return (step * r_local * options_.num_shards + global_replica) * b + sample;
 }
 
 void Loader::finish_chunk(Run& run) {

@@ -29,6 +29,8 @@ struct LoaderOptions {
   float std = 0.3081f;        ///< normalisation standard deviation, finite and > 0
   bool drop_last = true;      ///< floor(N / P) runs per epoch; false: ceil(N / P)
   int32_t workers = 2;        ///< threads preparing runs, 1 .. kMaxLoaderWorkers
+  int64_t num_shards = 1;     ///< processes (seed 002's workers) sharing each run, >= 1
+  int64_t shard_index = 0;    ///< this process's shard, in [0, num_shards)
 };
 
 /// Upper bound of LoaderOptions::workers.
@@ -52,9 +54,16 @@ struct LoaderStats {
  *
  * Sample order: epoch e is a permutation of [0, N) (std::iota, then std::shuffle with
  * std::mt19937_64(seed + e); the identity without shuffle). Run n takes positions
- * [n * P, (n + 1) * P), P = steps_per_run * replicas * batch_size, wrapping to the start of
- * the epoch's order past N (only without drop_last); step k of replica r takes the
- * batch_size positions from (k * replicas + r) * batch_size.
+ * [n * P, (n + 1) * P), P = steps_per_run * G * batch_size for G = replicas * num_shards
+ * global replicas, wrapping to the start of the epoch's order past N (only without
+ * drop_last); step k of global replica g takes the batch_size positions from
+ * (k * G + g) * batch_size.
+ *
+ * Sharding by worker (seed 002's Dataset.shard(num_workers, index)): shard w serves the
+ * global replicas [w * replicas, (w + 1) * replicas) as its replicas 0 .. replicas - 1. So
+ * W processes of R replicas each see exactly the samples, in the same order, that one
+ * process of W * R replicas gives its replicas, and the global batch is
+ * batch_size * W * R.
  *
  * Normalisation: dst = float(x) * (1 / (255 * std)) + (-mean / std), in float32, the
  * expression of samples/common/mnist_data.h (so both give identical bytes).
@@ -122,6 +131,8 @@ class Loader {
                                         std::vector<Task>& new_tasks);
   // Writes the task's positions of its run (drawing the epoch's order first if needed).
   void prepare(const Task& task) const;
+  // Position within the run's P positions of this shard's sample j (sharding by worker).
+  int64_t run_position(int64_t j) const;
   // A worker thread: prepares queued tasks until stopping_.
   void work();
   /// One chunk of `run` done (under mutex_): the last one makes the run ready.
@@ -134,7 +145,8 @@ class Loader {
 
   const IdxDataset& dataset_;
   const LoaderOptions options_;
-  int64_t samples_per_run_ = 0;  // P
+  int64_t samples_per_run_ = 0;        // P, over every shard
+  int64_t local_samples_per_run_ = 0;  // this shard's part of P: what a run holds
   int64_t image_size_ = 0;       // elements of one image
   int64_t runs_per_epoch_ = 0;
 

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -82,6 +83,8 @@ TEST_F(CApiLoader, OptionsInitSetsTheDefaults) {
   EXPECT_FLOAT_EQ(o.std, 0.3081f);
   EXPECT_EQ(o.drop_last, 1);
   EXPECT_EQ(o.workers, 2);
+  EXPECT_EQ(o.num_shards, 1);
+  EXPECT_EQ(o.shard_index, 0);
   plx_loader_options_init(nullptr);
   plx_loader_destroy(nullptr);
 }
@@ -126,13 +129,21 @@ TEST_F(CApiLoader, OptionsOutOfRangeAreNamed) {
   expect_refused([](plx_loader_options& o) { o.std = 0.0f; }, {"std is 0", "> 0"});
   expect_refused([](plx_loader_options& o) { o.shuffle = 2; }, {"options->shuffle is 2", "0 or 1"});
   expect_refused([](plx_loader_options& o) { o.drop_last = -1; }, {"options->drop_last is -1", "0 or 1"});
-  expect_refused([](plx_loader_options& o) { o.struct_size = sizeof(plx_loader_options) - 4; },
-                 {"options->struct_size is " + std::to_string(sizeof(plx_loader_options) - 4),
-                  "plx_loader_options_init"});
+  expect_refused([](plx_loader_options& o) { o.num_shards = 0; }, {"num_shards is 0"});
+  expect_refused([](plx_loader_options& o) { o.num_shards = 2, o.shard_index = 2; },
+                 {"shard_index is 2", "[0, 2)"});
+  constexpr size_t kVersion5Size = offsetof(plx_loader_options, workers) + sizeof(int32_t);
+  expect_refused([](plx_loader_options& o) { o.struct_size = kVersion5Size - 4; },
+                 {"options->struct_size is " + std::to_string(kVersion5Size - 4), "plx_loader_options_init"});
   expect_refused([](plx_loader_options& o) { o.struct_size = 0; }, {"options->struct_size is 0"});
   // 12 samples, a run of 3 x 2 x 8 = 48: refused with drop_last, one wrapped run without.
   expect_refused([](plx_loader_options& o) { o.batch_size = 8; },
                  {images_path_, "12 samples", "fewer than one run of 48", "drop_last"});
+  // A caller built against version 5 (no shard fields) gets one shard, whatever follows.
+  plx_loader_options v5 = options_;
+  v5.struct_size = kVersion5Size;
+  v5.num_shards = 0;
+  EXPECT_EQ(create(v5), PLX_OK) << plx_last_error();
   plx_loader_options wrapped = options_;
   wrapped.batch_size = 8;
   wrapped.drop_last = 0;

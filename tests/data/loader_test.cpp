@@ -217,6 +217,67 @@ TEST(Loader, StepAndReplicaTakeTheirSliceOfTheRun) {
   EXPECT_EQ(loader.fill_bytes(LoaderRole::Labels), 2 * sizeof(int32_t));
 }
 
+// Seed 002's Dataset.shard(num_workers, index): W processes of R replicas see, replica for
+// replica, what one process of W * R replicas sees (the sample order the issue's "2 workers
+// x 1 replica = 1 worker x 2 replicas" comparison needs).
+TEST(Loader, ShardsServeTheGlobalReplicasOfOneProcess) {
+  const IdxDataset d = make_dataset(100, 2, 3);
+  for (const int64_t shards : {2, 3}) {
+    const int64_t replicas = 2;
+    LoaderOptions whole = options(3, replicas * shards, 2, 9);
+    Loader one(d, whole);
+    for (const int64_t epoch : {0, 1}) {
+      for (int64_t run = 0; run < one.runs_per_epoch(); ++run) {
+        const RunData all = fill_run(one, whole, epoch, run);
+        for (int64_t w = 0; w < shards; ++w) {
+          LoaderOptions part = options(3, replicas, 2, 9);
+          part.num_shards = shards;
+          part.shard_index = w;
+          Loader shard(d, part);
+          ASSERT_EQ(shard.runs_per_epoch(), one.runs_per_epoch());
+          const RunData mine = fill_run(shard, part, epoch, run);
+          for (int64_t k = 0; k < 2; ++k) {
+            for (int64_t r = 0; r < replicas; ++r) {
+              const int64_t global = w * replicas + r;
+              for (int64_t b = 0; b < 3; ++b) {
+                EXPECT_EQ(mine.labels[static_cast<size_t>((k * replicas + r) * 3 + b)],
+                          all.labels[static_cast<size_t>((k * replicas * shards + global) * 3 + b)])
+                    << shards << " shards, shard " << w << ", epoch " << epoch << ", run " << run << ", step " << k
+                    << ", replica " << r;
+              }
+            }
+          }
+          const size_t image = 6;
+          const size_t first_mine = static_cast<size_t>(replicas * 3) * image;  // step 1, replica 0
+          const size_t first_all = static_cast<size_t>((replicas * shards + w * replicas) * 3) * image;
+          EXPECT_TRUE(std::equal(mine.images.begin() + static_cast<std::ptrdiff_t>(first_mine),
+                                 mine.images.begin() + static_cast<std::ptrdiff_t>(first_mine + 3 * image),
+                                 all.images.begin() + static_cast<std::ptrdiff_t>(first_all)));
+        }
+      }
+    }
+  }
+}
+
+TEST(Loader, ShardsTogetherCoverEachEpochOnce) {
+  const IdxDataset d = make_dataset(48);
+  std::vector<int64_t> seen;
+  for (int64_t w = 0; w < 3; ++w) {
+    LoaderOptions o = options(2, 2, 2, 4);  // P = 2 x 2 x 3 x 2 = 24 over the shards
+    o.num_shards = 3;
+    o.shard_index = w;
+    Loader loader(d, o);
+    EXPECT_EQ(loader.runs_per_epoch(), 2);
+    const std::vector<int64_t> mine = epoch_samples(loader, o, 0);
+    EXPECT_EQ(mine.size(), 16u);
+    seen.insert(seen.end(), mine.begin(), mine.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<int64_t> all(48);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(seen, all);
+}
+
 TEST(Loader, ConcurrentFillsServeTheSameBytesAsSerialOnes) {
   const IdxDataset d = make_dataset(200, 8, 8);
   LoaderOptions o = options(5, 4, 5, 13);  // P = 100
@@ -290,6 +351,17 @@ TEST(Loader, ConstructorRefusesBadOptionsAndDatasets) {
   o.std = -1.0f;
   refuse(o, {"std is -1"});
   refuse(options(INT64_MAX / 2, 4, 1), {"too large"});
+  o = options(1, 1, 1);
+  o.num_shards = 0;
+  refuse(o, {"num_shards is 0"});
+  o.num_shards = 2;
+  o.shard_index = 2;
+  refuse(o, {"shard_index is 2", "[0, 2)", "num_shards"});
+  o.shard_index = -1;
+  refuse(o, {"shard_index is -1"});
+  o = options(4, 1, 2);
+  o.num_shards = 2;
+  refuse(o, {"12 samples", "fewer than one run of 16", "num_shards 2"});
   refuse(options(4, 2, 2), {"12 samples", "fewer than one run of 16", "drop_last"});
   IdxDataset ints = make_dataset(4);
   ints.labels.dtype = ir::DType::Int32;

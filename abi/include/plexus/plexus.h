@@ -33,6 +33,7 @@
  *      the data loader (plx_loader_*).
  *   6  checkpoints (plx_session_save_checkpoint, _async, plx_session_load_checkpoint,
  *      plx_session_get_step).
+ *   7  the data loader sharded by worker (num_shards, shard_index in plx_loader_options).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -51,7 +52,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 6
+#define PLX_API_VERSION 7
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -879,6 +880,12 @@ typedef struct plx_loader_options {
   int32_t drop_last;      /**< 1: an epoch has floor(N / P) runs (default); 0: ceil(N / P), the last run
                                completed from the start of the epoch's order (position q is q mod N) */
   int32_t workers;        /**< threads preparing runs ahead, 1 .. 256 (default 2) */
+  /* since PLX_API_VERSION 7 */
+  int64_t num_shards;  /**< worker processes sharing each run (seed 002's Dataset.shard(num_workers, index)),
+                            >= 1 (default 1): a run is cut for replicas x num_shards global replicas */
+  int64_t shard_index; /**< this worker, in [0, num_shards) (default 0): it serves global replicas
+                            [shard_index x replicas, (shard_index + 1) x replicas) as its replicas 0 .. replicas-1,
+                            so W workers of R replicas see what one process of W x R replicas does */
 } plx_loader_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
