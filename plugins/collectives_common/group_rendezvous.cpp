@@ -200,4 +200,11 @@ void GroupRendezvous::wake_all() {
   cv_.notify_all();
 }
 
+Outcome overlapping_call(Collective kind, std::span<const int64_t> members, int64_t replica) {
+  return Outcome::error(PLX_ERR_INVALID_ARGUMENT,
+                        call_prefix(kind, members) + ": replica " + std::to_string(replica) +
+                            " already has a call in flight on this group (a replica makes one "
+                            "call at a time)");
+}
+
 }  // namespace plexus::collectives

@@ -59,7 +59,7 @@ class GroupRendezvous {
    * Publishes `call` as member `position`'s next call and waits for the other members.
    * On PLX_OK, *calls holds every member's descriptor in member order, valid until this
    * member's next arrive(). Errors: PLX_ERR_INVALID_ARGUMENT (the members disagree; every
-   * member gets it), PLX_ERR_TIMEOUT, PLX_ERR_CANCELLED.
+   * member gets it, and *calls is set as on success), PLX_ERR_TIMEOUT, PLX_ERR_CANCELLED.
    */
   Outcome arrive(size_t position, const CallDescriptor& call,
                  std::span<const CallDescriptor>* calls);
@@ -116,6 +116,28 @@ class GroupRendezvous {
   uint64_t broken_index_ = 0;
   std::string broken_message_;
 };
+
+/** Marks a member busy on a group for the duration of one call (begin_call / end_call). */
+class CallGuard {
+ public:
+  CallGuard(GroupRendezvous& group, size_t position)
+      : group_(group), position_(position), entered_(group.begin_call(position)) {}
+  ~CallGuard() {
+    if (entered_) group_.end_call(position_);
+  }
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
+  /** False when the member already had a call in flight on the group. */
+  bool entered() const { return entered_; }
+
+ private:
+  GroupRendezvous& group_;
+  size_t position_;
+  bool entered_;
+};
+
+/** The error of a call made while the same replica's previous call on the group runs. */
+Outcome overlapping_call(Collective kind, std::span<const int64_t> members, int64_t replica);
 
 }  // namespace plexus::collectives
 

@@ -32,6 +32,28 @@ void reduce_in_member_order(plx_dtype dtype, plx_reduce_op op,
                             std::span<const CallDescriptor> calls, size_t offset, size_t size,
                             std::span<void* const> dsts, bool streaming) noexcept;
 
+/**
+ * The same reduction split across processes (the MPI plugin's chain, collectives_mpi):
+ * a partial is the accumulator of the members folded so far, partial_element_bytes() per
+ * element (float32 for float32; uint32 for int32 sum, int32 for max/min, int64 for int32
+ * mean). Folding the members in order, process after process, then finishing gives bit
+ * for bit what reduce_in_member_order() gives over all of them.
+ */
+size_t partial_element_bytes(plx_dtype dtype, plx_reduce_op op);
+
+/**
+ * partial_out[i] = partial_in[i] (or calls[0].send[offset + i] when partial_in is NULL)
+ * combined with calls[m].send[offset + i] for the following members m in order. partial_in
+ * may equal partial_out. Same preconditions as reduce_in_member_order().
+ */
+void fold_partial(plx_dtype dtype, plx_reduce_op op, const void* partial_in,
+                  std::span<const CallDescriptor> calls, size_t offset, size_t size,
+                  void* partial_out) noexcept;
+
+/** out[i] (dtype) = the finished partial[i] for a group of g members (mean divides by g). */
+void finish_partial(plx_dtype dtype, plx_reduce_op op, size_t g, const void* partial,
+                    size_t size, void* out) noexcept;
+
 }  // namespace plexus::collectives
 
 #endif  // PLEXUS_COLLECTIVES_COMMON_REDUCE_KERNELS_H

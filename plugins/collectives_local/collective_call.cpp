@@ -1,7 +1,7 @@
 #include "collective_call.h"
 
 #include "collectives_common/messages.h"
-#include "validation.h"
+#include "collectives_common/validation.h"
 
 namespace plexus::collectives::local {
 namespace {
@@ -20,24 +20,6 @@ CallDescriptor describe_call(const plx_coll_args& args, Collective kind) {
   return call;
 }
 
-// Marks the caller busy on the group for the duration of the call.
-class BusyGuard {
- public:
-  BusyGuard(GroupRendezvous& group, size_t position)
-      : group_(group), position_(position), entered_(group.begin_call(position)) {}
-  ~BusyGuard() {
-    if (entered_) group_.end_call(position_);
-  }
-  BusyGuard(const BusyGuard&) = delete;
-  BusyGuard& operator=(const BusyGuard&) = delete;
-  bool entered() const { return entered_; }
-
- private:
-  GroupRendezvous& group_;
-  size_t position_;
-  bool entered_;
-};
-
 }  // namespace
 
 Outcome run_collective(Communicator& comm, const plx_coll_args& args, Collective kind,
@@ -45,14 +27,8 @@ Outcome run_collective(Communicator& comm, const plx_coll_args& args, Collective
   if (Outcome valid = validate_call(args, kind, comm.hosted()); !valid.is_ok()) return valid;
   GroupRendezvous& group = comm.group({args.group.members, args.group.size});
   const size_t position = group.position_of(args.replica);
-  BusyGuard busy(group, position);
-  if (!busy.entered()) {
-    return Outcome::error(PLX_ERR_INVALID_ARGUMENT,
-                          call_prefix(kind, group.members()) + ": replica " +
-                              std::to_string(args.replica) +
-                              " already has a call in flight on this group (a replica makes "
-                              "one call at a time)");
-  }
+  CallGuard busy(group, position);
+  if (!busy.entered()) return overlapping_call(kind, group.members(), args.replica);
   std::span<const CallDescriptor> calls;
   if (Outcome met = group.arrive(position, describe_call(args, kind), &calls); !met.is_ok()) {
     return met;

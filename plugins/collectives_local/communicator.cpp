@@ -3,16 +3,9 @@
 #include <algorithm>
 
 namespace plexus::collectives::local {
-namespace {
-
-// steady_clock counts nanoseconds in an int64: keep deadlines far from overflow.
-constexpr int64_t kMaxTimeoutMs = int64_t{10} * 365 * 24 * 3600 * 1000;  // ten years
-
-}  // namespace
 
 Communicator::Communicator(const plx_comm_config& config)
-    : hosted_{config.replication_factor, config.first_local_replica, config.local_replicas},
-      timeout_(std::min(config.timeout_ms, kMaxTimeoutMs)) {}
+    : hosted_(hosted_replicas(config)), timeout_(timeout_of(config)) {}
 
 GroupRendezvous& Communicator::group(std::span<const int64_t> members) {
   std::lock_guard lock(groups_mutex_);

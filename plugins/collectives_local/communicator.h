@@ -14,16 +14,10 @@
 
 #include "collectives_common/abort_flag.h"
 #include "collectives_common/group_rendezvous.h"
+#include "collectives_common/validation.h"
 #include "plexus/collectives_plugin.h"
 
 namespace plexus::collectives::local {
-
-/** The replicas a communicator serves: R global ones, [first, first + count) hosted here. */
-struct HostedReplicas {
-  int64_t replication_factor = 1;
-  int64_t first = 0;
-  int64_t count = 1;
-};
 
 class Communicator {
  public:

@@ -21,6 +21,7 @@ void PrintTo(const ConfigCase& c, std::ostream* os) { *os << c.name; }
 class CommCreateRejects : public testing::TestWithParam<ConfigCase> {};
 
 TEST_P(CommCreateRejects, BadConfigs) {
+  CONFORMANCE_SINGLE_PROCESS_ONLY("the cases change a single-process layout");
   plx_comm_config config = make_config(4, 1000);
   GetParam().change(config);
   auto* const sentinel = reinterpret_cast<plx_comm*>(0x1234);
@@ -61,10 +62,12 @@ TEST(CommCreate, NullPointersAreRejected) {
 TEST(CommCreate, ManyCommunicatorsAndDestroyNull) {
   plugin().comm_destroy(nullptr);
   for (int64_t r = 1; r <= 16; ++r) {
+    if (!splits(r)) continue;
     Comm comm(r, 1000);
     EXPECT_NE(comm.get(), nullptr);
   }
   // A huge timeout is accepted (and must not overflow a deadline).
+  CONFORMANCE_SKIP_UNLESS_SPLITS(2);
   Comm patient(2, INT64_MAX);
   run_replicas(2, [&](int64_t r) {
     EXPECT_EQ(invoke(patient.get(), Call{Kind::barrier, {0, 1}, r}).status, PLX_OK);
@@ -82,6 +85,26 @@ TEST(LocalPlugin, ServesOnlySingleProcessJobs) {
             status_name(PLX_ERR_UNSUPPORTED));
   EXPECT_EQ(comm, nullptr);
   EXPECT_NE(std::string(message).find("single-process"), std::string::npos) << message;
+}
+
+TEST(MpiPlugin, RefusesLayoutsThatDoNotMatchTheJob) {
+  if (std::strcmp(plugin().name, "mpi") != 0) GTEST_SKIP() << "mpi plugin only";
+  const int64_t workers = world().workers;
+  plx_comm_config config = make_config(2 * workers, 1000);
+  config.replication_factor = 2 * workers + 1;  // not local_replicas x ranks
+  plx_comm* comm = nullptr;
+  char message[512] = "";
+  EXPECT_EQ(status_name(plugin().comm_create(&config, &comm, message, sizeof(message))),
+            status_name(PLX_ERR_UNSUPPORTED));
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(std::string(message).find("MPI rank"), std::string::npos) << message;
+  if (workers > 1) {
+    config = make_config(2 * workers, 1000);
+    config.first_local_replica = (config.first_local_replica + 2) % (2 * workers);
+    EXPECT_EQ(status_name(plugin().comm_create(&config, &comm, message, sizeof(message))),
+              status_name(PLX_ERR_UNSUPPORTED));
+    EXPECT_NE(std::string(message).find("first_local_replica"), std::string::npos) << message;
+  }
 }
 
 TEST(PluginTable, IsWellFormed) {

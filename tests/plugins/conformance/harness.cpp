@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "plugin_under_test.h"
@@ -63,12 +64,33 @@ std::string status_name(plx_status status) {
   }
 }
 
+namespace {
+
+int64_t env_number(const char* name, const char* fallback, int64_t otherwise) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) text = std::getenv(fallback);
+  return text != nullptr ? std::atoll(text) : otherwise;
+}
+
+}  // namespace
+
+const World& world() {
+  static const World kWorld{env_number("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1),
+                            env_number("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0)};
+  return kWorld;
+}
+
+bool hosted(int64_t replicas, int64_t r) {
+  const int64_t local = replicas / world().workers;
+  return r >= world().index * local && r < (world().index + 1) * local;
+}
+
 plx_comm_config make_config(int64_t replicas, int64_t timeout_ms) {
   plx_comm_config config{};
   config.struct_size = sizeof(config);
   config.replication_factor = replicas;
-  config.first_local_replica = 0;
-  config.local_replicas = replicas;
+  config.local_replicas = replicas / world().workers;
+  config.first_local_replica = world().index * config.local_replicas;
   config.timeout_ms = timeout_ms;
   return config;
 }
@@ -142,7 +164,9 @@ Result invoke(plx_comm* comm, const Call& call) {
 void run_replicas(int64_t replicas, const std::function<void(int64_t replica)>& body) {
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(replicas));
-  for (int64_t r = 0; r < replicas; ++r) threads.emplace_back(body, r);
+  for (int64_t r = 0; r < replicas; ++r) {
+    if (hosted(replicas, r)) threads.emplace_back(body, r);
+  }
   for (std::thread& thread : threads) thread.join();
 }
 

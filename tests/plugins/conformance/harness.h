@@ -25,10 +25,45 @@ std::string dtype_name(plx_dtype dtype);
 std::string op_name(plx_reduce_op op);
 std::string status_name(plx_status status);
 
+/**
+ * The processes running this suite: one, unless it was started by mpirun (then every MPI
+ * rank runs the same tests, and rank w hosts replicas [w R/W, (w+1) R/W) of every
+ * communicator of R replicas; a test whose R does not split over the W workers is skipped).
+ * Read from Open MPI's (OMPI_COMM_WORLD_SIZE / _RANK) or MPICH's (PMI_SIZE / PMI_RANK)
+ * environment, so the suite itself does not link MPI.
+ */
+struct World {
+  int64_t workers = 1;
+  int64_t index = 0;
+};
+const World& world();
+
+/** True when more than one process runs the suite. */
+inline bool multi_process() { return world().workers > 1; }
+
+/** True when `replicas` split evenly over the workers. */
+inline bool splits(int64_t replicas) { return replicas % world().workers == 0; }
+
+/** True when replica r of a communicator of `replicas` is hosted by this process. */
+bool hosted(int64_t replicas, int64_t r);
+
+/** Skips the test unless `replicas` split evenly over the workers. */
+#define CONFORMANCE_SKIP_UNLESS_SPLITS(replicas)                                            \
+  if (!::conformance::splits(replicas))                                                     \
+  GTEST_SKIP() << (replicas) << " replicas do not split over " << ::conformance::world().workers \
+               << " processes"
+
+/** Skips a test that checks what only one process can see (`why`). */
+#define CONFORMANCE_SINGLE_PROCESS_ONLY(why) \
+  if (::conformance::multi_process()) GTEST_SKIP() << "single process only: " << (why)
+
 /** An owned communicator of the plugin under test. */
 class Comm {
  public:
-  /** A communicator hosting all `replicas` replicas in this process. Fails the test if refused. */
+  /**
+   * A communicator of `replicas` replicas, this process hosting its share (all of them in a
+   * single process). Fails the test if refused.
+   */
   explicit Comm(int64_t replicas, int64_t timeout_ms = 60000);
   ~Comm();
   Comm(const Comm&) = delete;
@@ -43,7 +78,7 @@ class Comm {
   int64_t replicas_;
 };
 
-/** A config for `replicas` replicas all hosted here. */
+/** A config for `replicas` replicas, this process hosting its share. */
 plx_comm_config make_config(int64_t replicas, int64_t timeout_ms);
 
 /** One collective call (see collectives_plugin.h, "Element layout"). */
@@ -76,7 +111,10 @@ Result invoke(plx_comm* comm, const Call& call);
 /** Calls the plugin's function for `kind` with a hand-made args struct (may be NULL). */
 Result invoke_raw(Kind kind, plx_comm* comm, const plx_coll_args* args);
 
-/** Runs body(replica) on one thread per replica in [0, replicas) and joins them all. */
+/**
+ * Runs body(replica) on one thread per replica in [0, replicas) hosted by this process and
+ * joins them all.
+ */
 void run_replicas(int64_t replicas, const std::function<void(int64_t replica)>& body);
 
 /** A set of replicas split into groups: each replica is in exactly one group. */

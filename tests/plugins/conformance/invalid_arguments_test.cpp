@@ -40,7 +40,9 @@ void use_members(plx_coll_args& a, const int64_t* members, size_t size) {
 
 class InvalidArguments : public testing::TestWithParam<InvalidCase> {};
 
+// Argument checks are each caller's own: the single-process runs of every plugin cover them.
 TEST_P(InvalidArguments, FailPromptlyWithAMessage) {
+  CONFORMANCE_SINGLE_PROCESS_ONLY("names replicas of a single-process layout");
   const InvalidCase& c = GetParam();
   Comm comm(kReplicas, /*timeout_ms=*/30000);
   std::vector<float> send(4 * kCount, 1.0f);
@@ -106,6 +108,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, InvalidArguments, testing::ValuesIn(invalid_case
                          });
 
 TEST(InvalidArgumentsRaw, NullArgsAndNullComm) {
+  CONFORMANCE_SINGLE_PROCESS_ONLY("calls as replica 0");
   Comm comm(2);
   for (Kind kind :
        {Kind::all_reduce, Kind::all_gather, Kind::reduce_scatter, Kind::broadcast, Kind::barrier}) {
@@ -118,6 +121,7 @@ TEST(InvalidArgumentsRaw, NullArgsAndNullComm) {
 }
 
 TEST(ValidEdgeCases, CountZeroAcceptsNullBuffers) {
+  CONFORMANCE_SKIP_UNLESS_SPLITS(2);
   Comm comm(2);
   run_replicas(2, [&](int64_t r) {
     for (Kind kind : {Kind::all_reduce, Kind::all_gather, Kind::reduce_scatter, Kind::broadcast}) {
@@ -128,6 +132,7 @@ TEST(ValidEdgeCases, CountZeroAcceptsNullBuffers) {
 }
 
 TEST(ValidEdgeCases, LargerStructSizeFromANewerCallerIsAccepted) {
+  CONFORMANCE_SKIP_UNLESS_SPLITS(1);
   Comm comm(1);
   struct Newer {
     plx_coll_args args;
@@ -144,6 +149,7 @@ TEST(ValidEdgeCases, LargerStructSizeFromANewerCallerIsAccepted) {
 }
 
 TEST(Messages, AreTruncatedToTheCapacityAndTerminated) {
+  CONFORMANCE_SINGLE_PROCESS_ONLY("calls as replica 0");
   Comm comm(2);
   for (size_t capacity : {size_t{1}, size_t{2}, size_t{12}}) {
     char message[32];

@@ -24,14 +24,22 @@ void expect_timed_out(const Result& result, const std::string& group, const std:
   EXPECT_NE(result.message.find(missing), std::string::npos) << result.message;
 }
 
-// The longest wait among the members that called is about the timeout (not much less).
+// The longest wait among the members that called here is about the timeout (not much less).
+// (With several processes, a process whose replicas all stayed away has nothing to check.)
 void expect_full_wait(const std::vector<Result>& results) {
   double longest = 0;
-  for (const Result& result : results) longest = std::max(longest, result.seconds);
-  EXPECT_GE(longest, kTimeout * 0.9);
+  bool called = false;
+  for (const Result& result : results) {
+    longest = std::max(longest, result.seconds);
+    called = called || result.status != PLX_OK;
+  }
+  if (called) {
+    EXPECT_GE(longest, kTimeout * 0.9);
+  }
 }
 
 TEST(Timeout, OneMemberNeverCalls) {
+  CONFORMANCE_SKIP_UNLESS_SPLITS(3);
   Comm comm(3, kTimeoutMs);
   const std::vector<int64_t> group{0, 1, 2};
   std::vector<Result> results(3);
@@ -43,6 +51,7 @@ TEST(Timeout, OneMemberNeverCalls) {
         invoke(comm.get(), Call{Kind::all_reduce, group, r, &in, &out, 1});
   });
   for (int r = 0; r < 2; ++r) {
+    if (!hosted(3, r)) continue;
     SCOPED_TRACE("replica " + std::to_string(r));
     expect_timed_out(results[static_cast<size_t>(r)], "{0,1,2}", "replica 2");
   }
@@ -50,6 +59,7 @@ TEST(Timeout, OneMemberNeverCalls) {
 }
 
 TEST(Timeout, NamesEveryMissingReplica) {
+  CONFORMANCE_SINGLE_PROCESS_ONLY("a process sees only which of its own replicas are missing");
   Comm comm(4, kTimeoutMs);
   const std::vector<int64_t> group{0, 1, 2, 3};
   std::vector<Result> results(4);
@@ -65,6 +75,7 @@ TEST(Timeout, NamesEveryMissingReplica) {
 }
 
 TEST(Timeout, OnlyTheGroupWithTheMissingMemberFails) {
+  CONFORMANCE_SKIP_UNLESS_SPLITS(4);
   Comm comm(4, kTimeoutMs);
   std::vector<Result> results(4);
   run_replicas(4, [&](int64_t r) {
@@ -76,25 +87,41 @@ TEST(Timeout, OnlyTheGroupWithTheMissingMemberFails) {
     results[static_cast<size_t>(r)] =
         invoke(comm.get(), Call{Kind::all_reduce, group, r, &in, &out, 1, PLX_DTYPE_INT32});
   });
-  EXPECT_EQ(results[0].status, PLX_OK) << results[0].message;
-  EXPECT_EQ(results[1].status, PLX_OK) << results[1].message;
-  expect_timed_out(results[2], "{2,3}", "replica 3");
-  EXPECT_GE(results[2].seconds, kTimeout * 0.9);
+  for (int64_t r : {0, 1}) {
+    const Result& result = results[static_cast<size_t>(r)];
+    if (hosted(4, r)) {
+      EXPECT_EQ(result.status, PLX_OK) << result.message;
+    }
+  }
+  if (hosted(4, 2)) {
+    expect_timed_out(results[2], "{2,3}", "replica 3");
+    EXPECT_GE(results[2].seconds, kTimeout * 0.9);
+  }
 }
 
 TEST(Timeout, ALateMemberDoesNotHang) {
-  // Replica 1 arrives after replica 0 gave up: it must not wait forever either.
+  // Replica 1 arrives after replica 0 gave up: it must not wait forever either. (An
+  // all_reduce: a late barrier in another process may find its peer's earlier arrival and
+  // pass, collectives_mpi/README.md.)
+  CONFORMANCE_SKIP_UNLESS_SPLITS(2);
   Comm comm(2, kTimeoutMs);
   const std::vector<int64_t> group{0, 1};
   std::vector<Result> results(2);
   run_replicas(2, [&](int64_t r) {
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3 * kTimeoutMs));
-    results[static_cast<size_t>(r)] = invoke(comm.get(), Call{Kind::barrier, group, r});
+    float in = 1.0f;
+    float out = 0.0f;
+    results[static_cast<size_t>(r)] =
+        invoke(comm.get(), Call{Kind::all_reduce, group, r, &in, &out, 1});
   });
-  expect_timed_out(results[0], "{0,1}", "replica 1");
-  EXPECT_GE(results[0].seconds, kTimeout * 0.9);
-  EXPECT_NE(results[1].status, PLX_OK);
-  EXPECT_LE(results[1].seconds, kTimeout + kSlack);
+  if (hosted(2, 0)) {
+    expect_timed_out(results[0], "{0,1}", "replica 1");
+    EXPECT_GE(results[0].seconds, kTimeout * 0.9);
+  }
+  if (hosted(2, 1)) {
+    EXPECT_NE(results[1].status, PLX_OK);
+    EXPECT_LE(results[1].seconds, kTimeout + kSlack);
+  }
 }
 
 }  // namespace

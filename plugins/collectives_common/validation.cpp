@@ -1,4 +1,4 @@
-#include "validation.h"
+#include "collectives_common/validation.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -8,7 +8,7 @@
 
 #include "collectives_common/messages.h"
 
-namespace plexus::collectives::local {
+namespace plexus::collectives {
 namespace {
 
 Outcome invalid(std::string message) {
@@ -169,15 +169,16 @@ Outcome validate_config(const plx_comm_config* config, plx_comm** out_comm) {
     return invalid("comm_create: timeout_ms is " + std::to_string(config->timeout_ms) +
                    ", must be > 0");
   }
-  if (local != r) {
-    return Outcome::error(
-        PLX_ERR_UNSUPPORTED,
-        "comm_create: the local collectives plugin serves only single-process jobs (every "
-        "replica a thread of this process), but this process hosts " +
-            std::to_string(local) + " of " + std::to_string(r) +
-            " replicas; use a multi-process plugin such as mpi");
-  }
   return Outcome::ok();
+}
+
+HostedReplicas hosted_replicas(const plx_comm_config& config) {
+  return {config.replication_factor, config.first_local_replica, config.local_replicas};
+}
+
+std::chrono::milliseconds timeout_of(const plx_comm_config& config) {
+  constexpr int64_t kMaxTimeoutMs = int64_t{10} * 365 * 24 * 3600 * 1000;
+  return std::chrono::milliseconds(std::min(config.timeout_ms, kMaxTimeoutMs));
 }
 
 Outcome validate_call(const plx_coll_args& args, Collective kind, const HostedReplicas& hosted) {
@@ -189,4 +190,4 @@ Outcome validate_call(const plx_coll_args& args, Collective kind, const HostedRe
   return check_buffers(args, kind);
 }
 
-}  // namespace plexus::collectives::local
+}  // namespace plexus::collectives

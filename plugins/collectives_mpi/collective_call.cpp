@@ -1,0 +1,81 @@
+#include "collective_call.h"
+
+#include <vector>
+
+#include "algorithms.h"
+#include "call_exchange.h"
+#include "collectives_common/validation.h"
+#include "transfers.h"
+
+namespace plexus::collectives::mpi {
+namespace {
+
+CallDescriptor describe_call(const plx_coll_args& args, Collective kind) {
+  CallDescriptor call;
+  call.kind = kind;
+  call.replica = args.replica;
+  call.send = args.send;
+  call.recv = args.recv;
+  call.count = args.count;
+  call.dtype = args.dtype;
+  call.op = args.op;
+  call.root = args.root;
+  call.buffer_kind = args.buffer_kind;
+  return call;
+}
+
+Outcome move_data(Transfers& transfers, Group& group, std::span<const CallDescriptor> local,
+                  Collective kind) {
+  switch (kind) {
+    case Collective::all_reduce:
+    case Collective::reduce_scatter:
+      return chain_reduce(transfers, group, local);
+    case Collective::all_gather:
+      return exchange_blocks(transfers, group, local);
+    case Collective::broadcast:
+      return send_from_root(transfers, group, local);
+    case Collective::barrier:
+      return Outcome::ok();  // the exchange of calls was the barrier
+  }
+  return Outcome::ok();
+}
+
+// The leader's part: everything that talks to the other workers. A transfer failure leaves
+// the workers out of step on this group's messages, so the group stays failed; a
+// disagreement does not (every worker saw every call and moved no data).
+Outcome lead(Communicator& comm, Group& group, std::span<const CallDescriptor> local,
+             Collective kind) {
+  if (group.broken()) return group.broken_outcome();
+  Transfers transfers(comm.mpi(), group, kind, comm.timeout(), comm.abort_flag());
+  std::vector<CallDescriptor> all;
+  Outcome outcome = exchange_calls(transfers, group, local, all);
+  if (outcome.is_ok()) outcome = move_data(transfers, group, local, kind);
+  if (outcome.status == PLX_ERR_TIMEOUT || outcome.status == PLX_ERR_RUNTIME) {
+    group.mark_broken(outcome);
+  }
+  return outcome;
+}
+
+}  // namespace
+
+Outcome run_collective(Communicator& comm, const plx_coll_args& args, Collective kind) {
+  if (Outcome valid = validate_call(args, kind, comm.hosted()); !valid.is_ok()) return valid;
+  Group* group = nullptr;
+  if (Outcome found = comm.group({args.group.members, args.group.size}, &group); !found.is_ok()) {
+    return found;
+  }
+  GroupRendezvous& local = group->local();
+  const size_t position = local.position_of(args.replica);
+  CallGuard busy(local, position);
+  if (!busy.entered()) return overlapping_call(kind, group->members(), args.replica);
+  std::span<const CallDescriptor> calls;
+  const Outcome met = local.arrive(position, describe_call(args, kind), &calls);
+  // A local disagreement still goes through the exchange, so that the other workers fail
+  // with the same verdict instead of timing out.
+  if (!met.is_ok() && met.status != PLX_ERR_INVALID_ARGUMENT) return met;
+  if (position == 0) group->outcome = lead(comm, *group, calls, kind);
+  local.barrier(position);
+  return group->outcome;
+}
+
+}  // namespace plexus::collectives::mpi
