@@ -65,6 +65,10 @@ runtime::SessionOptions to_options(const plx_session_options* o) {
     out.prefetch_depth = o->prefetch_depth;
     out.io_threads = o->io_threads;
   }
+  if (o->struct_size >= offsetof(plx_session_options, worker_index) + sizeof(int64_t)) {  // version 8
+    out.num_workers = o->num_workers;
+    out.worker_index = o->worker_index;
+  }
   return out;
 }
 
@@ -86,6 +90,10 @@ std::string report(const runtime::Session& s) {
   nlohmann::json j;
   j["device_iterations"] = s.options().device_iterations;
   j["replication_factor"] = s.replication_factor();
+  j["workers"] = {{"count", s.options().num_workers},
+                  {"index", s.options().worker_index},
+                  {"first_local_replica", s.hosted_replicas().first},
+                  {"local_replicas", s.hosted_replicas().count}};
   if (const runtime::Collectives* c = s.collectives()) j["collectives"] = {{"plugin", c->name()}, {"path", c->path()}};
   j["threads_per_device"] = s.options().threads_per_device;
   j["num_ops"] = s.graph().num_ops();
@@ -152,6 +160,8 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   options->profile = defaults.profile ? 1 : 0;
   options->prefetch_depth = defaults.prefetch_depth;
   options->io_threads = defaults.io_threads;
+  options->num_workers = defaults.num_workers;
+  options->worker_index = defaults.worker_index;
 }
 
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,

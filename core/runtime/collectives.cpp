@@ -118,20 +118,23 @@ class Collectives::View final : public replication::Communicator {
   char message_[kMessageBytes];
 };
 
-Collectives::Collectives(const std::string& name, int64_t replication_factor, int64_t timeout_ms)
+Collectives::Collectives(const std::string& name, int64_t replication_factor, int64_t first_local,
+                         int64_t local_replicas, int64_t timeout_ms)
     : library_(PluginLibrary::open("collectives", plugin_name(name))) {
   auto entry = reinterpret_cast<plx_collectives_plugin_entry>(library_.symbol(PLX_COLLECTIVES_PLUGIN_SYMBOL));
   table_ = entry();
   check_table(table_, library_.path());
-  config_ = plx_comm_config{sizeof(plx_comm_config), replication_factor, 0, replication_factor, timeout_ms};
+  config_ = plx_comm_config{sizeof(plx_comm_config), replication_factor, first_local, local_replicas, timeout_ms};
   create_comm();
-  for (int64_t r = 0; r < replication_factor; ++r) views_.push_back(std::make_unique<View>(*this, r));
+  for (int64_t r = first_local; r < first_local + local_replicas; ++r) {
+    views_.push_back(std::make_unique<View>(*this, r));
+  }
 }
 
 Collectives::~Collectives() { table_->comm_destroy(comm_); }
 
 replication::Communicator* Collectives::communicator(int64_t replica) {
-  return views_.at(static_cast<size_t>(replica)).get();
+  return views_.at(static_cast<size_t>(replica - config_.first_local_replica)).get();
 }
 
 void Collectives::create_comm() {

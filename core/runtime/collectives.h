@@ -20,10 +20,12 @@ namespace plexus::runtime {
 class Collectives {
  public:
   /// Loads plugin `name` ("" = $PLEXUS_COLLECTIVES, else "local"), checks its table
-  /// (struct_size, ABI version, every entry) and creates a communicator for replicas
-  /// [0, replication_factor) hosted here. Throws ir::Error(Plugin) naming the plugin, its
-  /// path and what is wrong.
-  Collectives(const std::string& name, int64_t replication_factor, int64_t timeout_ms);
+  /// (struct_size, ABI version, every entry) and creates a communicator of
+  /// `replication_factor` replicas of which this process hosts [first_local, first_local +
+  /// local_replicas) (all of them unless the session has several workers, seed 002).
+  /// Throws ir::Error(Plugin) naming the plugin, its path and what is wrong.
+  Collectives(const std::string& name, int64_t replication_factor, int64_t first_local, int64_t local_replicas,
+              int64_t timeout_ms);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
@@ -32,7 +34,7 @@ class Collectives {
   std::string name() const { return table_->name; }
   const std::string& path() const { return library_.path(); }
 
-  /// Replica `replica`'s communicator (owned by this object).
+  /// Communicator of hosted (global) replica `replica` (owned by this object).
   replication::Communicator* communicator(int64_t replica);
 
   /// Wakes every waiting member with an error (a replica failed) and marks the

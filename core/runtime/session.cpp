@@ -9,6 +9,7 @@
 #include "core/ir/error.h"
 #include "core/replication/shard_layout.h"
 #include "core/replication/variable_layout.h"
+#include "core/runtime/workers.h"
 #include "core/runtime/strategy.h"
 
 namespace plexus::runtime {
@@ -37,7 +38,8 @@ struct Session::StepItems {
 /// What one device runs, and the cursor its items read while running.
 struct Session::DeviceState {
   VirtualDevice* device = nullptr;
-  int64_t replica = 0;
+  int64_t replica = 0;         ///< index among the hosted replicas
+  int64_t global_replica = 0;  ///< replica index in the job (collectives, shards, groups)
   int64_t index = 0;  ///< device within the replica
   std::vector<Step> steps;
   std::vector<std::array<std::vector<StepItems>, 3>> items;  ///< [stage][phase][slot]
@@ -77,6 +79,14 @@ void check_options(const SessionOptions& o) {
   if (o.prefetch_depth < 0) {
     ir::fail(ErrorCode::InvalidArgument, "session option prefetch_depth is " + std::to_string(o.prefetch_depth) +
                                              ", must be >= 0");
+  }
+  if (o.num_workers < 0) {
+    ir::fail(ErrorCode::InvalidArgument, "session option num_workers is " + std::to_string(o.num_workers) +
+                                             ", must be >= 1, or 0 for the launcher's environment");
+  }
+  if (o.num_workers > 0 && (o.worker_index < 0 || o.worker_index >= o.num_workers)) {
+    ir::fail(ErrorCode::InvalidArgument, "session option worker_index is " + std::to_string(o.worker_index) +
+                                             ", must be in [0, num_workers = " + std::to_string(o.num_workers) + ")");
   }
   if (o.threads_per_device < 0) {
     ir::fail(ErrorCode::InvalidArgument, "session option threads_per_device is " +
@@ -119,8 +129,30 @@ SpanKind step_span(StepKind k) {
 
 }  // namespace
 
+namespace {
+
+// The replicas worker `worker_index` of `num_workers` hosts (seed 002).
+HostedReplicas hosted_by_worker(const SessionOptions& o, int64_t replication_factor) {
+  if (replication_factor % o.num_workers != 0) {
+    ir::fail(ErrorCode::InvalidArgument, "session option num_workers is " + std::to_string(o.num_workers) +
+                                             ", which does not divide the replication factor " +
+                                             std::to_string(replication_factor) +
+                                             " (every worker hosts the same number of replicas)");
+  }
+  const int64_t count = replication_factor / o.num_workers;
+  return {o.worker_index * count, count};
+}
+
+}  // namespace
+
 Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_(graph), options_(options) {
   check_options(options_);
+  if (options_.num_workers == 0) {
+    const WorkerPlace place = workers_from_environment();
+    options_.num_workers = place.count;
+    options_.worker_index = place.index;
+  }
+  hosted_ = hosted_by_worker(options_, graph_.replication_factor());
   const Placement placement = place(graph_, options_.stages);
   program_.placement = placement;
   program_.training = is_training(graph_);
@@ -139,7 +171,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
   program_ = compile(graph_, placement, {program_.micro_batches, analysis.slots, options_.offload_optimizer_state, in_place});
   check_memory();
 
-  const int64_t replicas = graph_.replication_factor();
+  const int64_t replicas = hosted_.count;
   const int64_t per_replica = placement.num_devices;
   const int64_t total = replicas * per_replica;
   const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
@@ -147,9 +179,10 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
   const bool spin = total <= cores;  // measured: R=2 on 2 cores, 58k -> 101k samples/s (mnist, batch 4)
   const bool communicates = std::any_of(graph_.ops().begin(), graph_.ops().end(),
                                        [](const ir::Op& op) { return op.def->communicates; });
-  if (replicas > 1 && communicates) {
+  if (replication_factor() > 1 && communicates) {
     for (int64_t d = 0; d < per_replica; ++d) {
-      collectives_.push_back(std::make_unique<Collectives>(options_.collectives_plugin, replicas, options_.collective_timeout_ms));
+      collectives_.push_back(std::make_unique<Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first,
+                                                           hosted_.count, options_.collective_timeout_ms));
     }
   }
   for (int64_t r = 0; r < replicas; ++r) {
@@ -160,7 +193,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
       const ChannelPlan& cp = program_.channels[c];
       channels.push_back(std::make_unique<streams::BoundedQueue>(
           "'" + graph_.tensor(cp.root).name + "' from stage " + std::to_string(cp.from_stage) + " to stage " +
-              std::to_string(cp.to_stage) + " of replica " + std::to_string(r),
+              std::to_string(cp.to_stage) + " of replica " + std::to_string(hosted_.first + r),
           cp.bytes, static_cast<size_t>(program_.micro_batches), spin));
     }
   }
@@ -188,6 +221,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
       auto state = std::make_unique<DeviceState>();
       state->device = devices_.back().get();
       state->replica = r;
+      state->global_replica = hosted_.first + r;
       state->index = d;
       state->steps = schedule_[static_cast<size_t>(d)];
       build_device(*state);
@@ -296,13 +330,12 @@ OutputLayout Session::output_layout(ir::StreamId stream) const {
   const ir::OpId producer = graph_.tensor(root).producer;
   const bool per_update = producer >= 0 && graph_.op(producer).phase == Phase::Update;
   return OutputLayout{options_.output_mode, options_.output_return_period, options_.device_iterations,
-                      per_update ? 1 : options_.gradient_accumulation, replication_factor()};
+                      per_update ? 1 : options_.gradient_accumulation, hosted_.count};
 }
 
 void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t slot, size_t ring_index, std::vector<Item>& items) {
   const StagePlan& sp = program_.stages[static_cast<size_t>(stage)];
   const auto& actions = sp.actions[static_cast<size_t>(phase)];
-  const int64_t replicas = replication_factor();
   const int64_t replica = st.replica;
   const int64_t micro_batches = program_.micro_batches;
   auto address = [&](ir::TensorId t) { return tensor_address(st, stage, phase, slot, ring_index, t); };
@@ -390,10 +423,10 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
                               .op = op,
                               .scratch = op.scratch_bytes ? st.device->arena().data() + program_.devices[static_cast<size_t>(st.index)].scratch_offset : nullptr,
                               .max_threads = options_.threads_per_device,
-                              .replica = replica,
-                              .replication_factor = replicas,
+                              .replica = st.global_replica,
+                              .replication_factor = replication_factor(),
                               .comm = collectives_.empty() ? nullptr
-                                                           : collectives_[static_cast<size_t>(st.index)]->communicator(replica),
+                                                           : collectives_[static_cast<size_t>(st.index)]->communicator(st.global_replica),
                               .remote = remote_[static_cast<size_t>(replica)]->bases(),
                               .notes = replica == 0 ? &notes_ : nullptr};
         for (ir::TensorId t : op.inputs) {
@@ -423,8 +456,9 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
   }
 }
 
-std::byte* Session::variable_buffer(ir::TensorId tensor, int64_t replica) const {
+std::byte* Session::variable_buffer(ir::TensorId tensor, int64_t global_replica) const {
   const ir::TensorInfo& t = graph_.tensor(tensor);
+  const int64_t replica = global_replica - hosted_.first;
   if (t.kind == ir::TensorKind::RemoteVariable) {
     return remote_[static_cast<size_t>(replica)]->slot(static_cast<size_t>(t.remote_buffer), t.remote_entry);
   }
@@ -471,12 +505,12 @@ void Session::transfer_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std
                                              " is not in [0, " + std::to_string(b.entries) + ")");
   }
   const size_t slot = static_cast<size_t>(ir::numel(b.shape)) * ir::dtype_size(b.dtype);
-  if (bytes != slot * static_cast<size_t>(replication_factor())) {
+  if (bytes != slot * static_cast<size_t>(hosted_.count)) {
     ir::fail(ErrorCode::InvalidArgument, "remote buffer " + std::to_string(buffer) + ": host buffer is " + std::to_string(bytes) +
-                                             " bytes, expected " + std::to_string(slot * static_cast<size_t>(replication_factor())) +
-                                             " ([R] + slot shape)");
+                                             " bytes, expected " + std::to_string(slot * static_cast<size_t>(hosted_.count)) +
+                                             " ([hosted replicas] + slot shape)");
   }
-  for (int64_t r = 0; r < replication_factor(); ++r) {
+  for (int64_t r = 0; r < hosted_.count; ++r) {
     std::byte* device = remote_[static_cast<size_t>(r)]->slot(static_cast<size_t>(buffer), entry);
     std::byte* row = host + static_cast<size_t>(r) * slot;
     if (to_host) {
@@ -506,17 +540,34 @@ void Session::transfer_variable(const replication::VariableLayout& layout, const
     for (size_t row = 0; row < layout.row_sources.size(); ++row) {
       const std::vector<int64_t>& sources = layout.row_sources[row];
       for (size_t shard = 0; shard < sources.size(); ++shard) {
-        replication::insert_shard(variable_buffer(tensor, sources[shard]), host + row * row_bytes, row_numel,
-                                  layout.shard_over, static_cast<int64_t>(shard), esize);
+        replication::insert_shard(variable_buffer(tensor, hosted_source(layout, t, row, shard)), host + row * row_bytes,
+                                  row_numel, layout.shard_over, static_cast<int64_t>(shard), esize);
       }
     }
     return;
   }
-  for (int64_t r = 0; r < replication_factor(); ++r) {
+  for (int64_t r = hosted_.first; r < hosted_.first + hosted_.count; ++r) {
     const auto row = static_cast<size_t>(layout.replica_row[static_cast<size_t>(r)]);
     replication::extract_shard(host + row * row_bytes, variable_buffer(tensor, r), row_numel, layout.shard_over,
                                layout.shard_index[static_cast<size_t>(r)], esize);
   }
+}
+
+int64_t Session::hosted_source(const replication::VariableLayout& layout, const ir::TensorInfo& t, size_t row,
+                               size_t shard) const {
+  const int64_t source = layout.row_sources[row][shard];
+  if (hosted_.hosts(source)) return source;
+  for (int64_t r = hosted_.first; r < hosted_.first + hosted_.count; ++r) {
+    const auto i = static_cast<size_t>(r);
+    if (static_cast<size_t>(layout.replica_row[i]) == row && layout.shard_index[i] == static_cast<int64_t>(shard)) {
+      return r;
+    }
+  }
+  ir::fail(ErrorCode::Unsupported,
+           "variable '" + t.name + "': row " + std::to_string(row) + " (shard " + std::to_string(shard) +
+               ") is held by no replica of worker " + std::to_string(options_.worker_index) + " (it hosts replicas [" +
+               std::to_string(hosted_.first) + ", " + std::to_string(hosted_.first + hosted_.count) +
+               ")); with several workers a worker reads only the rows of the replica groups it hosts");
 }
 
 void Session::load_variables() {
@@ -534,7 +585,7 @@ void Session::load_variables() {
       const replication::VariableLayout layout = replication::variable_layout(info);
       const size_t esize = ir::dtype_size(info.dtype);
       const int64_t row_numel = ir::numel(layout.row_shape);
-      for (int64_t r = 0; r < replication_factor(); ++r) {
+      for (int64_t r = hosted_.first; r < hosted_.first + hosted_.count; ++r) {
         const auto row = static_cast<size_t>(layout.initial_row[static_cast<size_t>(r)]);
         replication::extract_shard(info.data.data() + row * static_cast<size_t>(row_numel) * esize, variable_buffer(id, r),
                                    row_numel, layout.shard_over, layout.shard_index[static_cast<size_t>(r)], esize);
@@ -548,7 +599,7 @@ ir::Shape Session::host_shape(ir::StreamId stream) const {
   const ir::Stream& s = graph_.stream(stream);
   const ir::Shape& shape = graph_.tensor(s.tensor).shape;
   if (s.direction == ir::StreamDirection::DeviceToHost) return output_layout(stream).host_shape(shape);
-  return with_leading_dims({options_.device_iterations * options_.gradient_accumulation, replication_factor()}, shape);
+  return with_leading_dims({options_.device_iterations * options_.gradient_accumulation, hosted_.count}, shape);
 }
 
 void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
@@ -577,7 +628,8 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
                what() + ": host array has shape " + ir::shape_string(a.shape) + ", expected " +
                    ir::shape_string(expected) + " (device_iterations=" + std::to_string(options_.device_iterations) +
                    ", gradient_accumulation=" + std::to_string(options_.gradient_accumulation) +
-                   ", replication_factor=" + std::to_string(replication_factor()) + ", stream shape " +
+                   (options_.num_workers > 1 ? ", replicas hosted by this worker=" : ", replication_factor=") +
+                   std::to_string(hosted_.count) + ", stream shape " +
                    ir::shape_string(t.shape) + "; leading dims of 1 left out)");
     }
   }
@@ -676,8 +728,8 @@ void Session::run_device(DeviceState& st) {
     st.clear_live();
     const std::string who = num_devices() == 1 ? std::string()
                             : devices_per_replica() == 1
-                                ? "replica " + std::to_string(st.replica)
-                                : "replica " + std::to_string(st.replica) + " device " + std::to_string(st.index);
+                                ? "replica " + std::to_string(st.global_replica)
+                                : "replica " + std::to_string(st.global_replica) + " device " + std::to_string(st.index);
     if (e.code() != ErrorCode::Cancelled) abort_all(who + " failed: " + e.what());
     if (!who.empty()) ir::fail(e.code(), who + ": " + e.what());
     throw;

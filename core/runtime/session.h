@@ -61,6 +61,21 @@ struct SessionOptions {
   /// (DESIGN.md "Streaming layer"); 0: devices copy from the host themselves.
   int64_t prefetch_depth = 2;
   int io_threads = 1;  ///< threads of the session's io_context, >= 1
+  /// Workers (seed 002; DESIGN.md "Workers"): the graph's R replicas are split over
+  /// num_workers processes, each running a session with the same graph and options but its
+  /// own worker_index; worker w hosts global replicas [w R/W, (w+1) R/W). R must be a
+  /// multiple of num_workers, and the collectives plugin must serve several processes
+  /// ("mpi"). Streams carry the hosted replicas only. num_workers = 0 takes both from the
+  /// launcher's environment (workers.h; one worker without a launcher).
+  int64_t num_workers = 1;
+  int64_t worker_index = 0;
+};
+
+/// The global replicas one session (worker) hosts: [first, first + count).
+struct HostedReplicas {
+  int64_t first = 0;
+  int64_t count = 1;
+  bool hosts(int64_t replica) const { return replica >= first && replica < first + count; }
 };
 
 /// Memory of one device, in bytes.
@@ -118,11 +133,15 @@ class Session {
 
   /// Shape of the host array for `stream`: inputs [device_iterations *
   /// gradient_accumulation, R] + S; outputs per the output mode (output_mode.h); leading
-  /// dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics").
+  /// dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics"). With
+  /// several workers R is the replicas this worker hosts.
   ir::Shape host_shape(ir::StreamId stream) const;
   /// Shape of the host data of variable `tensor` (device, remote or replica-sharded) when
   /// read or written: see replication/variable_layout.h (retrieval modes, full tensors for
-  /// sharded variables).
+  /// sharded variables). With several workers the shape is the same (global replicas);
+  /// a worker writes only its hosted replicas' rows, and reads each row from a hosted
+  /// replica of that row (the row's lowest replicas when hosted here); a row no hosted
+  /// replica holds is refused with Unsupported.
   ir::Shape variable_shape(ir::TensorId tensor) const;
   void read_variable(ir::TensorId tensor, std::span<std::byte> out) const;
   void write_variable(ir::TensorId tensor, std::span<const std::byte> data);
@@ -134,7 +153,8 @@ class Session {
   int64_t variable_groups(ir::TensorId tensor) const;
   void read_variable_groups(ir::TensorId tensor, std::span<std::byte> out) const;
   void write_variable_groups(ir::TensorId tensor, std::span<const std::byte> data);
-  /// Slot `entry` of remote buffer `buffer` on every replica: [R] + the slot shape.
+  /// Slot `entry` of remote buffer `buffer` on every hosted replica: [hosted replicas] +
+  /// the slot shape ([R] + slot shape with one worker).
   void read_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<std::byte> out) const;
   void write_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::span<const std::byte> data);
   /// Steps (device iterations: weight updates when training) the session has completed,
@@ -146,7 +166,8 @@ class Session {
   std::unique_lock<std::recursive_mutex> hold_runs() const { return std::unique_lock(variables_mutex_); }
   void set_steps(int64_t steps) { steps_ = steps; }
 
-  /// R x D; device index = replica * devices_per_replica() + device within the replica.
+  /// Hosted replicas x D; device index = (replica - first hosted) * devices_per_replica() +
+  /// device within the replica.
   size_t num_devices() const { return devices_.size(); }
   int64_t devices_per_replica() const { return program_.placement.num_devices; }
   int64_t num_stages() const { return program_.placement.num_stages; }
@@ -154,6 +175,8 @@ class Session {
   int64_t micro_batches() const { return program_.micro_batches; }
   bool training() const { return program_.training; }
   int64_t replication_factor() const { return graph_.replication_factor(); }
+  /// The global replicas this worker hosts (all R with one worker).
+  const HostedReplicas& hosted_replicas() const { return hosted_; }
   /// The collectives plugin in use; null when the session needs none.
   const Collectives* collectives() const { return collectives_.empty() ? nullptr : collectives_.front().get(); }
   const std::string& strategy_name() const { return strategy_name_; }
@@ -198,7 +221,13 @@ class Session {
   void run_device(DeviceState& state);
   void run_step(DeviceState& state, const Step& step, int64_t iteration);
   void abort_all(const std::string& reason);
+  /// Storage of `tensor` on hosted (global) replica `replica`.
   std::byte* variable_buffer(ir::TensorId tensor, int64_t replica) const;
+  /// A hosted replica holding shard `shard` of row `row` of `layout`: the row's own source
+  /// if hosted, else another hosted replica with the same row and shard. Throws
+  /// Unsupported when this worker hosts none.
+  int64_t hosted_source(const replication::VariableLayout& layout, const ir::TensorInfo& t, size_t row,
+                        size_t shard) const;
   /// Copies between host rows ([rows] + full shape) and the replicas' storage, through the
   /// variable's layout; `to_host` picks the direction.
   void transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const;
@@ -213,15 +242,17 @@ class Session {
 
   ir::Graph graph_;
   SessionOptions options_;
+  HostedReplicas hosted_;
   Program program_;
   Schedule schedule_;
   std::string strategy_name_;
   int64_t iterations_ = 1;  ///< schedule iterations per run
   std::vector<std::unique_ptr<Collectives>> collectives_;  ///< per device index; empty when none is needed
   std::vector<std::unique_ptr<VirtualDevice>> devices_;
-  std::vector<std::unique_ptr<memory::RemoteMemory>> remote_;  ///< per replica
-  std::vector<std::vector<std::byte>> offloaded_;              ///< per replica: optimizer state
-  std::vector<std::vector<std::unique_ptr<streams::BoundedQueue>>> channels_;  ///< per replica, per ChannelPlan
+  // Per hosted replica (index = global replica - hosted_.first):
+  std::vector<std::unique_ptr<memory::RemoteMemory>> remote_;
+  std::vector<std::vector<std::byte>> offloaded_;  ///< optimizer state
+  std::vector<std::vector<std::unique_ptr<streams::BoundedQueue>>> channels_;  ///< per ChannelPlan
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<std::string> notes_;
   RunTrace trace_;

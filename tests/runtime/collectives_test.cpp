@@ -45,7 +45,7 @@ std::string plugin_path_with_mocks() {
 
 ir::Error load_error(const std::string& name) {
   try {
-    Collectives c(name, 2, 1000);
+    Collectives c(name, 2, 0, 2, 1000);
   } catch (const ir::Error& e) {
     return e;
   }
@@ -53,7 +53,7 @@ ir::Error load_error(const std::string& name) {
 }
 
 TEST(Collectives, LoadsTheLocalPluginByDefault) {
-  Collectives c("", 2, 1000);
+  Collectives c("", 2, 0, 2, 1000);
   EXPECT_EQ(c.name(), "local");
   EXPECT_THAT(c.path(), HasSubstr("libplexus-collectives-local.so"));
   EXPECT_EQ(c.communicator(1)->replica(), 1);
@@ -63,7 +63,7 @@ TEST(Collectives, EnvironmentChoosesThePluginAndTheOptionWins) {
   ScopedEnv path("PLEXUS_PLUGIN_PATH", plugin_path_with_mocks());
   ScopedEnv env("PLEXUS_COLLECTIVES", "mock_wrong_abi");
   EXPECT_EQ(load_error("").code(), ir::ErrorCode::Plugin);  // the environment's choice was loaded
-  Collectives c("local", 2, 1000);                          // an explicit name wins
+  Collectives c("local", 2, 0, 2, 1000);                          // an explicit name wins
   EXPECT_EQ(c.name(), "local");
 }
 
@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BrokenCase>& info) { return std::string(info.param.name); });
 
 TEST(Collectives, PluginErrorsInCallsBecomeErrorsNamingTheCollective) {
-  Collectives c("local", 2, 1000);
+  Collectives c("local", 2, 0, 2, 1000);
   float x = 1.0f, y = 0.0f;
   const int64_t group[] = {0, 1};
   try {

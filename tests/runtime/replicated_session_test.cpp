@@ -10,6 +10,7 @@
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
 #include "core/runtime/session.h"
+#include "tests/runtime/data_parallel_mlp.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace plexus::runtime {
@@ -17,90 +18,20 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::f32;
-
-constexpr int64_t kIn = 12, kHidden = 5, kClasses = 3;
-
-struct Mlp {
-  ir::Graph graph;
-  ir::StreamId x, y;
-  std::vector<ir::TensorId> params;
-};
-
-// A two-layer gelu MLP trained with SGD; `replicas` replicas of `batch` samples each,
-// gradients mean-reduced over all replicas when there are several.
-Mlp build_mlp(int64_t replicas, int64_t batch) {
-  Mlp m;
-  ir::Graph& g = m.graph;
-  g.set_replication_factor(replicas);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal(0.0f, 0.3f);
-  auto param = [&](const std::string& name, ir::Shape shape) {
-    std::vector<float> v(static_cast<size_t>(ir::numel(shape)));
-    for (float& e : v) e = normal(rng);
-    m.params.push_back(g.add_variable(name, ir::DType::Float32, std::move(shape), f32(v)));
-    return m.params.back();
-  };
-  const ir::TensorId w0 = param("w0", {kIn, kHidden}), b0 = param("b0", {kHidden});
-  const ir::TensorId w1 = param("w1", {kHidden, kClasses}), b1 = param("b1", {kClasses});
-  m.x = g.add_h2d_stream("x", ir::DType::Float32, {batch, kIn});
-  m.y = g.add_h2d_stream("y", ir::DType::Int32, {batch});
-  auto op = [&](const char* type, std::vector<ir::TensorId> in) { return g.add_op(type, std::move(in), {}).front(); };
-  const ir::TensorId h = op("gelu", {op("add", {op("matmul", {g.stream(m.x).tensor, w0}), b0})});
-  const ir::TensorId logits = op("add", {op("matmul", {h, w1}), b1});
-  const ir::TensorId loss = op("softmax_cross_entropy", {logits, g.stream(m.y).tensor});
-  const std::vector<ir::TensorId> grads = ir::autodiff(g, loss, m.params);
-  for (size_t i = 0; i < m.params.size(); ++i) {
-    ir::TensorId grad = grads[i];
-    if (replicas > 1) {
-      ir::Attributes mean;
-      mean.set("op", std::string("mean"));
-      grad = g.add_op("replicated_all_reduce", {grad}, mean).front();
-    }
-    ir::Attributes sgd;
-    sgd.set("b", -0.1);
-    g.add_op("scaled_add_", {m.params[i], grad}, sgd);
-  }
-  return m;
-}
-
-// Trains `steps` steps on the same sample order and returns every parameter.
-std::vector<float> train(int64_t replicas, int64_t batch, int64_t steps) {
-  Mlp m = build_mlp(replicas, batch);
-  SessionOptions opts;
-  opts.device_iterations = steps;
-  Session s(m.graph, opts);
-  const int64_t samples = steps * replicas * batch;
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(samples * kIn));
-  for (float& v : x) v = u(rng);
-  std::vector<int32_t> y(static_cast<size_t>(samples));
-  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>(rng() % kClasses);
-  const HostArray in[2] = {{m.x, x.data(), ir::DType::Float32, s.host_shape(m.x)},
-                           {m.y, y.data(), ir::DType::Int32, s.host_shape(m.y)}};
-  s.run(in, {});
-  std::vector<float> all;
-  for (ir::TensorId p : m.params) {
-    std::vector<float> v(static_cast<size_t>(ir::numel(s.variable_shape(p))));
-    s.read_variable(p, std::as_writable_bytes(std::span(v)));
-    all.insert(all.end(), v.begin(), v.end());
-  }
-  return all;
-}
+using testing::max_abs_difference;
+using testing::train_mlp;
 
 TEST(ReplicatedSession, DataParallelTrainingEqualsOneReplicaWithTheWholeBatch) {
   // seed 000, 17.1: R=2 with batch 4 must train like R=1 with batch 8 when gradients are
   // mean-reduced; R=4 with batch 2 too.
-  const std::vector<float> one = train(1, 8, 50);
+  const std::vector<float> one = train_mlp(1, 8, 50);
   for (const auto& [replicas, batch] : {std::pair<int64_t, int64_t>{2, 4}, {4, 2}}) {
-    const std::vector<float> many = train(replicas, batch, 50);
+    const std::vector<float> many = train_mlp(replicas, batch, 50);
     ASSERT_EQ(one.size(), many.size());
-    float worst = 0;
-    for (size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(one[i] - many[i]));
-    EXPECT_LE(worst, 1e-5f) << "R=" << replicas;
+    EXPECT_LE(max_abs_difference(one, many), 1e-5f) << "R=" << replicas;
   }
   // and the comparison is not trivial: training moved the weights
-  const Mlp initial = build_mlp(1, 8);
+  const testing::Mlp initial = testing::build_mlp(1, 8);
   const std::vector<float> w0 = testing::floats(initial.graph.tensor(initial.params[0]).data);
   float moved = 0;
   for (size_t i = 0; i < w0.size(); ++i) moved = std::max(moved, std::abs(w0[i] - one[i]));

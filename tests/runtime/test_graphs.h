@@ -20,13 +20,14 @@ inline std::vector<float> floats(const std::vector<std::byte>& bytes) {
   return out;
 }
 
-/// x (h2d "x", [2]) -> y = x * 2 (d2h "y"); acc += x in place (variable "acc", [2]).
+/// x (h2d "x", [2]) -> y = x * 2 (d2h "y"); acc += x in place (variable "acc", [2]); R replicas.
 struct Accumulator {
   ir::Graph graph;
   ir::StreamId x_stream, y_stream;
   ir::TensorId acc;
 
-  Accumulator() {
+  explicit Accumulator(int64_t replicas = 1) {
+    graph.set_replication_factor(replicas);
     x_stream = graph.add_h2d_stream("x", ir::DType::Float32, {2});
     const ir::TensorId x = graph.stream(x_stream).tensor;
     acc = graph.add_variable("acc", ir::DType::Float32, {2}, f32({0.0f, 0.0f}));

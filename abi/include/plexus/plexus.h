@@ -34,6 +34,8 @@
  *   6  checkpoints (plx_session_save_checkpoint, _async, plx_session_load_checkpoint,
  *      plx_session_get_step).
  *   7  the data loader sharded by worker (num_shards, shard_index in plx_loader_options).
+ *   8  workers: num_workers and worker_index in plx_session_options,
+ *      plx_session_get_replicas, plx_workers_from_environment.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -52,7 +54,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 7
+#define PLX_API_VERSION 8
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -515,6 +517,14 @@ typedef struct plx_session_options {
                                        on the io threads (default 2); 0 = devices copy from host memory
                                        themselves, synchronously */
   int32_t io_threads;             /**< threads of the session's io_context (default 1) */
+  /* since PLX_API_VERSION 8 */
+  int64_t num_workers;            /**< processes the job's replicas are split over (seed 002 workers;
+                                       default 1). Worker w hosts global replicas [w R/W, (w+1) R/W);
+                                       R must be a multiple of it and the collectives plugin must
+                                       serve several processes ("mpi"). Streams then carry the hosted
+                                       replicas only. 0: num_workers and worker_index from the
+                                       launcher (plx_workers_from_environment). */
+  int64_t worker_index;           /**< this process's worker, in [0, num_workers) (default 0) */
 } plx_session_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
@@ -533,6 +543,33 @@ PLX_API void plx_session_options_init(plx_session_options* options);
  */
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
                                       plx_session** out_session);
+
+/** Where a session's replicas are in a job of several workers (seed 002). */
+typedef struct plx_replica_info {
+  size_t struct_size;           /**< sizeof(plx_replica_info) as the caller knows it */
+  int64_t replication_factor;   /**< global replicas R of the job */
+  int64_t num_workers;          /**< processes the replicas are split over */
+  int64_t worker_index;         /**< this process's worker */
+  int64_t first_local_replica;  /**< global index of this worker's first replica */
+  int64_t local_replicas;       /**< replicas this worker hosts; the host arrays' replica dim.
+                                     Local replica l is global replica first_local_replica + l. */
+} plx_replica_info;
+
+/**
+ * Fills `out` (struct_size set by the caller; fields past it are not written) with the
+ * session's replicas: R, the workers, and which replicas this worker hosts. Thread-safe.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small).
+ */
+PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_replica_info* out);
+
+/**
+ * This process's worker as its launcher tells it: Open MPI's OMPI_COMM_WORLD_SIZE /
+ * OMPI_COMM_WORLD_RANK, else PMI_SIZE / PMI_RANK; 1 and 0 without a launcher. For the data
+ * loader's shards (plx_loader_options.num_shards, shard_index) and the session options.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, or a variable that is not a number or
+ *         out of range, named in the message).
+ */
+PLX_API plx_status plx_workers_from_environment(int64_t* out_num_workers, int64_t* out_worker_index);
 
 /** Destroys a session: cancels its running and queued runs (they end with
  *  PLX_ERR_CANCELLED), waits for them, then frees it; NULL is ignored. */

@@ -616,6 +616,14 @@ class Session {
     return n;
   }
 
+  /// R, the workers, and the replicas this worker hosts (plx_session_get_replicas).
+  plx_replica_info replicas() const {
+    plx_replica_info info{};
+    info.struct_size = sizeof info;
+    check(plx_session_get_replicas(handle_, &info));
+    return info;
+  }
+
   static plx_checkpoint_options checkpoint_defaults() {
     plx_checkpoint_options o;
     plx_checkpoint_options_init(&o);
@@ -675,6 +683,17 @@ inline std::string runtime_info() {
   check(plx_get_runtime_info(text.data(), text.size(), &size));
   text.resize(size - 1);
   return text;
+}
+
+/// This process's worker as its launcher tells it (plx_workers_from_environment).
+struct WorkerPlace {
+  int64_t count = 1;
+  int64_t index = 0;
+};
+inline WorkerPlace workers_from_environment() {
+  WorkerPlace place;
+  check(plx_workers_from_environment(&place.count, &place.index));
+  return place;
 }
 
 /// An IDX images + labels pair (plx_dataset). Move-only.
