@@ -1,0 +1,84 @@
+// Workers over MPI (seed 002), run by mpirun with 2 and 3 ranks (label mpi; also passes as a
+// single process): sessions of one job split over the ranks train to the same weights as
+// one process, and a worker whose replica fails is named by the others within the
+// collective timeout.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "core/ir/error.h"
+#include "core/runtime/session.h"
+#include "core/runtime/workers.h"
+#include "tests/runtime/data_parallel_mlp.h"
+
+namespace plexus::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::max_abs_difference;
+using testing::train_mlp;
+
+constexpr int64_t kBatch = 4, kSteps = 30;
+
+SessionOptions worker_options() {
+  SessionOptions o;
+  o.num_workers = 0;  // from mpirun's environment
+  o.collectives_plugin = "mpi";
+  o.collective_timeout_ms = 20000;
+  return o;
+}
+
+class WorkersOverMpi : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(WorkersOverMpi, TrainToTheWeightsOfOneProcess) {
+  const int64_t workers = workers_from_environment().count;
+  const int64_t replicas = workers * GetParam();  // GetParam() replicas per worker
+  SessionOptions one_process;
+  one_process.collectives_plugin = "local";
+  const std::vector<float> split = train_mlp(replicas, kBatch, kSteps, worker_options());
+  // The same R replicas in this process alone: member-order reductions make them equal bit
+  // for bit.
+  const std::vector<float> together = train_mlp(replicas, kBatch, kSteps, one_process);
+  ASSERT_EQ(split.size(), together.size());
+  EXPECT_EQ(max_abs_difference(split, together), 0.0f) << workers << " workers x " << GetParam() << " replicas";
+  // And like one replica with the whole global batch (seed 000 17.1), within rounding.
+  const std::vector<float> whole = train_mlp(1, kBatch * replicas, kSteps);
+  EXPECT_LE(max_abs_difference(split, whole), 1e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReplicasPerWorker, WorkersOverMpi, ::testing::Values(1, 2));
+
+TEST(WorkersOverMpiFailure, AWorkerWhoseReplicaFailsIsNamedByTheOthers) {
+  const WorkerPlace place = workers_from_environment();
+  if (place.count < 2) GTEST_SKIP() << "needs mpirun with 2 or more ranks";
+  ir::Graph g;
+  g.set_replication_factor(place.count);
+  const ir::StreamId labels = g.add_h2d_stream("labels", ir::DType::Int32, {2});
+  const ir::TensorId logits = g.add_variable("logits", ir::DType::Float32, {2, 3}, testing::f32({1, 2, 3, 4, 5, 6}));
+  const ir::TensorId loss = g.add_op("softmax_cross_entropy", {logits, g.stream(labels).tensor}, {}).front();
+  g.add_d2h_stream("loss", g.add_op("replicated_all_reduce", {loss}, {}).front());
+  SessionOptions o = worker_options();
+  o.collective_timeout_ms = 2000;
+  Session s(g, o);
+  int32_t good[2] = {0, 1};
+  int32_t bad[2] = {0, 9};  // replica 1's label is out of range: it fails before the all-reduce
+  const HostArray in{labels, place.index == 1 ? bad : good, ir::DType::Int32, s.host_shape(labels)};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s.run(std::span(&in, 1), {});
+    ADD_FAILURE() << "the run succeeded";
+  } catch (const ir::Error& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (place.index == 1) {
+      EXPECT_THAT(e.what(), HasSubstr("label"));
+    } else {
+      EXPECT_EQ(e.code(), ir::ErrorCode::Timeout) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr("replica 1 (MPI rank 1)"));
+      EXPECT_LE(seconds, 2.0 + 3.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace plexus::runtime
