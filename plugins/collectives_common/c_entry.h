@@ -59,6 +59,17 @@ plx_status guarded_collective(const char* plugin, Collective kind, Comm* comm,
   });
 }
 
+/** The abort entry: comm->abort(reason) unless comm is NULL; a failure to lock is dropped
+ *  (nothing more can be done from there). */
+template <typename Comm>
+void guarded_abort(Comm* comm, const char* reason) noexcept {
+  if (comm == nullptr) return;
+  try {
+    comm->abort(reason);
+  } catch (...) {
+  }
+}
+
 }  // namespace plexus::collectives
 
 #endif  // PLEXUS_COLLECTIVES_COMMON_C_ENTRY_H

@@ -3,6 +3,7 @@
 #ifndef PLEXUS_COLLECTIVES_COMMON_CALL_H
 #define PLEXUS_COLLECTIVES_COMMON_CALL_H
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -25,6 +26,30 @@ struct CallDescriptor {
   plx_reduce_op op = PLX_REDUCE_SUM;
   int64_t root = -1;
   plx_buffer_kind buffer_kind = PLX_BUFFER_DEVICE;
+};
+
+/** The descriptor of a call of `kind` made with `args`. */
+inline CallDescriptor describe_call(const plx_coll_args& args, Collective kind) {
+  CallDescriptor call;
+  call.kind = kind;
+  call.replica = args.replica;
+  call.send = args.send;
+  call.recv = args.recv;
+  call.count = args.count;
+  call.dtype = args.dtype;
+  call.op = args.op;
+  call.root = args.root;
+  call.buffer_kind = args.buffer_kind;
+  return call;
+}
+
+/** Orders member lists lexicographically; transparent, so a map lookup needs no vector. */
+struct MembersLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
 };
 
 /** True for the collectives that apply a reduction op. */

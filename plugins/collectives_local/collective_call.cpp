@@ -4,23 +4,6 @@
 #include "collectives_common/validation.h"
 
 namespace plexus::collectives::local {
-namespace {
-
-CallDescriptor describe_call(const plx_coll_args& args, Collective kind) {
-  CallDescriptor call;
-  call.kind = kind;
-  call.replica = args.replica;
-  call.send = args.send;
-  call.recv = args.recv;
-  call.count = args.count;
-  call.dtype = args.dtype;
-  call.op = args.op;
-  call.root = args.root;
-  call.buffer_kind = args.buffer_kind;
-  return call;
-}
-
-}  // namespace
 
 Outcome run_collective(Communicator& comm, const plx_coll_args& args, Collective kind,
                        DataPhase phase) {

@@ -36,15 +36,6 @@ class Communicator {
   void abort(const char* reason);
 
  private:
-  // Orders member lists lexicographically; transparent so a lookup needs no vector.
-  struct MembersLess {
-    using is_transparent = void;
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
-    }
-  };
-
   HostedReplicas hosted_;
   std::chrono::milliseconds timeout_;
   AbortFlag abort_;

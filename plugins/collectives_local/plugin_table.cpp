@@ -49,14 +49,7 @@ plx_status collective(plx_comm* comm, const plx_coll_args* args) noexcept {
   });
 }
 
-void abort_comm(plx_comm* comm, const char* reason) noexcept {
-  if (comm == nullptr) return;
-  try {
-    comm->abort(reason);
-  } catch (...) {
-    // Locking failed (std::system_error); nothing more can be done from here.
-  }
-}
+void abort_comm(plx_comm* comm, const char* reason) noexcept { guarded_abort(comm, reason); }
 
 const plx_collectives_plugin kTable = {
     sizeof(plx_collectives_plugin),

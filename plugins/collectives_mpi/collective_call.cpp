@@ -10,20 +10,6 @@
 namespace plexus::collectives::mpi {
 namespace {
 
-CallDescriptor describe_call(const plx_coll_args& args, Collective kind) {
-  CallDescriptor call;
-  call.kind = kind;
-  call.replica = args.replica;
-  call.send = args.send;
-  call.recv = args.recv;
-  call.count = args.count;
-  call.dtype = args.dtype;
-  call.op = args.op;
-  call.root = args.root;
-  call.buffer_kind = args.buffer_kind;
-  return call;
-}
-
 Outcome move_data(Transfers& transfers, Group& group, std::span<const CallDescriptor> local,
                   Collective kind) {
   switch (kind) {

@@ -56,14 +56,6 @@ class Communicator {
   void abort(const char* reason);
 
  private:
-  struct MembersLess {
-    using is_transparent = void;
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
-    }
-  };
-
   HostedReplicas hosted_;
   std::chrono::milliseconds timeout_;
   MPI_Comm comm_;

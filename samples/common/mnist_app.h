@@ -22,6 +22,7 @@
 #include "samples/common/mnist_data.h"
 #include "samples/common/mnist_mlp.h"
 #include "samples/common/progress.h"
+#include "samples/common/train_run.h"
 
 namespace samples {
 
@@ -147,19 +148,7 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
   Checkpointing checkpointing(o.checkpoint, o.seed, runs_per_epoch);
   const DataPosition from = checkpointing.start(session);
   auto done = [&] { return o.max_steps > 0 && session.step() >= o.max_steps; };
-  std::vector<float> loss_buf(static_cast<size_t>(di * o.replication_factor));
-  std::vector<int32_t> correct_buf(loss_buf.size());
-  const plx::Shape scalar_shape = session.host_shape(t.loss);
-  const std::array<plx_stream_callback, 2> feeds = loader.callbacks(t.images.id, t.labels.id);
-  const plx::HostArray loss_out(t.loss, loss_buf.data(), scalar_shape);
-  const plx::HostArray correct_out(t.correct, correct_buf.data(), scalar_shape);
-  const plx_host_array outputs[] = {loss_out.c(), correct_out.c()};
-  plx_run_options run;
-  plx_run_options_init(&run);
-  run.callbacks = feeds.data();
-  run.num_callbacks = feeds.size();
-  run.outputs = outputs;
-  run.num_outputs = 2;
+  const TrainRun run(session, loader, t.images, t.labels, t.loss, t.correct);
 
   TrainResult result;
   const auto start = std::chrono::steady_clock::now();
@@ -174,10 +163,10 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
     int64_t correct = 0, seen = 0;
     for (int64_t r = first; r < last; ++r) {
       loader.begin_run(epoch, r);
-      plx::check(plx_session_run_with(session.get(), &run));
-      for (size_t i = 0; i < loss_buf.size(); ++i) {
-        loss_sum += loss_buf[i];
-        correct += correct_buf[i];
+      run.run(session);
+      for (size_t i = 0; i < run.losses().size(); ++i) {
+        loss_sum += run.losses()[i];
+        correct += run.corrects()[i];
       }
       seen += per_run;
       result.steps += di;

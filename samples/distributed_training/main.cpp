@@ -35,6 +35,7 @@
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
 #include "samples/common/progress.h"
+#include "samples/common/train_run.h"
 #include "samples/distributed_training/network.h"
 
 namespace {
@@ -148,19 +149,7 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   samples::DataPosition at = resumer.start(session);
 
   const int64_t di = o.device_iterations;
-  std::vector<float> loss_buf(static_cast<size_t>(di * o.replicas_per_worker));
-  std::vector<int32_t> correct_buf(loss_buf.size());
-  const plx::Shape scalar_shape = session.host_shape(t.loss);
-  const std::array<plx_stream_callback, 2> feeds = loader.callbacks(t.images.id, t.labels.id);
-  const plx::HostArray loss_out(t.loss, loss_buf.data(), scalar_shape);
-  const plx::HostArray correct_out(t.correct, correct_buf.data(), scalar_shape);
-  const plx_host_array outputs[] = {loss_out.c(), correct_out.c()};
-  plx_run_options run;
-  plx_run_options_init(&run);
-  run.callbacks = feeds.data();
-  run.num_callbacks = feeds.size();
-  run.outputs = outputs;
-  run.num_outputs = 2;
+  const samples::TrainRun run(session, loader, t.images, t.labels, t.loss, t.correct);
 
   const int64_t first_step = session.step();
   const int64_t runs = (o.num_steps - first_step + di - 1) / di;
@@ -173,13 +162,13 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   for (int64_t r = 0; r < runs; ++r) {
     if (at.run >= runs_per_epoch) at = {at.epoch + 1, 0};
     loader.begin_run(at.epoch, at.run);
-    plx::check(plx_session_run_with(session.get(), &run));
+    run.run(session);
     ++at.run;
-    for (size_t i = 0; i < loss_buf.size(); ++i) {
-      loss_sum += loss_buf[i];
-      correct += correct_buf[i];
+    for (size_t i = 0; i < run.losses().size(); ++i) {
+      loss_sum += run.losses()[i];
+      correct += run.corrects()[i];
     }
-    seen += static_cast<int64_t>(loss_buf.size()) * o.batch_size;
+    seen += static_cast<int64_t>(run.losses().size()) * o.batch_size;
     if (!leader) continue;
     checkpointing.after_run(session, at);
     char suffix[96];
