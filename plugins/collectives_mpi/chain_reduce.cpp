@@ -69,6 +69,7 @@ ResultBuffer result_buffer(Group& group, const Plan& plan, std::span<const CallD
 void deliver_locally(const Group& group, const Plan& plan, std::span<const CallDescriptor> local,
                      const ResultBuffer& result) {
   const size_t bytes = plan.count * kElementBytes;
+  if (bytes == 0) return;  // count 0: recv may be NULL
   if (plan.kind == Collective::all_reduce) {
     copy_to_local_recvs(local, result.base, bytes);
     return;

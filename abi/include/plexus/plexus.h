@@ -744,12 +744,15 @@ PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, pl
 
 /**
  * Copies a variable's current value from the devices to `data` (PopXL weights_to_host),
- * one row per group or per replica as its retrieval mode says.
+ * one row per group or per replica as its retrieval mode says. With several workers
+ * (num_workers > 1) each row comes from a replica this worker hosts (the row's lowest
+ * replicas when hosted here); a row held only by other workers' replicas is refused.
  *
  * @param tensor     A variable of the IR the session was made from.
  * @param data_bytes Must equal the size of plx_session_get_variable_shape() in bytes.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, wrong size, id of
- *         another IR); PLX_ERR_NOT_FOUND.
+ *         another IR); PLX_ERR_NOT_FOUND; PLX_ERR_UNSUPPORTED (several workers: a row
+ *         this worker hosts no replica of, naming the variable, row and worker).
  */
 PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_tensor tensor, void* data,
                                              size_t data_bytes);
@@ -759,12 +762,13 @@ PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_ten
  * returns: with one row per group, every replica of a group gets the group's row; with
  * one per replica, each replica its own. A replica-sharded variable keeps only its shard
  * of its row, so with PLX_RETRIEVAL_ALL_REPLICAS the rows of one shard domain should agree.
- * Errors as reading.
+ * With several workers only the replicas this worker hosts are written (each worker writes
+ * the same full data). Errors as reading (never PLX_ERR_UNSUPPORTED).
  */
 PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
                                               size_t data_bytes);
 
-/** Number of virtual devices of a session (R x devices per replica). */
+/** Number of virtual devices of a session (hosted replicas x devices per replica). */
 PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count);
 
 /** Memory of one virtual device, in bytes. */
