@@ -127,10 +127,6 @@ SpanKind step_span(StepKind k) {
   return k == StepKind::Forward ? SpanKind::Forward : k == StepKind::Backward ? SpanKind::Backward : SpanKind::Update;
 }
 
-}  // namespace
-
-namespace {
-
 // The replicas worker `worker_index` of `num_workers` hosts (seed 002).
 HostedReplicas hosted_by_worker(const SessionOptions& o, int64_t replication_factor) {
   if (replication_factor % o.num_workers != 0) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "collectives_common/agreement.h"
 
@@ -41,8 +42,7 @@ CallDescriptor from_wire(const WireCall& wire) {
 
 }  // namespace
 
-Outcome exchange_calls(Transfers& transfers, const Group& group,
-                       std::span<const CallDescriptor> local, std::vector<CallDescriptor>& all) {
+Outcome exchange_calls(Transfers& transfers, const Group& group, std::span<const CallDescriptor> local) {
   const size_t members = group.members().size();
   std::vector<WireCall> wire(members);
   const WorkerMembers& mine = group.mine();
@@ -53,7 +53,7 @@ Outcome exchange_calls(Transfers& transfers, const Group& group,
     transfers.post_recv_all(worker.rank, &wire[worker.first], worker.count * sizeof(WireCall));
   }
   if (Outcome done = transfers.wait_all(); !done.is_ok()) return done;
-  all.resize(members);
+  std::vector<CallDescriptor> all(members);
   for (size_t p = 0; p < members; ++p) {
     all[p] = p >= mine.first && p < mine.first + mine.count ? local[p - mine.first]
                                                              : from_wire(wire[p]);

@@ -7,7 +7,6 @@
 #define PLEXUS_COLLECTIVES_MPI_CALL_EXCHANGE_H
 
 #include <span>
-#include <vector>
 
 #include "collectives_common/call.h"
 #include "collectives_common/outcome.h"
@@ -17,13 +16,12 @@
 namespace plexus::collectives::mpi {
 
 /**
- * Fills `all` (one entry per group member, in member order) from `local` (the calls of
- * the members hosted here) and the other workers' messages. Then returns PLX_OK if every
- * member's call agrees, else PLX_ERR_INVALID_ARGUMENT with the message of
- * describe_disagreement() (the same on every worker). Transfer failures as Transfers.
+ * Sends `local` (the calls of the members hosted here) to the group's other workers and
+ * receives theirs. Returns PLX_OK if every member's call agrees, else
+ * PLX_ERR_INVALID_ARGUMENT with the message of describe_disagreement() (the same on every
+ * worker). Transfer failures as Transfers.
  */
-Outcome exchange_calls(Transfers& transfers, const Group& group,
-                       std::span<const CallDescriptor> local, std::vector<CallDescriptor>& all);
+Outcome exchange_calls(Transfers& transfers, const Group& group, std::span<const CallDescriptor> local);
 
 }  // namespace plexus::collectives::mpi
 

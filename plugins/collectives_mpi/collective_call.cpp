@@ -1,7 +1,5 @@
 #include "collective_call.h"
 
-#include <vector>
-
 #include "algorithms.h"
 #include "call_exchange.h"
 #include "collectives_common/validation.h"
@@ -33,8 +31,7 @@ Outcome lead(Communicator& comm, Group& group, std::span<const CallDescriptor> l
              Collective kind) {
   if (group.broken()) return group.broken_outcome();
   Transfers transfers(comm.mpi(), group, kind, comm.timeout(), comm.abort_flag());
-  std::vector<CallDescriptor> all;
-  Outcome outcome = exchange_calls(transfers, group, local, all);
+  Outcome outcome = exchange_calls(transfers, group, local);
   if (outcome.is_ok()) outcome = move_data(transfers, group, local, kind);
   if (outcome.status == PLX_ERR_TIMEOUT || outcome.status == PLX_ERR_RUNTIME) {
     group.mark_broken(outcome);
