@@ -69,6 +69,9 @@ runtime::SessionOptions to_options(const plx_session_options* o) {
     out.num_workers = o->num_workers;
     out.worker_index = o->worker_index;
   }
+  if (o->struct_size >= offsetof(plx_session_options, weight_update_on_host) + sizeof(int32_t)) {  // version 9
+    out.weight_update_on_host = o->weight_update_on_host != 0;
+  }
   return out;
 }
 
@@ -98,6 +101,7 @@ std::string report(const runtime::Session& s) {
   j["threads_per_device"] = s.options().threads_per_device;
   j["num_ops"] = s.graph().num_ops();
   j["gradient_accumulation"] = s.options().gradient_accumulation;
+  j["weight_update_on_host"] = s.options().weight_update_on_host;
   j["training"] = s.training();
   j["micro_batches_per_iteration"] = s.micro_batches();
   j["execution_strategy"] = s.strategy_name();
@@ -162,6 +166,7 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   options->io_threads = defaults.io_threads;
   options->num_workers = defaults.num_workers;
   options->worker_index = defaults.worker_index;
+  options->weight_update_on_host = defaults.weight_update_on_host ? 1 : 0;
 }
 
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,

@@ -128,6 +128,11 @@ struct OpDef {
   /// offload_optimizer_state they live in host memory and are loaded only around the op
   /// (seed 003, setOptimizerLocation(useOnChipStorage(False))).
   std::vector<int> optimizer_state_inputs;
+  /// A weight update (an optimizer step: scaled_add_ as SGD, adamw_): input 0 is the weight,
+  /// updated in place, and this input its gradient. With the session option
+  /// weight_update_on_host such an op in the update phase runs on the host (seed 002,
+  /// host_call with variables_on_host). -1: not a weight update.
+  int gradient_input = -1;
 };
 
 /// Process-wide registry. Filled during static initialisation, read-only afterwards, so

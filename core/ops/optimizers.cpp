@@ -29,6 +29,7 @@ ir::OpDef scaled_add_def() {
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {{"a", ir::AttrKind::Float, ir::AttrValue{1.0}}, {"b", ir::AttrKind::Float, ir::AttrValue{1.0}}};
   d.inplace_inputs = {0};
+  d.gradient_input = 1;  // SGD: scaled_add_(w, grad, b=-lr)
   d.infer = [](const ir::InferContext& ctx) {
     ctx.expect_dtype(0, DType::Float32);
     ctx.expect_dtype(1, DType::Float32);
@@ -78,6 +79,7 @@ ir::OpDef adamw_def() {
              {"weight_decay", ir::AttrKind::Float, ir::AttrValue{0.01}}};
   d.inplace_inputs = {0, 2, 3, 4};
   d.optimizer_state_inputs = {2, 3, 4};  // m, v and step: offloadable (seed 003)
+  d.gradient_input = 1;
   d.infer = [](const ir::InferContext& ctx) {
     for (size_t i = 0; i < 5; ++i) {
       if (ctx.dtype(i) != DType::Float32) {

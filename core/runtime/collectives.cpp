@@ -102,7 +102,7 @@ class Collectives::View final : public replication::Communicator {
                              static_cast<plx_dtype>(dtype),
                              static_cast<plx_reduce_op>(op),
                              root,
-                             PLX_BUFFER_DEVICE,
+                             owner_.buffer_kind_,
                              message_,
                              kMessageBytes};
     const plx_status status = fn(owner_.comm_, &args);
@@ -119,8 +119,9 @@ class Collectives::View final : public replication::Communicator {
 };
 
 Collectives::Collectives(const std::string& name, int64_t replication_factor, int64_t first_local,
-                         int64_t local_replicas, int64_t timeout_ms)
-    : library_(PluginLibrary::open("collectives", plugin_name(name))) {
+                         int64_t local_replicas, int64_t timeout_ms, bool host_buffers)
+    : library_(PluginLibrary::open("collectives", plugin_name(name))),
+      buffer_kind_(host_buffers ? PLX_BUFFER_HOST : PLX_BUFFER_DEVICE) {
   auto entry = reinterpret_cast<plx_collectives_plugin_entry>(library_.symbol(PLX_COLLECTIVES_PLUGIN_SYMBOL));
   table_ = entry();
   check_table(table_, library_.path());

@@ -23,9 +23,11 @@ class Collectives {
   /// (struct_size, ABI version, every entry) and creates a communicator of
   /// `replication_factor` replicas of which this process hosts [first_local, first_local +
   /// local_replicas) (all of them unless the session has several workers, seed 002).
-  /// Throws ir::Error(Plugin) naming the plugin, its path and what is wrong.
+  /// `host_buffers`: the calls pass PLX_BUFFER_HOST (host memory: the weight update on the
+  /// host), else PLX_BUFFER_DEVICE. Throws ir::Error(Plugin) naming the plugin, its path
+  /// and what is wrong.
   Collectives(const std::string& name, int64_t replication_factor, int64_t first_local, int64_t local_replicas,
-              int64_t timeout_ms);
+              int64_t timeout_ms, bool host_buffers = false);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
@@ -51,6 +53,7 @@ class Collectives {
   const plx_collectives_plugin* table_ = nullptr;
   plx_comm_config config_{};
   plx_comm* comm_ = nullptr;
+  plx_buffer_kind buffer_kind_ = PLX_BUFFER_DEVICE;
   std::atomic<bool> aborted_{false};
   std::vector<std::unique_ptr<View>> views_;
 };

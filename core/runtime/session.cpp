@@ -164,7 +164,9 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
     const auto id = static_cast<ir::StreamId>(i);
     if (reads_in_place(graph_, id, options_.prefetch_depth)) in_place.insert(graph_.storage_root(graph_.stream(id).tensor));
   }
-  program_ = compile(graph_, placement, {program_.micro_batches, analysis.slots, options_.offload_optimizer_state, in_place});
+  // The host update keeps the optimizer state in host memory: offloaded, never staged.
+  const bool offload = options_.offload_optimizer_state || options_.weight_update_on_host;
+  program_ = compile(graph_, placement, {program_.micro_batches, analysis.slots, offload, in_place});
   check_memory();
 
   const int64_t replicas = hosted_.count;
@@ -180,6 +182,11 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
       collectives_.push_back(std::make_unique<Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first,
                                                            hosted_.count, options_.collective_timeout_ms));
     }
+  }
+  if (options_.weight_update_on_host && program_.training) {
+    host_update_ = std::make_unique<HostUpdate>(
+        graph_, program_, replication_factor(), hosted_.first, hosted_.count, options_.collectives_plugin,
+        options_.collective_timeout_ms, [this](ir::TensorId t, int64_t r) { return variable_buffer(t, r); });
   }
   for (int64_t r = 0; r < replicas; ++r) {
     remote_.push_back(std::make_unique<memory::RemoteMemory>(graph_.remote_buffers()));
@@ -346,6 +353,9 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
                        0});
     }
   }
+  if (phase == Phase::Update && host_update_) {
+    for (ir::OpId op : host_update_->posted_at_update(stage)) items.push_back(post_gradient(st, op, address(host_update_->gradient(op))));
+  }
   size_t position = sp.first_position[static_cast<size_t>(phase)];
   for (const Action& a : actions) {
     Item item;
@@ -402,6 +412,10 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
       }
       case ActionKind::LoadOffloaded:
       case ActionKind::StoreOffloaded: {
+        if (host_update_ && host_update_->state(a.index) != nullptr) {  // the host update's: never on a device
+          item.fn = [] {};
+          break;
+        }
         std::byte* host = offloaded_[static_cast<size_t>(replica)].data() + program_.offloaded.at(a.index);
         std::byte* device = slot_address(st, stage, slot, a.index);
         const size_t bytes = graph_.tensor(a.index).bytes();
@@ -415,6 +429,14 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
       }
       case ActionKind::RunOp: {
         const ir::Op& op = graph_.op(a.index);
+        if (host_update_ && host_update_->runs_on_host(a.index)) {  // wait for the host, take the new weight
+          item.fn = [&st, hu = host_update_.get(), op = a.index, weight = address(op.inputs[0])] {
+            hu->wait_and_copy(op, st.iteration, weight);
+          };
+          item.receive = item.traced = true;
+          item.op = a.index;
+          break;
+        }
         ir::KernelContext ctx{.graph = graph_,
                               .op = op,
                               .scratch = op.scratch_bytes ? st.device->arena().data() + program_.devices[static_cast<size_t>(st.index)].scratch_offset : nullptr,
@@ -444,6 +466,12 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
     }
     const size_t live = item.live_bytes;
     items.push_back(std::move(item));
+    if (a.kind == ActionKind::RunOp && host_update_) {
+      for (ir::OpId op : host_update_->posted_after(a.index)) {
+        items.push_back(post_gradient(st, op, address(host_update_->gradient(op))));
+        items.back().live_bytes = live;
+      }
+    }
     for (const auto& [stream, last] : sp.in_place_last_use) {
       if (last != position) continue;
       items.push_back({[streams = streams_.get(), s = static_cast<size_t>(stream), replica] { streams->release(s, replica); }, live});
@@ -452,12 +480,20 @@ void Session::build_step(DeviceState& st, int32_t stage, Phase phase, int64_t sl
   }
 }
 
+Session::Item Session::post_gradient(const DeviceState& st, ir::OpId op, const std::byte* gradient) const {
+  Item item;
+  item.fn = [hu = host_update_.get(), op, replica = st.global_replica, gradient] { hu->post(op, replica, gradient); };
+  item.traced = true;
+  return item;
+}
+
 std::byte* Session::variable_buffer(ir::TensorId tensor, int64_t global_replica) const {
   const ir::TensorInfo& t = graph_.tensor(tensor);
   const int64_t replica = global_replica - hosted_.first;
   if (t.kind == ir::TensorKind::RemoteVariable) {
     return remote_[static_cast<size_t>(replica)]->slot(static_cast<size_t>(t.remote_buffer), t.remote_entry);
   }
+  if (std::byte* host = host_update_ ? host_update_->state(tensor) : nullptr) return host;
   if (auto it = program_.offloaded.find(tensor); it != program_.offloaded.end()) {
     return const_cast<std::byte*>(offloaded_[static_cast<size_t>(replica)].data()) + it->second;
   }
@@ -492,6 +528,7 @@ void Session::write_variable_groups(ir::TensorId tensor, std::span<const std::by
   const replication::VariableLayout layout = group_layout(t);
   check_group_bytes(t, layout, data.size());
   transfer_variable(layout, t, tensor, const_cast<std::byte*>(data.data()), false);
+  refresh_host_weights(tensor);
 }
 
 void Session::transfer_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::byte* host, size_t bytes, bool to_host) const {
@@ -589,6 +626,16 @@ void Session::load_variables() {
     }
   }
   for (auto& state : states_) state->clear_live();
+  refresh_host_weights();
+}
+
+void Session::refresh_host_weights(ir::TensorId tensor) {
+  if (!host_update_) return;
+  if (tensor != ir::kNoTensor) {
+    host_update_->refresh(tensor);
+    return;
+  }
+  for (size_t t = 0; t < graph_.num_tensors(); ++t) host_update_->refresh(static_cast<ir::TensorId>(t));
 }
 
 ir::Shape Session::host_shape(ir::StreamId stream) const {
@@ -673,6 +720,7 @@ void Session::check_request(const RunRequest& request) const {
 
 void Session::abort_all(const std::string& reason) {
   for (auto& c : collectives_) c->abort(reason);
+  if (host_update_) host_update_->abort(reason);
   streams_->abort();
   for (auto& per_replica : channels_) {
     for (auto& channel : per_replica) channel->abort();
@@ -812,12 +860,7 @@ void notify(const RunRequest& request, const std::shared_ptr<RunHandle>& handle,
 
 void Session::execute(Job& job, bool run_it) {
   if (!run_it) {
-    {
-      std::lock_guard lock(mutex_);
-      running_ = false;
-    }
-    jobs_changed_.notify_all();
-    notify(job.request, job.handle, std::make_exception_ptr(cancelled()));
+    finish(job, std::make_exception_ptr(cancelled()));
     return;
   }
   std::unique_lock variables(variables_mutex_);
@@ -828,6 +871,15 @@ void Session::execute(Job& job, bool run_it) {
   if (options_.output_mode == OutputMode::Sum) {
     for (const HostArray& a : job.request.outputs) {
       std::memset(a.data, 0, static_cast<size_t>(ir::numel(a.shape)) * ir::dtype_size(a.dtype));
+    }
+  }
+  if (host_update_) {
+    try {
+      host_update_->begin_run(iterations_, [this](const std::string& reason) { abort_all(reason); });
+    } catch (...) {  // the initial broadcast of the weights failed: nothing ran
+      variables.unlock();
+      finish(job, std::current_exception());
+      return;
     }
   }
   streams_->bind(job.request, stream_items_, stream_accumulates_);
@@ -855,6 +907,7 @@ void Session::execute(Job& job, bool run_it) {
       errors[d] = std::current_exception();
     }
   }
+  if (host_update_) errors.push_back(host_update_->end_run());
   std::exception_ptr error = primary_error(errors);
   streams_->finish(error != nullptr);
   const int64_t end = trace_now();
@@ -879,6 +932,10 @@ void Session::execute(Job& job, bool run_it) {
   } else {
     steps_ += options_.device_iterations;
   }
+  finish(job, error);
+}
+
+void Session::finish(Job& job, std::exception_ptr error) {
   {
     std::lock_guard lock(mutex_);
     running_ = false;
@@ -936,6 +993,7 @@ void Session::write_variable(ir::TensorId tensor, std::span<const std::byte> dat
   const ir::TensorInfo& t = variable(tensor);
   check_variable_bytes(t, data.size());
   transfer_variable(t, tensor, const_cast<std::byte*>(data.data()), false);
+  refresh_host_weights(tensor);
 }
 
 VariableStorage Session::variable_storage(ir::TensorId tensor) const {

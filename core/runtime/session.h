@@ -28,6 +28,7 @@
 #include "core/replication/variable_layout.h"
 #include "core/streams/bounded_queue.h"
 #include "core/runtime/collectives.h"
+#include "core/runtime/host_update.h"
 #include "core/runtime/output_mode.h"
 #include "core/runtime/placement.h"
 #include "core/runtime/program.h"
@@ -56,6 +57,13 @@ struct SessionOptions {
   OutputMode output_mode = OutputMode::All;
   int64_t output_return_period = 1;  ///< N of OutputMode::EveryN; must divide device_iterations
   bool offload_optimizer_state = false;  ///< optimizer state in host memory (seed 003)
+  /// The weight update on the host (seed 002, host_call with variables_on_host;
+  /// host_update.h): the gradients of every weight-update op (adamw_, scaled_add_) go to
+  /// host memory as the backward pass finishes them, are mean-reduced over all R replicas
+  /// there, and the op runs on the host, its optimizer state only in host memory; the new
+  /// weights are copied to the devices before the next forward pass. The graph should
+  /// then not all-reduce the gradients itself.
+  bool weight_update_on_host = false;
   bool profile = false;                  ///< record a RunTrace of every run
   /// Device-side buffers per stream and replica filled ahead of compute by the io threads
   /// (DESIGN.md "Streaming layer"); 0: devices copy from the host themselves.
@@ -211,6 +219,11 @@ class Session {
                     std::vector<bool>& seen) const;
   OutputLayout output_layout(ir::StreamId stream) const;
   void load_variables();
+  /// The host update's copy of host-updated weight `tensor` (every one for kNoTensor) <- the
+  /// devices', after the session wrote variables.
+  void refresh_host_weights(ir::TensorId tensor = ir::kNoTensor);
+  /// The item that hands replica st's gradient of host-updated op `op` to the host.
+  Item post_gradient(const DeviceState& st, ir::OpId op, const std::byte* gradient) const;
   struct Job {
     RunRequest request;
     std::shared_ptr<RunHandle> handle;
@@ -218,6 +231,8 @@ class Session {
   };
   void controller_loop();
   void execute(Job& job, bool run_it);
+  /// Marks the session idle and completes `job` with `error` (null: success).
+  void finish(Job& job, std::exception_ptr error);
   void run_device(DeviceState& state);
   void run_step(DeviceState& state, const Step& step, int64_t iteration);
   void abort_all(const std::string& reason);
@@ -248,6 +263,7 @@ class Session {
   std::string strategy_name_;
   int64_t iterations_ = 1;  ///< schedule iterations per run
   std::vector<std::unique_ptr<Collectives>> collectives_;  ///< per device index; empty when none is needed
+  std::unique_ptr<HostUpdate> host_update_;  ///< weight_update_on_host of a training graph
   std::vector<std::unique_ptr<VirtualDevice>> devices_;
   // Per hosted replica (index = global replica - hosted_.first):
   std::vector<std::unique_ptr<memory::RemoteMemory>> remote_;

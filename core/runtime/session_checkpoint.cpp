@@ -134,7 +134,8 @@ Snapshot snapshot_session(const Session& session, const SaveOptions& options) {
                {"gradient_accumulation", o.gradient_accumulation},
                {"execution_strategy", session.strategy_name()},
                {"stages", session.num_stages()},
-               {"offload_optimizer_state", o.offload_optimizer_state}};
+               {"offload_optimizer_state", o.offload_optimizer_state},
+               {"weight_update_on_host", o.weight_update_on_host}};
   const auto hold = session.hold_runs();
   m.step = session.steps();
   for (Target& t : targets_of(session, options.shuffle)) {

@@ -10,8 +10,9 @@
 //   samples/distributed_training/distributed_training --num-steps 2000 --replicas-per-worker 2
 //
 // Where it differs from the seed, and why:
-//  - The weight update runs on the devices (the seed's variables_on_host=True runs it on the
-//    host); the results are the same, the host update is a separate session option to come.
+//  - --host-update runs the weight update on the host as the seed does (variables_on_host=True:
+//    gradients streamed to the host, all-reduced there, Adam with its state in host memory);
+//    without it the devices all-reduce and update. Both train to the same weights.
 //  - Batches are per replica (--batch-size, 64 as the seed's BATCH_SIZE): a worker of R_local
 //    replicas takes R_local x 64 samples per step; the global batch is 64 x R.
 //  - Progress (worker 0's replicas' running loss and accuracy), the test accuracy at the end,
@@ -58,6 +59,7 @@ struct Options {
   std::string metrics_out;
   std::string weights_out;
   bool skip_test = false;
+  bool host_update = false;
 };
 
 constexpr const char* kUsage =
@@ -92,6 +94,10 @@ po::options_description describe(Options& o) {
       ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file (worker 0)")
       ("weights-out", po::value(&o.weights_out),
        "write the trained parameters to this file (worker 0; float32, little-endian, in network.h's order)")
+      ("host-update", po::bool_switch(&o.host_update),
+       "the weight update on the host (seed 002's host_call, variables_on_host): gradients go to host memory "
+       "as the backward pass finishes them, are all-reduced there, and Adam runs there with its state only "
+       "in host memory")
       ("skip-test", po::bool_switch(&o.skip_test), "train only: no test pass at the end");
   return desc;
 }
@@ -119,12 +125,13 @@ struct Trained {
 // Trains on this worker's shard of every step; returns worker 0's view of the result.
 Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSplit& data) {
   const int64_t replicas = place.count * o.replicas_per_worker;
-  samples::DistProgram t = samples::build_dist_train(replicas, o.batch_size, o.seed, o.lr);
+  samples::DistProgram t = samples::build_dist_train(replicas, o.batch_size, o.seed, o.lr, o.host_update);
   plx::SessionOptions opts;
   opts.device_iterations = o.device_iterations;
   opts.prefetch_depth = o.prefetch_depth;
   opts.num_workers = place.count;
   opts.worker_index = place.index;
+  opts.weight_update_on_host = o.host_update;
   if (place.count > 1 && std::getenv("PLEXUS_COLLECTIVES") == nullptr) opts.collectives_plugin = "mpi";
   plx::Session session(t.ir, opts);
 
@@ -280,6 +287,7 @@ int main(int argc, char** argv) {
                                            {"batch_size", o.batch_size},
                                            {"device_iterations", o.device_iterations},
                                            {"lr", o.lr},
+                                           {"host_update", o.host_update},
                                            {"seed", o.seed},
                                            {"runtime", plx::runtime_info()}});
   } catch (const std::exception& e) {

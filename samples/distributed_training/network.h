@@ -90,8 +90,10 @@ inline std::pair<plx::Tensor, plx::Tensor> add_dist_head(DistProgram& t, int64_t
 
 /// The training step for `replicas` global replicas of `batch` samples each: loss and
 /// correct count streamed out, autodiff, gradients mean-reduced over all replicas, Adam with
-/// its moments and step count as variables.
-inline DistProgram build_dist_train(int64_t replicas, int64_t batch, uint64_t seed, double lr) {
+/// its moments and step count as variables. `host_update`: the graph leaves the reduction
+/// to the session's weight update on the host (SessionOptions::weight_update_on_host),
+/// which runs the Adam ops there.
+inline DistProgram build_dist_train(int64_t replicas, int64_t batch, uint64_t seed, double lr, bool host_update) {
   DistProgram t{plx::Ir(replicas), {}, {}, {}, {}, {}};
   plx::Ir& ir = t.ir;
   t.params = add_dist_variables(ir, dist_initial_weights(seed));
@@ -101,7 +103,7 @@ inline DistProgram build_dist_train(int64_t replicas, int64_t batch, uint64_t se
   std::vector<plx::Tensor> grads = ir.autodiff(loss, t.params);
   for (size_t i = 0; i < grads.size(); ++i) {
     const DistParamSpec& spec = dist_param_specs()[i];
-    if (replicas > 1) grads[i] = ir.all_reduce_(grads[i], "mean");
+    if (replicas > 1 && !host_update) grads[i] = ir.all_reduce_(grads[i], "mean");
     const std::vector<float> zeros(static_cast<size_t>(plx::numel(spec.shape)), 0.0f);
     const plx::Tensor m = ir.variable<float>(std::string(spec.name) + ".adam_m", spec.shape, zeros);
     const plx::Tensor v = ir.variable<float>(std::string(spec.name) + ".adam_v", spec.shape, zeros);

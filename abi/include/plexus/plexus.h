@@ -36,6 +36,7 @@
  *   7  the data loader sharded by worker (num_shards, shard_index in plx_loader_options).
  *   8  workers: num_workers and worker_index in plx_session_options,
  *      plx_session_get_replicas, plx_workers_from_environment.
+ *   9  the weight update on the host: weight_update_on_host in plx_session_options.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -54,7 +55,7 @@ extern "C" {
 #endif
 
 /** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 8
+#define PLX_API_VERSION 9
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -525,6 +526,18 @@ typedef struct plx_session_options {
                                        replicas only. 0: num_workers and worker_index from the
                                        launcher (plx_workers_from_environment). */
   int64_t worker_index;           /**< this process's worker, in [0, num_workers) (default 0) */
+  /* since PLX_API_VERSION 9 */
+  int32_t weight_update_on_host;  /**< 1: the weight update runs on the host (seed 002's host_call with
+                                       variables_on_host): the gradient of every weight-update op
+                                       (adamw_, scaled_add_ in the update phase) goes to host memory as
+                                       the backward pass finishes it, is mean-reduced over all R
+                                       replicas of all workers there, and the op runs on the host with
+                                       its optimizer state only in host memory; the devices take the
+                                       new weights before the next forward pass, and the first run
+                                       broadcasts the weights from replica 0. The graph should not
+                                       all-reduce those gradients itself. Weights and optimizer state
+                                       must be one value on all replicas (else PLX_ERR_UNSUPPORTED at
+                                       plx_session_create). Default 0. */
 } plx_session_options;
 
 /** Fills `options` with defaults and sets struct_size. NULL is ignored. */
