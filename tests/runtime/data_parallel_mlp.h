@@ -1,7 +1,8 @@
 // Seed 000 17.1's data-parallel equivalence, as a helper shared by the single-process
 // replication tests and the multi-process (worker) tests: a two-layer gelu MLP trained with
-// SGD on `replicas` replicas of `batch` samples each, gradients mean-reduced over all
-// replicas, on one fixed sample order.
+// SGD (or AdamW) on `replicas` replicas of `batch` samples each, gradients mean-reduced over
+// all replicas (by the graph, or by the weight update on the host), on one fixed sample
+// order.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,13 @@ struct Mlp {
   std::vector<ir::TensorId> params;
 };
 
-inline Mlp build_mlp(int64_t replicas, int64_t batch) {
+/// How the MLP updates its weights.
+struct MlpUpdate {
+  bool adam = false;         ///< adamw_ (weight decay 0.01) with moments and step as variables; else SGD
+  bool host_update = false;  ///< no all-reduce in the graph: SessionOptions::weight_update_on_host does it
+};
+
+inline Mlp build_mlp(int64_t replicas, int64_t batch, MlpUpdate update = {}) {
   Mlp m;
   ir::Graph& g = m.graph;
   g.set_replication_factor(replicas);
@@ -47,10 +54,23 @@ inline Mlp build_mlp(int64_t replicas, int64_t batch) {
   const std::vector<ir::TensorId> grads = ir::autodiff(g, loss, m.params);
   for (size_t i = 0; i < m.params.size(); ++i) {
     ir::TensorId grad = grads[i];
-    if (replicas > 1) {
+    if (replicas > 1 && !update.host_update) {
       ir::Attributes mean;
       mean.set("op", std::string("mean"));
       grad = g.add_op("replicated_all_reduce", {grad}, mean).front();
+    }
+    if (update.adam) {
+      const ir::TensorInfo& p = g.tensor(m.params[i]);
+      const std::vector<float> zeros(static_cast<size_t>(ir::numel(p.shape)), 0.0f);
+      const ir::Shape shape = p.shape;
+      const std::string name = p.name;
+      const ir::TensorId mom = g.add_variable(name + ".m", ir::DType::Float32, shape, f32(zeros));
+      const ir::TensorId vel = g.add_variable(name + ".v", ir::DType::Float32, shape, f32(zeros));
+      const ir::TensorId step = g.add_variable(name + ".step", ir::DType::Float32, {}, f32({0.0f}));
+      ir::Attributes adam;
+      adam.set("lr", 0.01);
+      g.add_op("adamw_", {m.params[i], grad, mom, vel, step}, adam);
+      continue;
     }
     ir::Attributes sgd;
     sgd.set("b", -0.1);
@@ -63,8 +83,9 @@ inline Mlp build_mlp(int64_t replicas, int64_t batch) {
 /// sample order whatever the split) with `options`, feeding only the replicas the session
 /// hosts (all of them unless options has several workers), and returns every parameter as
 /// this session reads it.
-inline std::vector<float> train_mlp(int64_t replicas, int64_t batch, int64_t steps, SessionOptions options = {}) {
-  Mlp m = build_mlp(replicas, batch);
+inline std::vector<float> train_mlp(int64_t replicas, int64_t batch, int64_t steps, SessionOptions options = {},
+                                    MlpUpdate update = {}) {
+  Mlp m = build_mlp(replicas, batch, update);
   options.device_iterations = steps;
   Session s(m.graph, options);
   const int64_t samples = steps * replicas * batch;

@@ -1,6 +1,6 @@
 // Workers over MPI (seed 002), run by mpirun with 2 and 3 ranks (label mpi; also passes as a
 // single process): sessions of one job split over the ranks train to the same weights as
-// one process, and a worker whose replica fails is named by the others within the
+// one process, with the weight update on the devices or on the hosts, and a worker whose replica fails is named by the others within the
 // collective timeout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -47,7 +47,45 @@ TEST_P(WorkersOverMpi, TrainToTheWeightsOfOneProcess) {
   EXPECT_LE(max_abs_difference(split, whole), 1e-5f);
 }
 
+TEST_P(WorkersOverMpi, TheWeightUpdateOnTheHostTrainsToTheWeightsOfTheDeviceUpdate) {
+  const int64_t workers = workers_from_environment().count;
+  const int64_t replicas = workers * GetParam();
+  SessionOptions on_host = worker_options();
+  on_host.weight_update_on_host = true;
+  SessionOptions one_process;
+  one_process.collectives_plugin = "local";
+  for (const bool adam : {false, true}) {
+    // Gradients all-reduced on the hosts across the workers, Adam's state in host memory:
+    // the same weights bit for bit as the graph's all-reduce on the devices of one process.
+    const std::vector<float> split = train_mlp(replicas, kBatch, kSteps, on_host, {adam, true});
+    const std::vector<float> together = train_mlp(replicas, kBatch, kSteps, one_process, {adam, false});
+    ASSERT_EQ(split.size(), together.size());
+    EXPECT_EQ(max_abs_difference(split, together), 0.0f)
+        << workers << " workers x " << GetParam() << " replicas, " << (adam ? "Adam" : "SGD");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(ReplicasPerWorker, WorkersOverMpi, ::testing::Values(1, 2));
+
+// Runs `inputs` on `s`, where worker 1's replica fails before its first collective: worker 1
+// reports its own error, the others a timeout naming replica 1 within the 2 s timeout.
+void expect_worker_1_named(Session& s, std::span<const HostArray> inputs) {
+  const WorkerPlace place = workers_from_environment();
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s.run(inputs, {});
+    ADD_FAILURE() << "the run succeeded";
+  } catch (const ir::Error& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (place.index == 1) {
+      EXPECT_THAT(e.what(), HasSubstr("label"));
+    } else {
+      EXPECT_EQ(e.code(), ir::ErrorCode::Timeout) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr("replica 1 (MPI rank 1)"));
+      EXPECT_LE(seconds, 2.0 + 3.0);
+    }
+  }
+}
 
 TEST(WorkersOverMpiFailure, AWorkerWhoseReplicaFailsIsNamedByTheOthers) {
   const WorkerPlace place = workers_from_environment();
@@ -64,20 +102,24 @@ TEST(WorkersOverMpiFailure, AWorkerWhoseReplicaFailsIsNamedByTheOthers) {
   int32_t good[2] = {0, 1};
   int32_t bad[2] = {0, 9};  // replica 1's label is out of range: it fails before the all-reduce
   const HostArray in{labels, place.index == 1 ? bad : good, ir::DType::Int32, s.host_shape(labels)};
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    s.run(std::span(&in, 1), {});
-    ADD_FAILURE() << "the run succeeded";
-  } catch (const ir::Error& e) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (place.index == 1) {
-      EXPECT_THAT(e.what(), HasSubstr("label"));
-    } else {
-      EXPECT_EQ(e.code(), ir::ErrorCode::Timeout) << e.what();
-      EXPECT_THAT(e.what(), HasSubstr("replica 1 (MPI rank 1)"));
-      EXPECT_LE(seconds, 2.0 + 3.0);
-    }
-  }
+  expect_worker_1_named(s, std::span(&in, 1));
+}
+
+TEST(WorkersOverMpiFailure, AWorkerThatNeverSendsItsGradientToTheHostIsNamedByTheOthers) {
+  const WorkerPlace place = workers_from_environment();
+  if (place.count < 2) GTEST_SKIP() << "needs mpirun with 2 or more ranks";
+  testing::Mlp m = testing::build_mlp(place.count, 2, {true, true});
+  SessionOptions o = worker_options();
+  o.collective_timeout_ms = 2000;
+  o.weight_update_on_host = true;
+  Session s(m.graph, o);
+  std::vector<float> x(2 * testing::kMlpIn, 0.5f);
+  int32_t labels[2] = {0, place.index == 1 ? 9 : 1};  // worker 1 fails in its forward pass
+  const HostArray in[2] = {{m.x, x.data(), ir::DType::Float32, s.host_shape(m.x)},
+                           {m.y, labels, ir::DType::Int32, s.host_shape(m.y)}};
+  // The others' host threads wait in the all-reduce of the first gradient, their devices
+  // for the host: the timeout ends both.
+  expect_worker_1_named(s, in);
 }
 
 }  // namespace
