@@ -55,6 +55,7 @@ struct Options {
   uint64_t seed = 42;
   int64_t prefetch_depth = 2;
   int64_t loader_workers = 2;
+  int64_t threads_per_device = 0;
   std::string data_dir = "data";
   std::string metrics_out;
   std::string weights_out;
@@ -90,6 +91,9 @@ po::options_description describe(Options& o) {
        "micro-batches the io threads prepare ahead per stream and replica")
       ("loader-workers", po::value(&o.loader_workers)->default_value(o.loader_workers),
        "data loader threads per worker")
+      ("threads-per-device", po::value(&o.threads_per_device)->default_value(o.threads_per_device),
+       "BLIS threads per replica (0: cores / replicas of this worker, each GEMM shape then timed single- and "
+       "multi-threaded)")
       ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/")
       ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file (worker 0)")
       ("weights-out", po::value(&o.weights_out),
@@ -112,6 +116,7 @@ void check(const Options& o) {
   require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
   require_at_least<int64_t>("prefetch-depth", o.prefetch_depth, 0);
   require_at_least<int64_t>("loader-workers", o.loader_workers, 1);
+  require_at_least<int64_t>("threads-per-device", o.threads_per_device, 0);
   if (!(o.lr > 0.0)) throw samples::UsageError("--lr must be > 0, got " + std::to_string(o.lr));
   if (o.checkpoint_every > 0 && o.model_dir.empty()) throw samples::UsageError("--checkpoint-every needs --model-dir");
 }
@@ -132,6 +137,7 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   opts.num_workers = place.count;
   opts.worker_index = place.index;
   opts.weight_update_on_host = o.host_update;
+  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   if (place.count > 1 && std::getenv("PLEXUS_COLLECTIVES") == nullptr) opts.collectives_plugin = "mpi";
   plx::Session session(t.ir, opts);
 

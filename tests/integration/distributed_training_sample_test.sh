@@ -5,11 +5,14 @@
 #    3 workers x 1 replica as 1 x 3;
 #  - 1 worker x 1 replica at batch 128 within 1e-5 (max abs) of 2 x 1 at batch 64 after 30
 #    steps (Adam amplifies the float rounding of the two gradient sums with more steps);
+#  - --host-update (the weight update on the hosts, seed 002's variables_on_host) trains to
+#    the same weights bit for bit as the update on the devices: 2 x 1, 1 x 2, 3 x 1;
 #  - --model-dir: 20 steps, then resumed to 30 on 2 workers, equals 30 steps straight, bit
-#    for bit;
+#    for bit, with either update;
 #  - bad command lines are clear errors.
-# BLIS_ARCH_TYPE is pinned: each process otherwise times the GEMM kernel sets and may pick
-# another one, whose rounding differs in the last bits (the workers of one job stay in step
+# BLIS_ARCH_TYPE and --threads-per-device are pinned: each process otherwise times the GEMM
+# kernel sets and thread counts per shape and may pick another one (more likely on a loaded
+# machine), whose rounding differs in the last bits (the workers of one job stay in step
 # anyway: every replica applies the same all-reduced gradient).
 # Usage: distributed_training_sample_test.sh <binary> <data dir> <mpirun>
 set -euo pipefail
@@ -33,7 +36,8 @@ run() {  # [STEPS=N] run NAME WORKERS ARGS...  (30 steps unless STEPS is set)
   shift 2
   local launch=()
   [[ $workers -gt 1 ]] && launch=("$mpirun" --oversubscribe -np "$workers")
-  "${launch[@]}" "$bin" --data-dir "$data" --num-steps "${STEPS:-30}" --skip-test --weights-out "$tmp/$name.bin" "$@" |
+  "${launch[@]}" "$bin" --data-dir "$data" --num-steps "${STEPS:-30}" --skip-test --threads-per-device 1 \
+    --weights-out "$tmp/$name.bin" "$@" |
     grep -E "^trained" || fail "$name did not train"
 }
 run w2r1 2
@@ -48,9 +52,20 @@ cmp "$tmp/w2r2.bin" "$tmp/w1r4.bin" || fail "2 workers x 2 replicas differ from 
 cmp "$tmp/w3r1.bin" "$tmp/w1r3.bin" || fail "3 workers x 1 replica differ from 1 worker x 3 replicas"
 echo "ok: 2x1 = 1x2, 2x2 = 1x4, 3x1 = 1x3 bit for bit after 30 steps"
 
+run w2r1_host 2 --host-update
+run w1r2_host 1 --replicas-per-worker 2 --host-update
+run w3r1_host 3 --host-update
+cmp "$tmp/w2r1_host.bin" "$tmp/w2r1.bin" || fail "2 workers: the update on the hosts differs from the devices'"
+cmp "$tmp/w1r2_host.bin" "$tmp/w1r2.bin" || fail "1 worker x 2 replicas: the update on the host differs"
+cmp "$tmp/w3r1_host.bin" "$tmp/w3r1.bin" || fail "3 workers: the update on the hosts differs from the devices'"
+echo "ok: --host-update equals the update on the devices bit for bit (2x1, 1x2, 3x1)"
+
 STEPS=20 run resumed 2 --model-dir "$tmp/model"
 run resumed 2 --model-dir "$tmp/model"
 cmp "$tmp/resumed.bin" "$tmp/w2r1.bin" || fail "20 steps resumed to 30 differ from 30 steps straight"
+STEPS=20 run resumed_host 2 --model-dir "$tmp/model_host" --host-update
+run resumed_host 2 --model-dir "$tmp/model_host" --host-update
+cmp "$tmp/resumed_host.bin" "$tmp/w2r1.bin" || fail "--host-update: 20 steps resumed to 30 differ from 30 straight"
 echo "ok: 2 workers resumed from --model-dir at step 20 end where 30 steps straight end"
 
 python3 - "$tmp" <<'PY'
