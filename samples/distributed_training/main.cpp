@@ -51,6 +51,7 @@ struct Options {
   int64_t batch_size = 64;
   int64_t test_batch_size = 100;
   int64_t device_iterations = 10;
+  int64_t gradient_accumulation = 1;
   double lr = 0.001;
   uint64_t seed = 42;
   int64_t prefetch_depth = 2;
@@ -80,11 +81,14 @@ po::options_description describe(Options& o) {
        "also save every N steps (needs --model-dir; 0: only at the end)")
       ("replicas-per-worker", po::value(&o.replicas_per_worker)->default_value(o.replicas_per_worker),
        "replicas each worker process hosts")
-      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per replica per step")
+      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per micro-batch per replica")
       ("test-batch-size", po::value(&o.test_batch_size)->default_value(o.test_batch_size),
        "test batch (worker 0 tests alone)")
       ("device-iterations", po::value(&o.device_iterations)->default_value(o.device_iterations),
        "steps per session run")
+      ("gradient-accumulation", po::value(&o.gradient_accumulation)->default_value(o.gradient_accumulation),
+       "micro-batches of --batch-size per replica and weight update (seed 003): a step takes "
+       "batch x this x replicas samples")
       ("lr", po::value(&o.lr)->default_value(o.lr), "Adam learning rate")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
       ("prefetch-depth", po::value(&o.prefetch_depth)->default_value(o.prefetch_depth),
@@ -114,6 +118,7 @@ void check(const Options& o) {
   require_at_least<int64_t>("batch-size", o.batch_size, 1);
   require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
   require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
+  require_at_least<int64_t>("gradient-accumulation", o.gradient_accumulation, 1);
   require_at_least<int64_t>("prefetch-depth", o.prefetch_depth, 0);
   require_at_least<int64_t>("loader-workers", o.loader_workers, 1);
   require_at_least<int64_t>("threads-per-device", o.threads_per_device, 0);
@@ -133,6 +138,7 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   samples::DistProgram t = samples::build_dist_train(replicas, o.batch_size, o.seed, o.lr, o.host_update);
   plx::SessionOptions opts;
   opts.device_iterations = o.device_iterations;
+  opts.gradient_accumulation = o.gradient_accumulation;
   opts.prefetch_depth = o.prefetch_depth;
   opts.num_workers = place.count;
   opts.worker_index = place.index;
@@ -144,7 +150,7 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   plx_loader_options lo = plx::Loader::default_options();
   lo.batch_size = o.batch_size;
   lo.replicas = o.replicas_per_worker;
-  lo.steps_per_run = o.device_iterations;
+  lo.steps_per_run = o.device_iterations * o.gradient_accumulation;  // micro-batches per replica
   lo.seed = o.seed;
   lo.mean = 0.0f;  // the seed's image / 255
   lo.std = 1.0f;
@@ -258,17 +264,21 @@ int main(int argc, char** argv) {
     samples::ImageSplit train_data(folder, true);
     if (leader) {
       std::printf("plexus: %s\n", plx::runtime_info().c_str());
-      std::printf("%lld worker(s) x %lld replica(s) = %lld replicas, batch %lld per replica (global batch %lld), "
-                  "%lld training images from %s\n",
+      std::printf("%lld worker(s) x %lld replica(s) = %lld replicas, batch %lld per replica x %lld micro-batch(es) "
+                  "(global batch %lld), %lld training images from %s\n",
                   static_cast<long long>(place.count), static_cast<long long>(o.replicas_per_worker),
                   static_cast<long long>(replicas), static_cast<long long>(o.batch_size),
-                  static_cast<long long>(replicas * o.batch_size), static_cast<long long>(train_data.size()),
+                  static_cast<long long>(o.gradient_accumulation),
+                  static_cast<long long>(replicas * o.batch_size * o.gradient_accumulation),
+                  static_cast<long long>(train_data.size()),
                   folder.c_str());
     }
     const Trained trained = train(o, place, train_data);
     if (!leader) return 0;
     const double samples_per_second =
-        trained.seconds > 0 ? static_cast<double>(trained.steps * replicas * o.batch_size) / trained.seconds : 0.0;
+        trained.seconds > 0
+            ? static_cast<double>(trained.steps * replicas * o.batch_size * o.gradient_accumulation) / trained.seconds
+            : 0.0;
     write_weights(o.weights_out, trained.weights);
     std::printf("trained: %lld worker(s) x %lld replica(s), %lld steps in %.1f s, %.0f samples/s; worker 0's train "
                 "loss %.4f, accuracy %.2f%%\n",
@@ -292,6 +302,7 @@ int main(int argc, char** argv) {
                                            {"replicas_per_worker", o.replicas_per_worker},
                                            {"batch_size", o.batch_size},
                                            {"device_iterations", o.device_iterations},
+                                           {"gradient_accumulation", o.gradient_accumulation},
                                            {"lr", o.lr},
                                            {"host_update", o.host_update},
                                            {"seed", o.seed},
