@@ -2,6 +2,8 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <exception>
+#include <thread>
 
 #include "core/ir/error.h"
 
@@ -133,6 +135,27 @@ Collectives::Collectives(const std::string& name, int64_t replication_factor, in
 }
 
 Collectives::~Collectives() { table_->comm_destroy(comm_); }
+
+void Collectives::each_hosted(const std::function<void(replication::Communicator&, size_t)>& fn) {
+  std::vector<std::exception_ptr> errors(views_.size());
+  std::vector<std::thread> threads;
+  for (size_t local = 0; local < views_.size(); ++local) {
+    threads.emplace_back([&, local] {
+      try {
+        fn(*views_[local], local);
+      } catch (const std::exception& e) {
+        errors[local] = std::current_exception();
+        abort(e.what());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    reset();
+    std::rethrow_exception(e);
+  }
+}
 
 replication::Communicator* Collectives::communicator(int64_t replica) {
   return views_.at(static_cast<size_t>(replica - config_.first_local_replica)).get();

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,11 @@ class Collectives {
   /// Communicator of hosted (global) replica `replica` (owned by this object).
   replication::Communicator* communicator(int64_t replica);
 
+  /// Runs fn(communicator, local index) for every hosted replica, each on a thread of its
+  /// own (a collective waits for every hosted member), and joins them. A call that throws
+  /// aborts the communicator (waking the others); after all joined, the first error is
+  /// rethrown and the communicator reset.
+  void each_hosted(const std::function<void(replication::Communicator&, size_t)>& fn);
   /// Wakes every waiting member with an error (a replica failed) and marks the
   /// communicator aborted.
   void abort(const std::string& reason);

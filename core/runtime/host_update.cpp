@@ -57,13 +57,13 @@ ir::OpId last_writer(const ir::Graph& graph, ir::TensorId root, ir::OpId before)
 }  // namespace
 
 HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t replication_factor,
-                       int64_t first_hosted, int64_t hosted, const std::string& plugin, int64_t timeout_ms,
-                       DeviceBuffer device_buffer)
+                       int64_t first_hosted, int64_t hosted, Collectives* collectives, DeviceBuffer device_buffer)
     : graph_(graph),
       replication_factor_(replication_factor),
       first_hosted_(first_hosted),
       hosted_(hosted),
       device_buffer_(std::move(device_buffer)),
+      collectives_(collectives),
       everyone_(static_cast<size_t>(replication_factor)) {
   std::iota(everyone_.begin(), everyone_.end(), int64_t{0});
   std::vector<std::pair<ir::OpId, std::unique_ptr<Update>>> found;  // (finishing op, update)
@@ -132,9 +132,6 @@ HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t r
     }
     u->kernel = op.def->kernel(ctx);
   }
-  if (replication_factor > 1) {
-    collectives_ = std::make_unique<Collectives>(plugin, replication_factor, first_hosted, hosted, timeout_ms, true);
-  }
 }
 
 HostUpdate::~HostUpdate() {
@@ -190,7 +187,10 @@ void HostUpdate::wait_and_copy(ir::OpId op, int64_t iteration, std::byte* weight
 
 void HostUpdate::refresh(ir::TensorId weight) {
   for (auto& u : updates_) {
-    if (u->weight == weight) std::memcpy(u->weight_host.data(), device_buffer_(weight, first_hosted_), u->bytes);
+    if (u->weight != weight) continue;
+    std::memcpy(u->weight_host.data(), device_buffer_(weight, first_hosted_), u->bytes);
+    std::lock_guard lock(mutex_);
+    synced_ = false;
   }
 }
 
@@ -227,27 +227,11 @@ void HostUpdate::run_host(size_t local, int64_t iterations) {
 }
 
 void HostUpdate::broadcast_weights() {
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(hosted_));
-  std::vector<std::thread> threads;
-  for (size_t local = 0; local < static_cast<size_t>(hosted_); ++local) {
-    threads.emplace_back([&, local] {
-      try {
-        replication::Communicator* comm = collectives_->communicator(first_hosted_ + static_cast<int64_t>(local));
-        for (auto& u : updates_) {
-          comm->broadcast(everyone_, 0, u->weight_host.data(), u->gradients[local].data(), u->count,
-                          ir::DType::Float32);
-        }
-      } catch (...) {
-        errors[local] = std::current_exception();
-        collectives_->abort("the initial broadcast of the weights failed on replica " +
-                            std::to_string(first_hosted_ + static_cast<int64_t>(local)));
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  collectives_->each_hosted([this](replication::Communicator& comm, size_t local) {
+    for (auto& u : updates_) {
+      comm.broadcast(everyone_, 0, u->weight_host.data(), u->gradients[local].data(), u->count, ir::DType::Float32);
+    }
+  });
   for (auto& u : updates_) {
     std::memcpy(u->weight_host.data(), u->gradients.front().data(), u->bytes);
     for (int64_t r = first_hosted_; r < first_hosted_ + hosted_; ++r) {
@@ -258,18 +242,21 @@ void HostUpdate::broadcast_weights() {
 
 void HostUpdate::begin_run(int64_t iterations, std::function<void(const std::string&)> on_failure) {
   on_failure_ = std::move(on_failure);
+  bool synced = false;
   {
     std::lock_guard lock(mutex_);
     aborted_ = false;
+    synced = synced_;
     for (auto& u : updates_) {
       std::fill(u->posted.begin(), u->posted.end(), 0);
       u->reduced = u->done = 0;
     }
   }
   if (collectives_) collectives_->reset();
-  if (collectives_ && !broadcast_done_) {
-    broadcast_weights();
-    broadcast_done_ = true;
+  if (collectives_ && !synced) broadcast_weights();  // throws: synced_ stays false
+  {
+    std::lock_guard lock(mutex_);
+    synced_ = true;
   }
   errors_.assign(static_cast<size_t>(hosted_), nullptr);
   for (size_t local = 0; local < static_cast<size_t>(hosted_); ++local) {
@@ -292,6 +279,7 @@ void HostUpdate::abort(const std::string& reason) {
     if (aborted_) return;
     aborted_ = true;
     abort_reason_ = reason;
+    synced_ = false;  // a failed run may have updated some replicas' weights and not others
   }
   changed_.notify_all();
   if (collectives_) collectives_->abort(reason);

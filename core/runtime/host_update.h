@@ -47,15 +47,16 @@ class HostUpdate {
   using DeviceBuffer = std::function<std::byte*(ir::TensorId tensor, int64_t replica)>;
 
   /// Finds the weight-update ops of `graph` (update phase, OpDef::gradient_input) and
-  /// allocates their host weights, gradients and optimizer state. `micro_batches` > 1:
-  /// gradients are accumulated and go to the host at the start of the update step. For R >
-  /// 1 opens the collectives plugin `plugin` (SessionOptions::collectives_plugin) with host
-  /// buffers. Throws InvalidArgument when the graph has no weight update, Unsupported for
-  /// a weight or optimizer state that is not one value on all replicas (grouped, replica-
-  /// sharded, remote) or an op input that is neither weight, gradient nor state, and what
-  /// Collectives throws.
+  /// allocates their host weights, gradients and optimizer state. With gradient
+  /// accumulation (program.micro_batches > 1) gradients go to the host at the start of the
+  /// update step. `collectives` (host buffers; null for R = 1) all-reduce and broadcast
+  /// over the R replicas; it must outlive this object, and nothing else may call it while
+  /// a run is in progress. Throws InvalidArgument when the graph has no weight update,
+  /// Unsupported for a weight or optimizer state that is not one value on all replicas
+  /// (grouped, replica-sharded, remote) or an op input that is neither weight, gradient nor
+  /// state.
   HostUpdate(const ir::Graph& graph, const Program& program, int64_t replication_factor, int64_t first_hosted,
-             int64_t hosted, const std::string& plugin, int64_t timeout_ms, DeviceBuffer device_buffer);
+             int64_t hosted, Collectives* collectives, DeviceBuffer device_buffer);
   ~HostUpdate();
   HostUpdate(const HostUpdate&) = delete;
   HostUpdate& operator=(const HostUpdate&) = delete;
@@ -78,10 +79,13 @@ class HostUpdate {
   void wait_and_copy(ir::OpId op, int64_t iteration, std::byte* weight);
 
   /// Host weights <- hosted replica `first_hosted`'s device copy of `weight` (after the
-  /// session wrote the variable); no-op for a tensor that is not a host-updated weight.
+  /// session wrote the variable; the next run broadcasts it again); no-op for a tensor
+  /// that is not a host-updated weight.
   void refresh(ir::TensorId weight);
-  /// Starts a run of `iterations` steps: at the first run (R > 1) broadcasts every weight
-  /// from replica 0 to all replicas and copies it to the devices, then starts the host
+  /// Starts a run of `iterations` steps: at the first run, and after a write of a weight or
+  /// a failed run (R > 1), broadcasts every weight from replica 0 to all replicas and
+  /// copies it to the devices (so replicas that a failure left apart agree again), then
+  /// starts the host
   /// threads. A host thread that fails calls `on_failure` with the reason (the session
   /// aborts the run). Throws what the broadcast throws (nothing is started then).
   void begin_run(int64_t iterations, std::function<void(const std::string&)> on_failure);
@@ -104,9 +108,9 @@ class HostUpdate {
   std::map<ir::OpId, size_t> index_;              ///< op -> updates_ index
   std::map<ir::OpId, std::vector<ir::OpId>> posted_after_;
   std::map<ir::TensorId, std::vector<std::byte>> state_;  ///< optimizer state roots -> host storage
-  std::unique_ptr<Collectives> collectives_;      ///< null for R = 1
+  Collectives* collectives_;                      ///< the session's host-buffer collectives; null for R = 1
   std::vector<int64_t> everyone_;                 ///< 0 .. R-1
-  bool broadcast_done_ = false;
+  bool synced_ = false;  ///< every replica holds replica 0's weights (no broadcast needed)
   std::vector<std::thread> threads_;
   std::vector<std::exception_ptr> errors_;
   std::function<void(const std::string&)> on_failure_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -127,6 +128,20 @@ SpanKind step_span(StepKind k) {
   return k == StepKind::Forward ? SpanKind::Forward : k == StepKind::Backward ? SpanKind::Backward : SpanKind::Update;
 }
 
+// A replica of `range` holding shard `shard` of row `row` of `layout`: the row's own source
+// when in range, else the lowest one with that row and shard; -1 when none is.
+int64_t holder(const replication::VariableLayout& layout, size_t row, size_t shard, const HostedReplicas& range) {
+  const int64_t source = layout.row_sources[row][shard];
+  if (range.hosts(source)) return source;
+  for (int64_t r = range.first; r < range.first + range.count; ++r) {
+    const auto i = static_cast<size_t>(r);
+    if (static_cast<size_t>(layout.replica_row[i]) == row && layout.shard_index[i] == static_cast<int64_t>(shard)) {
+      return r;
+    }
+  }
+  return -1;
+}
+
 // The replicas worker `worker_index` of `num_workers` hosts (seed 002).
 HostedReplicas hosted_by_worker(const SessionOptions& o, int64_t replication_factor) {
   if (replication_factor % o.num_workers != 0) {
@@ -184,13 +199,16 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
     }
   }
   if (options_.weight_update_on_host && program_.training) {
-    host_update_ = std::make_unique<HostUpdate>(
-        graph_, program_, replication_factor(), hosted_.first, hosted_.count, options_.collectives_plugin,
-        options_.collective_timeout_ms, [this](ir::TensorId t, int64_t r) { return variable_buffer(t, r); });
+    host_update_ = std::make_unique<HostUpdate>(graph_, program_, replication_factor(), hosted_.first, hosted_.count,
+                                                replication_factor() > 1 ? &host_collectives() : nullptr,
+                                                [this](ir::TensorId t, int64_t r) { return variable_buffer(t, r); });
   }
+  // The host update keeps its optimizer state once per worker: no per-replica copies.
+  const bool host_state_only = host_update_ && std::all_of(program_.offloaded.begin(), program_.offloaded.end(),
+                                                           [&](const auto& o) { return host_update_->state(o.first); });
   for (int64_t r = 0; r < replicas; ++r) {
     remote_.push_back(std::make_unique<memory::RemoteMemory>(graph_.remote_buffers()));
-    offloaded_.emplace_back(program_.offloaded_bytes);
+    offloaded_.emplace_back(host_state_only ? 0 : program_.offloaded_bytes);
     auto& channels = channels_.emplace_back();
     for (size_t c = 0; c < program_.channels.size(); ++c) {
       const ChannelPlan& cp = program_.channels[c];
@@ -570,11 +588,16 @@ void Session::transfer_variable(const replication::VariableLayout& layout, const
   const int64_t row_numel = ir::numel(layout.row_shape);
   const size_t row_bytes = static_cast<size_t>(row_numel) * esize;
   if (to_host) {
+    const std::vector<std::byte> gathered =
+        read_needs_every_worker(layout) ? gather_replicas(t, tensor) : std::vector<std::byte>();
     for (size_t row = 0; row < layout.row_sources.size(); ++row) {
       const std::vector<int64_t>& sources = layout.row_sources[row];
       for (size_t shard = 0; shard < sources.size(); ++shard) {
-        replication::insert_shard(variable_buffer(tensor, hosted_source(layout, t, row, shard)), host + row * row_bytes,
-                                  row_numel, layout.shard_over, static_cast<int64_t>(shard), esize);
+        const std::byte* source =
+            gathered.empty() ? variable_buffer(tensor, holder(layout, row, shard, hosted_))
+                             : gathered.data() + static_cast<size_t>(sources[shard]) * t.bytes();
+        replication::insert_shard(source, host + row * row_bytes, row_numel, layout.shard_over,
+                                  static_cast<int64_t>(shard), esize);
       }
     }
     return;
@@ -586,21 +609,42 @@ void Session::transfer_variable(const replication::VariableLayout& layout, const
   }
 }
 
-int64_t Session::hosted_source(const replication::VariableLayout& layout, const ir::TensorInfo& t, size_t row,
-                               size_t shard) const {
-  const int64_t source = layout.row_sources[row][shard];
-  if (hosted_.hosts(source)) return source;
-  for (int64_t r = hosted_.first; r < hosted_.first + hosted_.count; ++r) {
-    const auto i = static_cast<size_t>(r);
-    if (static_cast<size_t>(layout.replica_row[i]) == row && layout.shard_index[i] == static_cast<int64_t>(shard)) {
-      return r;
+Collectives& Session::host_collectives() const {
+  if (!host_collectives_) {
+    host_collectives_ = std::make_unique<Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first,
+                                                      hosted_.count, options_.collective_timeout_ms, true);
+  }
+  return *host_collectives_;
+}
+
+bool Session::read_needs_every_worker(const replication::VariableLayout& layout) const {
+  for (int64_t w = 0; w < options_.num_workers && options_.num_workers > 1; ++w) {
+    const HostedReplicas worker{w * hosted_.count, hosted_.count};
+    for (size_t row = 0; row < layout.row_sources.size(); ++row) {
+      for (size_t shard = 0; shard < layout.row_sources[row].size(); ++shard) {
+        if (holder(layout, row, shard, worker) < 0) return true;
+      }
     }
   }
-  ir::fail(ErrorCode::Unsupported,
-           "variable '" + t.name + "': row " + std::to_string(row) + " (shard " + std::to_string(shard) +
-               ") is held by no replica of worker " + std::to_string(options_.worker_index) + " (it hosts replicas [" +
-               std::to_string(hosted_.first) + ", " + std::to_string(hosted_.first + hosted_.count) +
-               ")); with several workers a worker reads only the rows of the replica groups it hosts");
+  return false;
+}
+
+std::vector<std::byte> Session::gather_replicas(const ir::TensorInfo& t, ir::TensorId tensor) const {
+  const size_t bytes = t.bytes();
+  if (bytes % sizeof(int32_t) != 0) {  // the plugins move float32 / int32 elements
+    ir::fail(ErrorCode::Unsupported, "variable '" + t.name + "': reading it needs the replicas of every worker, "
+                                         "gathered as 4-byte words, and its " + std::to_string(bytes) +
+                                         " bytes per replica are not a multiple of 4");
+  }
+  std::vector<int64_t> everyone(static_cast<size_t>(replication_factor()));
+  std::iota(everyone.begin(), everyone.end(), int64_t{0});
+  std::vector<std::vector<std::byte>> gathered(static_cast<size_t>(hosted_.count));
+  host_collectives().each_hosted([&](replication::Communicator& comm, size_t local) {
+    gathered[local].resize(everyone.size() * bytes);
+    comm.all_gather(everyone, variable_buffer(tensor, hosted_.first + static_cast<int64_t>(local)),
+                    gathered[local].data(), bytes / sizeof(int32_t), ir::DType::Int32);
+  });
+  return std::move(gathered.front());
 }
 
 void Session::load_variables() {

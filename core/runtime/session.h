@@ -146,14 +146,16 @@ class Session {
   ir::Shape host_shape(ir::StreamId stream) const;
   /// Shape of the host data of variable `tensor` (device, remote or replica-sharded) when
   /// read or written: see replication/variable_layout.h (retrieval modes, full tensors for
-  /// sharded variables). With several workers the shape is the same (global replicas);
-  /// a worker writes only its hosted replicas' rows, and reads each row from a hosted
-  /// replica of that row (the row's lowest replicas when hosted here); a row no hosted
-  /// replica holds is refused with Unsupported.
+  /// sharded variables). With several workers the shape is the same (global replicas):
+  /// a worker writes only its hosted replicas' rows, and reads every row, from a hosted
+  /// replica of it when every worker hosts one of each row, else collectively (below).
   ir::Shape variable_shape(ir::TensorId tensor) const;
   void read_variable(ir::TensorId tensor, std::span<std::byte> out) const;
   void write_variable(ir::TensorId tensor, std::span<const std::byte> data);
   VariableStorage variable_storage(ir::TensorId tensor) const;
+  /// With several workers, reading a variable whose rows some worker holds no replica of
+  /// (grouped variables, retrieval mode all_replicas) is a collective: every worker must
+  /// read it, in the same order; it all-gathers the replicas over host-buffer collectives.
   /// Layout-independent access for checkpoints (DESIGN.md "Checkpoints"): one full,
   /// unpadded row per replica group of `tensor`'s grouping ([num_groups] + full shape,
   /// whatever its retrieval mode or sharding), from each group's lowest replicas; writing
@@ -238,11 +240,13 @@ class Session {
   void abort_all(const std::string& reason);
   /// Storage of `tensor` on hosted (global) replica `replica`.
   std::byte* variable_buffer(ir::TensorId tensor, int64_t replica) const;
-  /// A hosted replica holding shard `shard` of row `row` of `layout`: the row's own source
-  /// if hosted, else another hosted replica with the same row and shard. Throws
-  /// Unsupported when this worker hosts none.
-  int64_t hosted_source(const replication::VariableLayout& layout, const ir::TensorInfo& t, size_t row,
-                        size_t shard) const;
+  /// True when some worker hosts no replica holding some (row, shard) of `layout`: a read
+  /// then all-gathers every replica's storage from all workers (every worker must read).
+  bool read_needs_every_worker(const replication::VariableLayout& layout) const;
+  /// host_collectives_, opened first if needed (a collective step of every worker).
+  Collectives& host_collectives() const;
+  /// Every replica's storage of `tensor`, [R] x its bytes, all-gathered over the workers.
+  std::vector<std::byte> gather_replicas(const ir::TensorInfo& t, ir::TensorId tensor) const;
   /// Copies between host rows ([rows] + full shape) and the replicas' storage, through the
   /// variable's layout; `to_host` picks the direction.
   void transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const;
@@ -263,6 +267,10 @@ class Session {
   std::string strategy_name_;
   int64_t iterations_ = 1;  ///< schedule iterations per run
   std::vector<std::unique_ptr<Collectives>> collectives_;  ///< per device index; empty when none is needed
+  /// Host-buffer collectives over the R replicas, made when first needed (the host update,
+  /// at construction; a read needing every worker); used by the host update during runs
+  /// and by variable reads between them (under variables_mutex_).
+  mutable std::unique_ptr<Collectives> host_collectives_;
   std::unique_ptr<HostUpdate> host_update_;  ///< weight_update_on_host of a training graph
   std::vector<std::unique_ptr<VirtualDevice>> devices_;
   // Per hosted replica (index = global replica - hosted_.first):

@@ -67,6 +67,31 @@ TEST_P(WorkersOverMpi, TheWeightUpdateOnTheHostTrainsToTheWeightsOfTheDeviceUpda
 
 INSTANTIATE_TEST_SUITE_P(ReplicasPerWorker, WorkersOverMpi, ::testing::Values(1, 2));
 
+TEST(WorkersOverMpiVariables, EveryWorkerReadsEveryReplicasRow) {
+  const WorkerPlace place = workers_from_environment();
+  const int64_t replicas = 2 * place.count;  // 2 per worker
+  ir::Graph g;
+  g.set_replication_factor(replicas);
+  const ir::TensorId rows = g.add_variable("per_replica", ir::DType::Float32, {2}, testing::f32({0.0f, 0.0f}),
+                                           std::nullopt, ir::RetrievalMode::AllReplicas);
+  Session s(g, worker_options());
+  // Each worker writes its own replicas' rows only (the others' rows of its data are -1).
+  std::vector<float> data(static_cast<size_t>(replicas * 2), -1.0f);
+  for (int64_t r = s.hosted_replicas().first; r < s.hosted_replicas().first + 2; ++r) {
+    data[static_cast<size_t>(2 * r)] = static_cast<float>(100 * place.index + r);
+    data[static_cast<size_t>(2 * r + 1)] = static_cast<float>(r);
+  }
+  s.write_variable(rows, std::as_bytes(std::span(data)));
+  // Reading is a collective: every worker gets every replica's row, from whichever worker
+  // hosts it.
+  std::vector<float> all(data.size());
+  s.read_variable(rows, std::as_writable_bytes(std::span(all)));
+  for (int64_t r = 0; r < replicas; ++r) {
+    EXPECT_EQ(all[static_cast<size_t>(2 * r)], static_cast<float>(100 * (r / 2) + r)) << "replica " << r;
+    EXPECT_EQ(all[static_cast<size_t>(2 * r + 1)], static_cast<float>(r)) << "replica " << r;
+  }
+}
+
 // Runs `inputs` on `s`, where worker 1's replica fails before its first collective: worker 1
 // reports its own error, the others a timeout naming replica 1 within the 2 s timeout.
 void expect_worker_1_named(Session& s, std::span<const HostArray> inputs) {
