@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/ir/error.h"
+#include "tests/error_of.h"
 
 namespace plexus::data {
 namespace {
@@ -66,17 +67,7 @@ std::vector<T> elements(const IdxArray& a) {
   return out;
 }
 
-// Runs `f` and returns the ir::Error it throws (failing the test when it throws none).
-template <class F>
-ir::Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const ir::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ir::Error was thrown";
-  return ir::Error(ir::ErrorCode::Internal, "");
-}
+using plexus::test::error_of;
 
 #define EXPECT_IDX_ERROR(expr, want, ...)                                              \
   do {                                                                                 \

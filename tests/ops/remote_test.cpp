@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/ir/error.h"
+#include "tests/error_of.h"
 #include "core/ir/graph.h"
 #include "core/runtime/session.h"
 
@@ -29,16 +30,7 @@ ir::Attributes slot(ir::RemoteBufferId buffer, int64_t index = 0) {
   return a;
 }
 
-template <class F>
-ir::Error error_of(F body) {
-  try {
-    body();
-  } catch (const ir::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error";
-  return ir::Error(ir::ErrorCode::Internal, "");
-}
+using plexus::test::error_of;
 
 TEST(RemoteOps, LoadAndStoreWithConstantAndTensorIndices) {
   ir::Graph g;

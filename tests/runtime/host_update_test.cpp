@@ -14,6 +14,7 @@
 
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
+#include "tests/error_of.h"
 #include "core/runtime/session.h"
 #include "core/runtime/session_checkpoint.h"
 #include "tests/runtime/data_parallel_mlp.h"
@@ -126,15 +127,7 @@ std::vector<float> initial_params(int64_t replicas) {
   return all;
 }
 
-ir::Error error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ir::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error";
-  return ir::Error(ir::ErrorCode::Internal, "");
-}
+using plexus::test::error_of;
 
 TEST(HostUpdate, EqualsTheDeviceUpdateBitForBit) {
   for (int64_t replicas : {2, 4}) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/ir/error.h"
+#include "tests/error_of.h"
 
 namespace plexus::runtime {
 namespace {
@@ -24,16 +25,7 @@ Step F(int64_t s, int64_t m) { return {s, m, StepKind::Forward}; }
 Step B(int64_t s, int64_t m) { return {s, m, StepKind::Backward}; }
 Step U(int64_t s) { return {s, -1, StepKind::Update}; }
 
-// The error `f` throws; fails the test if it throws none.
-ir::Error error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ir::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no ir::Error thrown";
-  return ir::Error(ir::ErrorCode::Internal, "no error");
-}
+using plexus::test::error_of;
 
 // S stages, stage s on device s.
 ScheduleProblem one_stage_per_device(int64_t S, int64_t M, bool training = true) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/ir/error.h"
+#include "tests/error_of.h"
 #include "core/runtime/session.h"
 #include "core/runtime/workers.h"
 #include "tests/runtime/test_graphs.h"
@@ -32,15 +33,7 @@ class Environment {
   std::vector<const char*> names_;
 };
 
-ir::Error error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ir::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error";
-  return ir::Error(ir::ErrorCode::Internal, "");
-}
+using plexus::test::error_of;
 
 TEST(WorkersFromEnvironment, OneWorkerWithoutALauncher) {
   const WorkerPlace place = workers_from_environment();
