@@ -58,6 +58,13 @@ std::vector<Target> targets_of(const Session& session, Shuffle shuffle) {
     const ir::RemoteBuffer& rb = g.remote_buffers()[b];
     for (int64_t slot = 0; slot < rb.entries; ++slot) {
       if (variable_slots.count({static_cast<ir::RemoteBufferId>(b), slot})) continue;
+      if (session.options().num_workers > 1) {
+        ir::fail(ir::ErrorCode::Unsupported,
+                 "remote buffer " + std::to_string(b) + " slot " + std::to_string(slot) +
+                     " holds no variable: a checkpoint stores such slots for every replica, and with " +
+                     std::to_string(session.options().num_workers) +
+                     " workers each worker holds only its own replicas' slots");
+      }
       Target target;
       TensorEntry& e = target.entry;
       e.name = "remote_buffer." + std::to_string(b) + ".slot." + std::to_string(slot);

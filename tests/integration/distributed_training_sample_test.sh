@@ -3,8 +3,11 @@
 #  - 2 workers x 1 replica train to the same weights, bit for bit, as 1 worker x 2 replicas
 #    (member-order reductions, the loader's shards); 2 workers x 2 replicas as 1 x 4;
 #    3 workers x 1 replica as 1 x 3;
-#  - 1 worker x 1 replica at batch 128 within 1e-5 (max abs) of 2 x 1 at batch 64 after 30
-#    steps (Adam amplifies the float rounding of the two gradient sums with more steps);
+#  - 1 worker x 1 replica with 128 samples per update as 2 accumulated micro-batches of 64
+#    (--gradient-accumulation 2) trains to the weights of 2 x 1 bit for bit;
+#  - 1 worker x 1 replica at micro-batch 128 within 1e-5 (max abs) of 2 x 1 at batch 64
+#    after 30 steps (one GEMM sums the 128 samples in another order; Adam amplifies that
+#    rounding with more steps);
 #  - --host-update (the weight update on the hosts, seed 002's variables_on_host) trains to
 #    the same weights bit for bit as the update on the devices: 2 x 1, 1 x 2, 3 x 1;
 #  - --model-dir: 20 steps, then resumed to 30 on 2 workers, equals 30 steps straight, bit
@@ -51,6 +54,9 @@ cmp "$tmp/w2r1.bin" "$tmp/w1r2.bin" || fail "2 workers x 1 replica differ from 1
 cmp "$tmp/w2r2.bin" "$tmp/w1r4.bin" || fail "2 workers x 2 replicas differ from 1 worker x 4 replicas"
 cmp "$tmp/w3r1.bin" "$tmp/w1r3.bin" || fail "3 workers x 1 replica differ from 1 worker x 3 replicas"
 echo "ok: 2x1 = 1x2, 2x2 = 1x4, 3x1 = 1x3 bit for bit after 30 steps"
+run w1r1_ga2 1 --gradient-accumulation 2
+cmp "$tmp/w1r1_ga2.bin" "$tmp/w2r1.bin" || fail "1 replica accumulating 2 micro-batches of 64 differs from 2 workers"
+echo "ok: 1 replica x 2 accumulated micro-batches of 64 = 2 workers x 64 bit for bit"
 
 run w2r1_host 2 --host-update
 run w1r2_host 1 --replicas-per-worker 2 --host-update

@@ -9,6 +9,7 @@
 #include "core/ir/error.h"
 #include "tests/error_of.h"
 #include "core/runtime/session.h"
+#include "core/runtime/session_checkpoint.h"
 #include "core/runtime/workers.h"
 #include "tests/runtime/test_graphs.h"
 
@@ -124,6 +125,19 @@ TEST(WorkerSession, HostsItsShareFeedsItAndReadsHostedRows) {
   s.write_variable(a.acc, std::as_bytes(std::span(written)));
   s.read_variable(a.acc, std::as_writable_bytes(std::span(acc)));
   EXPECT_EQ(acc, written);
+}
+
+TEST(WorkerSession, ACheckpointOfBareRemoteSlotsIsRefusedWithSeveralWorkers) {
+  // A slot that holds no variable is saved per replica; a worker holds only its own.
+  testing::Accumulator a(4);
+  a.graph.add_remote_buffer(ir::DType::Float32, {2}, 1);
+  SessionOptions o;
+  o.num_workers = 2;
+  const Session s(a.graph, o);
+  const ir::Error e = error_of([&] { snapshot_session(s, {}); });
+  EXPECT_EQ(e.code(), ir::ErrorCode::Unsupported);
+  EXPECT_THAT(e.what(), HasSubstr("remote buffer 0 slot 0 holds no variable"));
+  EXPECT_THAT(e.what(), HasSubstr("2 workers"));
 }
 
 TEST(WorkerSession, WorkersFromTheLaunchersEnvironment) {
