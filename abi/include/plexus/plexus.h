@@ -758,14 +758,17 @@ PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, pl
 /**
  * Copies a variable's current value from the devices to `data` (PopXL weights_to_host),
  * one row per group or per replica as its retrieval mode says. With several workers
- * (num_workers > 1) each row comes from a replica this worker hosts (the row's lowest
- * replicas when hosted here); a row held only by other workers' replicas is refused.
+ * (num_workers > 1) every worker reads every row: from a replica it hosts when every
+ * worker hosts a replica of each row (a variable shared by all replicas); otherwise
+ * (grouped variables, PLX_RETRIEVAL_ALL_REPLICAS) the read is a collective that
+ * all-gathers the replicas over the collectives plugin's host buffers, and every worker
+ * must read the variable, in the same order.
  *
  * @param tensor     A variable of the IR the session was made from.
  * @param data_bytes Must equal the size of plx_session_get_variable_shape() in bytes.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, wrong size, id of
- *         another IR); PLX_ERR_NOT_FOUND; PLX_ERR_UNSUPPORTED (several workers: a row
- *         this worker hosts no replica of, naming the variable, row and worker).
+ *         another IR); PLX_ERR_NOT_FOUND; for a collective read, what the plugin returns
+ *         (PLX_ERR_TIMEOUT naming the missing replicas when a worker does not read).
  */
 PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_tensor tensor, void* data,
                                              size_t data_bytes);
@@ -776,7 +779,7 @@ PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_ten
  * one per replica, each replica its own. A replica-sharded variable keeps only its shard
  * of its row, so with PLX_RETRIEVAL_ALL_REPLICAS the rows of one shard domain should agree.
  * With several workers only the replicas this worker hosts are written (each worker writes
- * the same full data). Errors as reading (never PLX_ERR_UNSUPPORTED).
+ * the same full data). Errors as reading (never a collective, so never PLX_ERR_TIMEOUT).
  */
 PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
                                               size_t data_bytes);
