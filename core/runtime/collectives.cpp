@@ -129,6 +129,7 @@ Collectives::Collectives(const std::string& name, int64_t replication_factor, in
   check_table(table_, library_.path());
   config_ = plx_comm_config{sizeof(plx_comm_config), replication_factor, first_local, local_replicas, timeout_ms};
   create_comm();
+  for (int64_t r = 0; r < replication_factor; ++r) everyone_.push_back(r);
   for (int64_t r = first_local; r < first_local + local_replicas; ++r) {
     views_.push_back(std::make_unique<View>(*this, r));
   }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/replication/communicator.h"
 #include "core/runtime/plugin_library.h"
@@ -37,6 +38,8 @@ class Collectives {
   std::string name() const { return table_->name; }
   const std::string& path() const { return library_.path(); }
 
+  /// Every replica, 0 .. R-1: the group of a call over all of them.
+  const std::vector<int64_t>& everyone() const { return everyone_; }
   /// Communicator of hosted (global) replica `replica` (owned by this object).
   replication::Communicator* communicator(int64_t replica);
 
@@ -62,6 +65,7 @@ class Collectives {
   plx_buffer_kind buffer_kind_ = PLX_BUFFER_DEVICE;
   std::atomic<bool> aborted_{false};
   std::vector<std::unique_ptr<View>> views_;
+  std::vector<int64_t> everyone_;
 };
 
 }  // namespace plexus::runtime

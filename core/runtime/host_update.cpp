@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 
 #include "core/ir/error.h"
 
@@ -58,14 +57,10 @@ ir::OpId last_writer(const ir::Graph& graph, ir::TensorId root, ir::OpId before)
 
 HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t replication_factor,
                        int64_t first_hosted, int64_t hosted, Collectives* collectives, DeviceBuffer device_buffer)
-    : graph_(graph),
-      replication_factor_(replication_factor),
-      first_hosted_(first_hosted),
+    : first_hosted_(first_hosted),
       hosted_(hosted),
       device_buffer_(std::move(device_buffer)),
-      collectives_(collectives),
-      everyone_(static_cast<size_t>(replication_factor)) {
-  std::iota(everyone_.begin(), everyone_.end(), int64_t{0});
+      collectives_(collectives) {
   std::vector<std::pair<ir::OpId, std::unique_ptr<Update>>> found;  // (finishing op, update)
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
@@ -206,7 +201,7 @@ void HostUpdate::run_host(size_t local, int64_t iterations) {
           wait(lock, [&] { return u.posted[local] > step; });
         }
         std::byte* g = u.gradients[local].data();
-        if (comm != nullptr) comm->all_reduce(everyone_, g, g, u.count, ir::DType::Float32, replication::ReduceOp::Mean);
+        if (comm != nullptr) comm->all_reduce(collectives_->everyone(), g, g, u.count, ir::DType::Float32, replication::ReduceOp::Mean);
         std::unique_lock lock(mutex_);
         ++u.reduced;
         changed_.notify_all();
@@ -229,7 +224,7 @@ void HostUpdate::run_host(size_t local, int64_t iterations) {
 void HostUpdate::broadcast_weights() {
   collectives_->each_hosted([this](replication::Communicator& comm, size_t local) {
     for (auto& u : updates_) {
-      comm.broadcast(everyone_, 0, u->weight_host.data(), u->gradients[local].data(), u->count, ir::DType::Float32);
+      comm.broadcast(collectives_->everyone(), 0, u->weight_host.data(), u->gradients[local].data(), u->count, ir::DType::Float32);
     }
   });
   for (auto& u : updates_) {

@@ -101,15 +101,13 @@ class HostUpdate {
   template <class Ready>
   void wait(std::unique_lock<std::mutex>& lock, Ready ready);
 
-  const ir::Graph& graph_;
-  int64_t replication_factor_, first_hosted_, hosted_;
+  int64_t first_hosted_, hosted_;
   DeviceBuffer device_buffer_;
   std::vector<std::unique_ptr<Update>> updates_;  ///< in the order their gradients are finished
   std::map<ir::OpId, size_t> index_;              ///< op -> updates_ index
   std::map<ir::OpId, std::vector<ir::OpId>> posted_after_;
   std::map<ir::TensorId, std::vector<std::byte>> state_;  ///< optimizer state roots -> host storage
   Collectives* collectives_;                      ///< the session's host-buffer collectives; null for R = 1
-  std::vector<int64_t> everyone_;                 ///< 0 .. R-1
   bool synced_ = false;  ///< every replica holds replica 0's weights (no broadcast needed)
   std::vector<std::thread> threads_;
   std::vector<std::exception_ptr> errors_;

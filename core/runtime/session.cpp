@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <numeric>
 #include <set>
 #include <thread>
 
@@ -636,10 +635,10 @@ std::vector<std::byte> Session::gather_replicas(const ir::TensorInfo& t, ir::Ten
                                          "gathered as 4-byte words, and its " + std::to_string(bytes) +
                                          " bytes per replica are not a multiple of 4");
   }
-  std::vector<int64_t> everyone(static_cast<size_t>(replication_factor()));
-  std::iota(everyone.begin(), everyone.end(), int64_t{0});
+  Collectives& collectives = host_collectives();
+  const std::vector<int64_t>& everyone = collectives.everyone();
   std::vector<std::vector<std::byte>> gathered(static_cast<size_t>(hosted_.count));
-  host_collectives().each_hosted([&](replication::Communicator& comm, size_t local) {
+  collectives.each_hosted([&](replication::Communicator& comm, size_t local) {
     gathered[local].resize(everyone.size() * bytes);
     comm.all_gather(everyone, variable_buffer(tensor, hosted_.first + static_cast<int64_t>(local)),
                     gathered[local].data(), bytes / sizeof(int32_t), ir::DType::Int32);
