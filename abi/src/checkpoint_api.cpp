@@ -1,7 +1,7 @@
 // C API: checkpoints (DESIGN.md "Checkpoints"; core/checkpoint).
 #include "abi/src/handles.h"
-#include "core/runtime/async_saver.h"
-#include "core/runtime/session_checkpoint.h"
+#include "core/session/async_saver.h"
+#include "core/session/session_checkpoint.h"
 
 using namespace plexus;
 using abi::guarded;

@@ -10,12 +10,12 @@
 #include <vector>
 #include <string>
 
-#include "core/runtime/async_saver.h"
+#include "core/session/async_saver.h"
 #include "core/data/idx_reader.h"
 #include "core/data/loader.h"
 #include "core/ir/error.h"
 #include "core/ir/graph.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 struct plx_ir {
   plexus::ir::Graph graph;

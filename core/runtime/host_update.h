@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "core/ir/graph.h"
-#include "core/runtime/collectives.h"
-#include "core/runtime/program.h"
+#include "core/plugin_host/collectives.h"
+#include "core/compile/program.h"
 
 namespace plexus::runtime {
 

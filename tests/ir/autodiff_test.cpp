@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "core/ir/error.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 namespace plexus::ir {
 namespace {

@@ -14,7 +14,7 @@
 #include "core/ir/error.h"
 #include "core/ir/graph.h"
 #include "core/ops/gemm.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 namespace plexus::ops {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "core/ir/autodiff.h"
 #include "core/ir/replica_grouping.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "tests/ops/op_test_util.h"
 
 namespace plexus::ops::test {

@@ -5,7 +5,7 @@
 
 #include <tuple>
 
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "tests/ops/op_test_util.h"
 
 namespace plexus::ops::test {

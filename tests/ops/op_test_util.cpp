@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "core/ir/autodiff.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 namespace plexus::ops::test {
 

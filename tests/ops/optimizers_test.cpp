@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "tests/ops/op_test_util.h"
 
 namespace plexus::ops::test {

@@ -9,7 +9,7 @@
 #include "core/ir/error.h"
 #include "tests/error_of.h"
 #include "core/ir/graph.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 namespace plexus::ops::test {
 namespace {

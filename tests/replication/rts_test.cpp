@@ -10,7 +10,7 @@
 
 #include "core/ir/error.h"
 #include "core/ir/graph.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 namespace plexus::replication {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/ir/autodiff.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace plexus::runtime::testing {

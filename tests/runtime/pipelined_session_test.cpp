@@ -8,7 +8,7 @@
 
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "tests/runtime/test_graphs.h"
 #include "tests/runtime/two_block_model.h"
 

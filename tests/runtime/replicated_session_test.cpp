@@ -9,7 +9,7 @@
 
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "tests/runtime/data_parallel_mlp.h"
 #include "tests/runtime/test_graphs.h"
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core/ir/error.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace plexus::runtime {

@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "core/ir/error.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 #include "core/runtime/workers.h"
 #include "tests/runtime/data_parallel_mlp.h"
 

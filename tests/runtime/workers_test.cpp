@@ -8,8 +8,8 @@
 
 #include "core/ir/error.h"
 #include "tests/error_of.h"
-#include "core/runtime/session.h"
-#include "core/runtime/session_checkpoint.h"
+#include "core/session/session.h"
+#include "core/session/session_checkpoint.h"
 #include "core/runtime/workers.h"
 #include "tests/runtime/test_graphs.h"
 

@@ -1,7 +1,7 @@
 /* A deliberately broken execution strategy for tests/plugins/strategy: it lists every
  * stage's BACKWARD (s, m) just before its FORWARD (s, m), on the stage's device, so every
  * step is covered and in micro-batch order but the schedule breaks rule 'backward'.
- * Plexus must refuse it when checking the schedule (core/runtime/schedule.cpp). */
+ * Plexus must refuse it when checking the schedule (core/compile/schedule.cpp). */
 #include <plexus/strategy_plugin.h>
 
 static plx_status make_schedule(const plx_schedule_problem* problem, plx_schedule_step* const* device_steps,

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/plugin_library.h"
+#include "core/plugin_host/plugin_library.h"
 
 namespace plexus::runtime::strategy_test {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/schedule.h"
+#include "core/compile/schedule.h"
 
 namespace plexus::runtime::strategy_test {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/ir/error.h"
-#include "core/runtime/schedule.h"
-#include "core/runtime/strategy.h"
+#include "core/compile/schedule.h"
+#include "core/compile/strategy.h"
 #include "tests/plugins/strategy/problems.h"
 
 namespace plexus::runtime::strategy_test {

@@ -1,7 +1,7 @@
-// Loading execution strategies (core/runtime/strategy.cpp) against the plugins of this build
+// Loading execution strategies (core/compile/strategy.cpp) against the plugins of this build
 // and the mocks of tests/plugins/mock: a strategy whose schedule breaks a rule is refused at
 // schedule time with a message naming the strategy, the rule and the step.
-#include "core/runtime/strategy.h"
+#include "core/compile/strategy.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/runtime/session_checkpoint.h"
+#include "core/session/session_checkpoint.h"
 #include "core/runtime/run_handle.h"
 #include "core/streams/io_service.h"
 

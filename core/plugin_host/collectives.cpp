@@ -1,4 +1,4 @@
-#include "core/runtime/collectives.h"
+#include "core/plugin_host/collectives.h"
 
 #include <cstddef>
 #include <cstdlib>

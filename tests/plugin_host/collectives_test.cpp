@@ -1,7 +1,7 @@
-// The collectives plugin loader (core/runtime/plugin_library.cpp, collectives.cpp): how a
+// The collectives plugin loader (core/plugin_host/plugin_library.cpp, collectives.cpp): how a
 // plugin is found and chosen, and clear errors for missing or broken plugins (built in
 // tests/plugins/mock).
-#include "core/runtime/collectives.h"
+#include "core/plugin_host/collectives.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

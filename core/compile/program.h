@@ -21,7 +21,7 @@
 
 #include "core/ir/graph.h"
 #include "core/memory/memory_plan.h"
-#include "core/runtime/placement.h"
+#include "core/compile/placement.h"
 
 namespace plexus::runtime {
 

@@ -1,4 +1,4 @@
-#include "core/runtime/plugin_library.h"
+#include "core/plugin_host/plugin_library.h"
 
 #include <dlfcn.h>
 

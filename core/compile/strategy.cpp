@@ -1,4 +1,4 @@
-#include "core/runtime/strategy.h"
+#include "core/compile/strategy.h"
 
 #include <plexus/strategy_plugin.h>
 

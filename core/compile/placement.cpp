@@ -1,4 +1,4 @@
-#include "core/runtime/placement.h"
+#include "core/compile/placement.h"
 
 #include <algorithm>
 #include <map>

@@ -1,8 +1,8 @@
-// Schedules (core/runtime/schedule.cpp): the problem check, the trivial one-device schedule,
+// Schedules (core/compile/schedule.cpp): the problem check, the trivial one-device schedule,
 // every rule of strategy_plugin.h broken once by a hand-made schedule (the error names the
 // rule and the step), and the analysis of the textbook 1F1B and fill-drain schedules
 // (activation slots per stage, simulated makespan).
-#include "core/runtime/schedule.h"
+#include "core/compile/schedule.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include "core/replication/shard_layout.h"
 #include "core/replication/variable_layout.h"
 #include "core/runtime/workers.h"
-#include "core/runtime/strategy.h"
+#include "core/compile/strategy.h"
 
 namespace plexus::runtime {
 

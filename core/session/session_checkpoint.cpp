@@ -1,4 +1,4 @@
-#include "core/runtime/session_checkpoint.h"
+#include "core/session/session_checkpoint.h"
 
 #include <cstring>
 #include <set>

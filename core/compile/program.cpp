@@ -1,4 +1,4 @@
-#include "core/runtime/program.h"
+#include "core/compile/program.h"
 
 #include <algorithm>
 #include <array>

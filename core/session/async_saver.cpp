@@ -1,4 +1,4 @@
-#include "core/runtime/async_saver.h"
+#include "core/session/async_saver.h"
 
 namespace plexus::runtime {
 

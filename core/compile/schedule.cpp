@@ -1,4 +1,4 @@
-#include "core/runtime/schedule.h"
+#include "core/compile/schedule.h"
 
 #include <algorithm>
 #include <set>

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/replication/communicator.h"
-#include "core/runtime/plugin_library.h"
+#include "core/plugin_host/plugin_library.h"
 
 namespace plexus::runtime {
 

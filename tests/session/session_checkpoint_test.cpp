@@ -2,7 +2,7 @@
 // restored, bit-exact resumption (with the optimizer state on the device or offloaded),
 // loading into another replication factor or RTS layout, the errors that list what does
 // not fit, a damaged file leaving the session unchanged.
-#include "core/runtime/session_checkpoint.h"
+#include "core/session/session_checkpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

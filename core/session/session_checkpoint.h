@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/checkpoint/checkpoint_file.h"
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 namespace plexus::runtime {
 

@@ -1,4 +1,4 @@
-#include "core/runtime/session.h"
+#include "core/session/session.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include "core/ir/error.h"
 #include "tests/runtime/test_graphs.h"
 
-#include "tests/runtime/allocation_counter.h"
+#include "tests/session/allocation_counter.h"
 
 namespace plexus::runtime {
 namespace {

@@ -2,7 +2,7 @@
 // runs that follow do not change what is written; completion callbacks fire once with
 // the save's error, on background (SCHED_IDLE) threads; the snapshots held at once stay
 // within the staging budget.
-#include "core/runtime/async_saver.h"
+#include "core/session/async_saver.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "tests/runtime/allocation_counter.h"
+#include "tests/session/allocation_counter.h"
 
 #include <atomic>
 #include <cstdlib>

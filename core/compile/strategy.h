@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "core/runtime/plugin_library.h"
-#include "core/runtime/schedule.h"
+#include "core/plugin_host/plugin_library.h"
+#include "core/compile/schedule.h"
 
 namespace plexus::runtime {
 
