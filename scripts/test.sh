@@ -11,26 +11,40 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${PLEXUS_JOBS:-$(nproc)}
 
+# Each phase's wall time, printed as it ends and again in a table at the end (CI's budget).
+start=$(date +%s)
+phase_start=$start
+phases=()
+phase_done() {  # phase_done <name>: the phase that began at $phase_start has ended
+  local now
+  now=$(date +%s)
+  phases+=("$(printf '%-44s %5d s' "$1" $((now - phase_start)))")
+  echo "== test.sh: $1 took $((now - phase_start)) s"
+  phase_start=$now
+}
+
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/fetch-data.sh"
+phase_done "dependencies and data"
 
-run_suite() {  # run_suite <build dir> <cmake args...>
-  local build=$1
-  shift
+run_suite() {  # run_suite <phase name> <build dir> <cmake args...>
+  local name=$1 build=$2
+  shift 2
   echo "== test.sh: build $build ($*)"
   cmake -S "$root" -B "$build" -DPLEXUS_BUILD_BENCH=OFF "$@" >/dev/null
   cmake --build "$build" -j "$jobs"
+  phase_done "$name: build"
   (cd "$build" && PLEXUS_DATA_DIR="$root/data" ctest --output-on-failure -j "$jobs" --timeout 600)
+  phase_done "$name: ctest"
 }
 
-start=$(date +%s)
-run_suite "$root/build-test" -DCMAKE_BUILD_TYPE=Release
+run_suite Release "$root/build-test" -DCMAKE_BUILD_TYPE=Release
 if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # Integration tests under sanitizers run every code path but train for fewer steps
   # (a full epoch of seed 003's CNN in a Debug ASan build takes most of the CI budget).
   export PLEXUS_SANITIZED=1
-  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON
+  run_suite "ASan + UBSan" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON
   echo "== test.sh: ThreadSanitizer build of the threading tests"
   tsan="$root/build-tsan"
   cmake -S "$root" -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLEXUS_TSAN=ON -DPLEXUS_BUILD_SAMPLES=OFF \
@@ -39,6 +53,7 @@ if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
     plexus-strategy-sharded plexus-collectives-local plexus_mock_plugins
   (cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$jobs" \
     --timeout 600 -R "BoundedQueue|StreamPump|SpinWait|StreamingSession|Loader|PipelinedSession|VirtualDevice|ReplicatedSession|HostUpdate")
+  phase_done "TSan build + threading tests"
 fi
 
 # The checkpoint reader under libFuzzer + ASan + UBSan, from a seed corpus of valid
@@ -66,5 +81,8 @@ elif [[ $fuzz_seconds -gt 0 ]]; then
     exit 1
   fi
   grep -E "^(Done |stat::number_of_executed_units)" "$fuzz/last-run.log" || true
+  phase_done "checkpoint reader fuzzer"
 fi
+echo "== test.sh: wall time per phase"
+printf '   %s\n' "${phases[@]}"
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"
