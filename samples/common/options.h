@@ -15,6 +15,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -97,6 +98,8 @@ inline constexpr unsigned kHelpWidth = 110;
 
 namespace options_detail {
 
+/// Adds the training options (step limit, epochs, batch sizes, device iterations, gradient
+/// accumulation, learning rate, replicas, seed) that `f` picks to `d`, bound to `o`.
 inline void add_training(po::options_description& d, CommonOptions& o, unsigned f) {
   const std::string steps_help =
       (f & kEpochs) ? "stop once this many steps (weight updates) are done in all, counting those of a resumed "
@@ -131,6 +134,7 @@ inline void add_training(po::options_description& d, CommonOptions& o, unsigned 
                                          "seed for weight init and shuffling");
 }
 
+/// Adds the data loader and compute thread options that `f` picks to `d`, bound to `o`.
 inline void add_machine(po::options_description& d, CommonOptions& o, unsigned f) {
   if (f & kLoader) {
     d.add_options()("prefetch-depth", po::value(&o.prefetch_depth)->default_value(o.prefetch_depth),
@@ -144,6 +148,7 @@ inline void add_machine(po::options_description& d, CommonOptions& o, unsigned f
   }
 }
 
+/// Adds the checkpoint and output file options that `f` picks to `d`, bound to `o`.
 inline void add_files(po::options_description& d, CommonOptions& o, unsigned f) {
   if (f & kCheckpoints) {
     CheckpointOptions& c = o.checkpoint;
@@ -163,6 +168,7 @@ inline void add_files(po::options_description& d, CommonOptions& o, unsigned f) 
   }
 }
 
+/// Range checks of the training and machine options; throws UsageError naming the option.
 inline void check_training(const CommonOptions& o, unsigned f) {
   require_at_least<int64_t>("num-steps", o.num_steps, (f & kEpochs) ? 0 : 1);
   require_at_least<int64_t>("epochs", o.epochs, 0);

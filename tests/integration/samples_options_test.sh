@@ -6,6 +6,7 @@
 #    option's name on stderr;
 #  - a few steps on Fashion-MNIST (--dataset fashion) train, read data/fashion-mnist and
 #    write the dataset and step limit to the metrics;
+#  - seed 003's --learning-rate 0.002 --debug --epochs 5 runs;
 #  - seed 002's --model-dir resumes in a sample that is not seed 002's.
 # Usage: samples_options_test.sh <mnist> <mnist_rts> <mnist_pipeline> <distributed_training> <stream_demo> <data dir>
 set -euo pipefail
@@ -69,6 +70,13 @@ assert trained == options["num_steps"] > 0, (trained, options)
 print(f"ok: {sys.argv[2]} trained {trained} steps on Fashion-MNIST")
 PY
 done
+
+# Seed 003's first example command line (the others are in mnist_pipeline_sample_test.sh),
+# cut to one session run of 10 weight updates.
+"${bin[mnist_pipeline]}" --data-dir "$data" --learning-rate 0.002 --debug --epochs 5 --num-steps 10 >"$tmp/seed003.log" ||
+  fail "seed 003's command line exited $?: $(tail -n 5 "$tmp/seed003.log")"
+grep -q "AdamW lr 0.002" "$tmp/seed003.log" || fail "seed 003's --learning-rate 0.002 not taken"
+echo "ok: seed 003's --learning-rate 0.002 --debug --epochs 5 runs"
 
 # --model-dir (seed 002's checkpoint folder) in mnist: the second run resumes.
 "${bin[mnist]}" --data-dir "$data" --num-steps 10 --model-dir "$tmp/model" >/dev/null
