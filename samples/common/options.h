@@ -107,7 +107,9 @@ inline void add_training(po::options_description& d, CommonOptions& o, unsigned 
                     : "training steps (weight updates) in all, counting those of a resumed checkpoint; rounded up "
                       "to whole session runs";
   d.add_options()("num-steps", po::value(&o.num_steps)->default_value(o.num_steps), steps_help.c_str());
-  if (f & kEpochs) d.add_options()("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the training set");
+  if (f & kEpochs) {
+    d.add_options()("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the training set");
+  }
   d.add_options()("batch-size", po::value(&o.batch_size)->default_value(o.batch_size),
                   "training micro-batch size per replica");
   if (f & kTestBatch) {

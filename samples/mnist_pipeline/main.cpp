@@ -59,16 +59,19 @@ struct Options : samples::CommonOptions {
 
 samples::po::options_description describe(Options& o) {
   samples::po::options_description desc("mnist_pipeline options", samples::kHelpWidth, samples::kHelpWidth / 2);
-  desc.add_options()("test-device-iterations", value(&o.test_device_iterations)->default_value(o.test_device_iterations),
+  desc.add_options()("test-device-iterations",
+                     value(&o.test_device_iterations)->default_value(o.test_device_iterations),
                      "inference micro-batches per session run (the seed's inference_iterations)")
       ("strategy", value(&o.strategy)->default_value(o.strategy), "execution strategy: pipelined or sharded")
       ("schedule", value(&o.schedule)->default_value(o.schedule),
        "pipelined schedule: 1f1b (PopART-like steady state) or fill_drain (GPipe)")
       ("offload-optimiser", samples::po::bool_switch(&o.offload_optimiser),
        "keep the AdamW state in host memory, loaded only for the update")
-      ("profile", samples::po::bool_switch(&o.profile), "write Chrome Trace Event JSON of the last training and test runs")
+      ("profile", samples::po::bool_switch(&o.profile),
+       "write Chrome Trace Event JSON of the last training and test runs")
       ("profile-dir", value(&o.profile_dir)->default_value(o.profile_dir), "folder for the traces")
-      ("debug", samples::po::bool_switch(&o.debug), "print the compiled sessions (stages, schedules, memory) and run times");
+      ("debug", samples::po::bool_switch(&o.debug),
+       "print the compiled sessions (stages, schedules, memory) and run times");
   return desc;
 }
 
@@ -293,10 +296,11 @@ void write_weights(const std::string& path, const samples::CnnWeights& w) {
 int main(int argc, char** argv) {
   Options o;
   const std::string usage =
-      "Usage: mnist_pipeline [options]\nSeed 003: trains the tutorial's CNN with AdamW pipelined over 4 devices on real "
-      "MNIST (or Fashion-MNIST) with Plexus.";
-  if (const auto status =
-          samples::parse_sample_options(argc, argv, "mnist_pipeline", usage, o, kFeatures, describe(o), [&] { check(o); })) {
+      "Usage: mnist_pipeline [options]\nSeed 003: trains the tutorial's CNN with AdamW pipelined over 4 devices on "
+      "real MNIST (or Fashion-MNIST) with Plexus.";
+  const auto check_own = [&] { check(o); };
+  if (const auto status = samples::parse_sample_options(argc, argv, "mnist_pipeline", usage, o, kFeatures, describe(o),
+                                                        check_own)) {
     return *status;
   }
   try {

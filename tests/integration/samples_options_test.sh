@@ -51,12 +51,14 @@ for name in mnist mnist_rts mnist_pipeline distributed_training stream_demo; do
   expect_usage_error "$name" "--num-steps must be >= [01], got -1" --data-dir "$data" --num-steps -1
   expect_usage_error "$name" "--learning-rate must be > 0" --data-dir "$data" --learning-rate 0
   expect_usage_error "$name" "--batch-size must be >= 1, got 0" --data-dir "$data" --batch-size 0
-  expect_usage_error "$name" "--data-dir '$tmp/nowhere' holds no fashion data" --data-dir "$tmp/nowhere" --dataset fashion
+  expect_usage_error "$name" "--data-dir '$tmp/nowhere' holds no fashion data" --data-dir "$tmp/nowhere" \
+    --dataset fashion
   expect_usage_error "$name" "unrecognised option\|unrecognized option" --data-dir "$data" --no-such-option
   echo "ok: $name lists the common options and rejects bad values with exit 2"
 
   # shellcheck disable=SC2086  # the short options split into words on purpose
-  "${bin[$name]}" --data-dir "$data" --dataset fashion ${short[$name]} --metrics-out "$tmp/$name.json" >"$tmp/$name.log" ||
+  "${bin[$name]}" --data-dir "$data" --dataset fashion ${short[$name]} --metrics-out "$tmp/$name.json" \
+    >"$tmp/$name.log" ||
     fail "$name --dataset fashion exited $?: $(tail -n 5 "$tmp/$name.log")"
   grep -q "$data/fashion-mnist" "$tmp/$name.log" || fail "$name did not read $data/fashion-mnist"
   python3 - "$tmp/$name.json" "$name" <<'PY'
@@ -73,7 +75,8 @@ done
 
 # Seed 003's first example command line (the others are in mnist_pipeline_sample_test.sh),
 # cut to one session run of 10 weight updates.
-"${bin[mnist_pipeline]}" --data-dir "$data" --learning-rate 0.002 --debug --epochs 5 --num-steps 10 >"$tmp/seed003.log" ||
+"${bin[mnist_pipeline]}" --data-dir "$data" --learning-rate 0.002 --debug --epochs 5 --num-steps 10 \
+  >"$tmp/seed003.log" ||
   fail "seed 003's command line exited $?: $(tail -n 5 "$tmp/seed003.log")"
 grep -q "AdamW lr 0.002" "$tmp/seed003.log" || fail "seed 003's --learning-rate 0.002 not taken"
 echo "ok: seed 003's --learning-rate 0.002 --debug --epochs 5 runs"
@@ -81,7 +84,8 @@ echo "ok: seed 003's --learning-rate 0.002 --debug --epochs 5 runs"
 # --model-dir (seed 002's checkpoint folder) in mnist: the second run resumes.
 "${bin[mnist]}" --data-dir "$data" --num-steps 10 --model-dir "$tmp/model" >/dev/null
 "${bin[mnist]}" --data-dir "$data" --num-steps 20 --model-dir "$tmp/model" >"$tmp/resumed.log"
-grep -q "resumed from $tmp/model/checkpoint.plxckpt: step 10" "$tmp/resumed.log" || fail "mnist --model-dir did not resume"
+grep -q "resumed from $tmp/model/checkpoint.plxckpt: step 10" "$tmp/resumed.log" ||
+  fail "mnist --model-dir did not resume"
 expect_usage_error mnist "--model-dir and --checkpoint-dir name the same folder" --data-dir "$data" \
   --model-dir "$tmp/model" --checkpoint-dir "$tmp/other"
 echo "ok: --model-dir resumes from its checkpoint in mnist"
