@@ -102,10 +102,10 @@ namespace options_detail {
 /// accumulation, learning rate, replicas, seed) that `f` picks to `d`, bound to `o`.
 inline void add_training(po::options_description& d, CommonOptions& o, unsigned f) {
   const std::string steps_help =
-      (f & kEpochs) ? "stop once this many steps (weight updates) are done in all, counting those of a resumed "
-                      "checkpoint; rounded up to whole session runs (0: no limit, --epochs decide)"
-                    : "training steps (weight updates) in all, counting those of a resumed checkpoint; rounded up "
-                      "to whole session runs";
+      std::string((f & kEpochs) ? "stop once this many steps (weight updates) are done in all"
+                                : "training steps (weight updates) in all") +
+      ((f & kCheckpoints) ? ", counting those of a resumed checkpoint" : "") + "; rounded up to whole session runs" +
+      ((f & kEpochs) ? " (0: no limit, --epochs decide)" : "");
   d.add_options()("num-steps", po::value(&o.num_steps)->default_value(o.num_steps), steps_help.c_str());
   if (f & kEpochs) {
     d.add_options()("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the training set");
@@ -230,7 +230,7 @@ inline std::optional<int> parse_sample_options(int argc, char** argv, const std:
                                                const std::string& usage, CommonOptions& o, unsigned features,
                                                const po::options_description& own,
                                                const std::function<void()>& check_own) {
-  po::options_description common("Common options (every sample)", kHelpWidth, kHelpWidth / 2);
+  po::options_description common("Common options (the same in every sample)", kHelpWidth, kHelpWidth / 2);
   common.add_options()("help,h", "show this help")("dataset", po::value(&o.dataset)->default_value(o.dataset),
                                                    "mnist or fashion (Fashion-MNIST)")(
       "data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/ and fashion-mnist/");

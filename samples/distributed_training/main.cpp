@@ -63,8 +63,8 @@ struct Options : samples::CommonOptions {
 
 constexpr const char* kUsage =
     "Usage: [mpirun -np N] distributed_training [options]\n"
-    "Seed 002: data-parallel training of a CNN with Adam on MNIST over worker processes (Open MPI), each hosting\n"
-    "--replication-factor / N replicas; without mpirun, one worker.";
+    "Seed 002: data-parallel training of a CNN with Adam on MNIST (or Fashion-MNIST) over worker processes\n"
+    "(Open MPI), each hosting --replication-factor / N replicas; without mpirun, one worker.";
 
 po::options_description describe(Options& o) {
   po::options_description desc("distributed_training options", samples::kHelpWidth, samples::kHelpWidth / 2);

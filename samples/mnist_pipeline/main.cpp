@@ -296,8 +296,8 @@ void write_weights(const std::string& path, const samples::CnnWeights& w) {
 int main(int argc, char** argv) {
   Options o;
   const std::string usage =
-      "Usage: mnist_pipeline [options]\nSeed 003: trains the tutorial's CNN with AdamW pipelined over 4 devices on "
-      "real MNIST (or Fashion-MNIST) with Plexus.";
+      "Usage: mnist_pipeline [options]\nSeed 003: trains the tutorial's CNN with AdamW pipelined over 4 devices\n"
+      "on real MNIST (or Fashion-MNIST) with Plexus.";
   const auto check_own = [&] { check(o); };
   if (const auto status = samples::parse_sample_options(argc, argv, "mnist_pipeline", usage, o, kFeatures, describe(o),
                                                         check_own)) {

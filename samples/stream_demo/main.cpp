@@ -282,8 +282,8 @@ int run_demo(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   const std::string usage =
-      "Usage: stream_demo [options]\nTrains seed 003's CNN on real MNIST (or Fashion-MNIST) with streams fed by data "
-      "loader callbacks and prefetched ahead of compute.";
+      "Usage: stream_demo [options]\nTrains seed 003's CNN on real MNIST (or Fashion-MNIST) with streams fed by\n"
+      "data loader callbacks and prefetched ahead of compute (--prefetch-depth 0, 1, 2 or 4).";
   if (const auto status =
           samples::parse_sample_options(argc, argv, "stream_demo", usage, o, kFeatures, describe(o), [&] { check(o); })) {
     return *status;
