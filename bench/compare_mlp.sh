@@ -149,8 +149,8 @@ done
 others[accuracy]=-1
 if [[ ${SKIP_ACCURACY:-0} != 1 ]]; then
   mark=$(cpu_mark)
-  run "$mnist_bin" --data-dir "$data_dir" --batch-size 8 --lr 0.005 --epochs 1 --test-batch-size 80 --seed 42 \
-    --metrics-out "$out_dir/plexus_mnist.json" >"$out_dir/plexus_mnist.log"
+  run "$mnist_bin" --data-dir "$data_dir" --batch-size 8 --learning-rate 0.005 --epochs 1 --test-batch-size 80 \
+    --seed 42 --metrics-out "$out_dir/plexus_mnist.json" >"$out_dir/plexus_mnist.log"
   run BLIS_NUM_THREADS="$torch_threads" "$python" "$root/bench/pytorch_mlp.py" --mode train --batch-size 8 \
     --lr 0.005 --epochs 1 --test-batch-size 80 --seed 42 --threads "$torch_threads" --data-dir "$data_dir" --quiet \
     >"$out_dir/pytorch_mnist.json"

@@ -37,8 +37,8 @@ for config in "1 1 device" "2 1 device" "2 1 host" "1 2 device"; do
   jsons=()
   for ((i = 0; i < repeats; ++i)); do
     json=$out_dir/distributed_w${workers}_r${replicas}_${update}_$i.json
-    "${launch[@]}" "$bin" --data-dir "$data_dir" --num-steps "$steps" --replicas-per-worker "$replicas" --skip-test \
-      "${flags[@]}" --metrics-out "$json" >/dev/null
+    "${launch[@]}" "$bin" --data-dir "$data_dir" --num-steps "$steps" --replication-factor $((workers * replicas)) \
+      --skip-test "${flags[@]}" --metrics-out "$json" >/dev/null
     jsons+=("$json")
   done
   python3 - "$workers" "$replicas" "$update" "${jsons[@]}" <<'PY'

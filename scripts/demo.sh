@@ -4,7 +4,7 @@
 # replicas and replicated tensor sharding (W0 and W1 sharded across the replicas), batch 4
 # per replica as in the seed's command line (the global batch of 8 of the single-replica
 # run, which it trains like).
-# Extra arguments go to the sample (e.g. scripts/demo.sh --lr 0.05).
+# Extra arguments go to the sample (e.g. scripts/demo.sh --learning-rate 0.05).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,6 +1,6 @@
 // Checkpoints in the samples (issue 7; DESIGN.md "Checkpoints"): --checkpoint-dir,
-// --checkpoint-every N (steps) and --resume. The checkpoint, <dir>/checkpoint.plxckpt,
-// holds the session's state and step counter plus the data position (the epoch and the
+// --checkpoint-every N (steps) and --resume, declared in samples/common/options.h. The
+// checkpoint, <dir>/checkpoint.plxckpt, holds the session's state and step counter plus the data position (the epoch and the
 // next run) and the shuffling seed, so that a resumed process trains on exactly the data
 // the first one would have seen next: the samples shuffle epoch e with seed + e.
 #pragma once
@@ -12,31 +12,18 @@
 #include <filesystem>
 #include <string>
 
-#include "samples/common/cli.h"
-
 namespace samples {
 
+/// The checkpoint options' values (see options.h).
 struct CheckpointOptions {
   std::string dir;
   int64_t every = 0;  ///< steps between saves (0: only at the end of training)
   bool resume = false;
 };
 
-inline void add_checkpoint_options(po::options_description& desc, CheckpointOptions& c) {
-  desc.add_options()("checkpoint-dir", po::value(&c.dir),
-                     "save checkpoint.plxckpt (weights, optimizer state, step, data position) in this folder at "
-                     "the end of training and every --checkpoint-every steps")
-      ("checkpoint-every", po::value(&c.every)->default_value(c.every),
-       "steps between checkpoints (0: only at the end; rounded up to whole session runs)")
-      ("resume", po::bool_switch(&c.resume), "continue from the checkpoint in --checkpoint-dir");
-}
-
-/// Throws UsageError for --checkpoint-every < 0, or --resume / --checkpoint-every without a folder.
-inline void check_checkpoint_options(const CheckpointOptions& c) {
-  require_at_least<int64_t>("checkpoint-every", c.every, 0);
-  if ((c.resume || c.every > 0) && c.dir.empty()) {
-    throw UsageError(std::string(c.resume ? "--resume" : "--checkpoint-every") + " needs --checkpoint-dir");
-  }
+/// The checkpoint file in folder `dir`: dir/checkpoint.plxckpt.
+inline std::string checkpoint_path(const std::string& dir) {
+  return (std::filesystem::path(dir) / "checkpoint.plxckpt").string();
 }
 
 /// Where training stands in the data: the next session run to train.
@@ -50,7 +37,7 @@ class Checkpointing {
   Checkpointing(const CheckpointOptions& c, uint64_t seed, int64_t runs_per_epoch)
       : c_(c), seed_(static_cast<int64_t>(seed)), runs_per_epoch_(runs_per_epoch) {}
 
-  std::string path() const { return (std::filesystem::path(c_.dir) / "checkpoint.plxckpt").string(); }
+  std::string path() const { return checkpoint_path(c_.dir); }
 
   /// With --resume, loads the checkpoint into `session` and returns its data position
   /// (throws std::runtime_error when it was trained with another seed); else {0, 0}.

@@ -1,5 +1,5 @@
-// What the MNIST samples (samples/mnist, samples/mnist_rts) share: their command-line
-// options, the training loop over a compiled training program (replicas x device
+// What the MNIST samples (samples/mnist, samples/mnist_rts) share: their defaults and
+// common options (samples/common/options.h), the training loop over a compiled training program (replicas x device
 // iterations per run, shuffled real MNIST, running loss and accuracy on a progress bar),
 // the test pass, and the metrics and weights files.
 #pragma once
@@ -17,74 +17,30 @@
 #include <vector>
 
 #include "samples/common/checkpointing.h"
-#include "samples/common/cli.h"
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
 #include "samples/common/mnist_mlp.h"
+#include "samples/common/options.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
 
 namespace samples {
 
-struct MnistOptions {
-  int64_t batch_size = 8;
-  int64_t test_batch_size = 80;
-  int64_t epochs = 1;
-  double lr = 0.005;
-  int64_t device_iterations = 1;
-  int64_t replication_factor = 1;
-  int64_t prefetch_depth = 2;
-  int64_t loader_workers = 2;
-  int64_t max_steps = 0;
-  uint64_t seed = 42;
-  std::string data_dir = "data";
-  std::string dataset = "mnist";
-  std::string metrics_out;
-  std::string weights_out;
-  CheckpointOptions checkpoint;
-};
-
-/// Adds the shared options to `desc`, bound to `o`.
-inline void add_mnist_options(po::options_description& desc, MnistOptions& o) {
-  desc.add_options()("help,h", "show this help")
-      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "training micro-batch size per replica")
-      ("test-batch-size", po::value(&o.test_batch_size)->default_value(o.test_batch_size), "test batch size per replica")
-      ("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the training set")
-      ("lr", po::value(&o.lr)->default_value(o.lr), "SGD learning rate")
-      ("device-iterations", po::value(&o.device_iterations)->default_value(o.device_iterations),
-       "training steps per session run")
-      ("prefetch-depth", po::value(&o.prefetch_depth)->default_value(o.prefetch_depth),
-       "micro-batches the io threads prepare ahead of the devices per stream and replica (0: devices copy)")
-      ("loader-workers", po::value(&o.loader_workers)->default_value(o.loader_workers),
-       "data loader threads preparing runs ahead")
-      ("replication-factor", po::value(&o.replication_factor)->default_value(o.replication_factor),
-       "replicas training in parallel (data parallel, gradients mean-reduced)")
-      ("max-steps", po::value(&o.max_steps)->default_value(o.max_steps),
-       "stop training once the session has run this many steps, counting those of a resumed checkpoint (0: no "
-       "limit; rounded up to whole session runs)")
-      ("seed", po::value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
-      ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/ and fashion-mnist/")
-      ("dataset", po::value(&o.dataset)->default_value(o.dataset), "mnist or fashion")
-      ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file")
-      ("weights-out", po::value(&o.weights_out),
-       "write the trained W0, b0, W1, b1 to this file (float32, little-endian, concatenated)");
-  add_checkpoint_options(desc, o.checkpoint);
+/// The defaults of samples/mnist and samples/mnist_rts (PopXL's MNIST example: SGD, batch
+/// 8, test batch 80, one epoch, lr 0.005).
+inline CommonOptions mnist_defaults() {
+  CommonOptions o;
+  o.batch_size = 8;
+  o.test_batch_size = 80;
+  o.epochs = 1;
+  o.learning_rate = 0.005;
+  o.device_iterations = 1;
+  o.seed = 42;
+  return o;
 }
 
-/// Range checks of the shared options; throws UsageError.
-inline void check_mnist_options(const MnistOptions& o) {
-  require_at_least<int64_t>("batch-size", o.batch_size, 1);
-  require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
-  require_at_least<int64_t>("epochs", o.epochs, 0);
-  require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
-  require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
-  require_at_least<int64_t>("prefetch-depth", o.prefetch_depth, 0);
-  require_at_least<int64_t>("loader-workers", o.loader_workers, 1);
-  require_at_least<int64_t>("max-steps", o.max_steps, 0);
-  if (!(o.lr > 0.0)) throw UsageError("--lr must be > 0, got " + std::to_string(o.lr));
-  check_checkpoint_options(o.checkpoint);
-  dataset_folder(o.data_dir, o.dataset);  // validates --dataset
-}
+/// The common options the MNIST samples take.
+inline constexpr unsigned kMnistFeatures = kEpochs | kTestBatch | kCheckpoints | kWeightsOut | kLoader;
 
 /// A training program: its IR, streams, and the weights to read back afterwards.
 struct TrainProgram {
@@ -123,9 +79,9 @@ struct TrainResult {
   int64_t peak_device_bytes = 0;
 };
 
-/// Trains `t` on `data` for the options' epochs (or max_steps); `on_session` sees the
+/// Trains `t` on `data` for the options' epochs (or --num-steps); `on_session` sees the
 /// session once it is compiled (to report memory, kernels, ...).
-inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& data,
+inline TrainResult train(TrainProgram& t, const CommonOptions& o, ImageSplit& data,
                          const std::function<void(const plx::Session&, const TrainProgram&)>& on_session) {
   plx::SessionOptions opts;
   opts.device_iterations = o.device_iterations;
@@ -147,17 +103,15 @@ inline TrainResult train(TrainProgram& t, const MnistOptions& o, ImageSplit& dat
   const int64_t runs_per_epoch = loader.runs_per_epoch();  // drop_last, as torch's DataLoader
   Checkpointing checkpointing(o.checkpoint, o.seed, runs_per_epoch);
   const DataPosition from = checkpointing.start(session);
-  auto done = [&] { return o.max_steps > 0 && session.step() >= o.max_steps; };
   const TrainRun run(session, loader, t.images, t.labels, t.loss, t.correct);
 
   TrainResult result;
   const auto start = std::chrono::steady_clock::now();
   int64_t trained = 0;
   DataPosition at = from;
-  for (int64_t epoch = from.epoch; epoch < o.epochs && !done(); ++epoch) {
+  for (int64_t epoch = from.epoch; epoch < o.epochs && o.runs_left(session.step()) > 0; ++epoch) {
     const int64_t first = epoch == from.epoch ? from.run : 0;
-    const int64_t left = o.max_steps > 0 ? (o.max_steps - session.step() + di - 1) / di : runs_per_epoch;
-    const int64_t last = std::min(runs_per_epoch, first + left);
+    const int64_t last = first + std::min(runs_per_epoch - first, o.runs_left(session.step()));
     Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), last - first);
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
@@ -199,7 +153,7 @@ struct TestResult {
 
 /// Test accuracy with a separate inference session (PopXL's build_test_ir) holding the
 /// trained weights; each run takes test_batch_size images per replica (drop_last).
-inline TestResult test(const MnistOptions& o, ImageSplit& data, const MlpWeights& weights) {
+inline TestResult test(const CommonOptions& o, ImageSplit& data, const MlpWeights& weights) {
   plx::Ir ir(o.replication_factor);
   const MlpParams p = add_mlp_variables(ir, weights);
   auto [image_stream, images] = ir.h2d_stream("images", PLX_DTYPE_FLOAT32, {o.test_batch_size, 28, 28});
@@ -241,30 +195,21 @@ inline void write_weights(const std::string& path, const MlpWeights& w) {
   if (!out) throw std::runtime_error("cannot write weights to '" + path + "'");
 }
 
-/// Runs a sample: parses argv (the shared options plus `extra`), loads the data, trains the
-/// program `build` makes, tests, prints a summary and writes the files. `extra_metrics`
-/// adds to the metrics JSON. Returns the process's exit status (2 for a bad command line).
+/// Runs a sample: parses argv (the common options kMnistFeatures picks, bound to `o`, plus
+/// the sample's own `own`), loads --dataset, trains the program
+/// `build` makes, tests, prints a summary and writes the files. `extra_metrics` adds to
+/// the metrics JSON. Returns the process's exit status (2 for a bad command line).
 inline int run_mnist_sample(int argc, char** argv, const std::string& name, const std::string& usage,
-                            MnistOptions& o, const std::function<void(po::options_description&)>& extra,
-                            const std::function<void()>& check_extra,
+                            CommonOptions& o, const po::options_description& own,
                             const std::function<TrainProgram()>& build,
                             const std::function<void(const plx::Session&, const TrainProgram&)>& on_session,
                             const std::function<void(nlohmann::json&)>& extra_metrics) {
-  try {
-    po::options_description desc("Options");
-    add_mnist_options(desc, o);
-    extra(desc);
-    po::variables_map vm;
-    if (!parse_command_line(argc, argv, desc, vm, usage)) return 0;
-    check_mnist_options(o);
-    check_extra();
-  } catch (const std::invalid_argument& e) {  // UsageError and bad --dataset
-    std::fprintf(stderr, "%s: error: %s (see --help)\n", name.c_str(), e.what());
-    return 2;
+  if (const auto status = parse_sample_options(argc, argv, name, usage, o, kMnistFeatures, own, [] {})) {
+    return *status;
   }
   try {
     std::printf("plexus: %s\n", plx::runtime_info().c_str());
-    const std::string folder = dataset_folder(o.data_dir, o.dataset);
+    const std::string folder = o.dataset_folder();
     ImageSplit train_data(folder, true);
     ImageSplit test_data(folder, false);
     std::printf("%s: %lld training and %lld test images from %s\n", o.dataset.c_str(),
@@ -278,23 +223,15 @@ inline int run_mnist_sample(int argc, char** argv, const std::string& name, cons
                 100.0 * tested.accuracy, static_cast<long long>(tested.samples),
                 static_cast<long long>(o.replication_factor), static_cast<long long>(o.batch_size), trained.final_loss,
                 100.0 * trained.train_accuracy, static_cast<long long>(trained.steps), trained.samples_per_second);
-    nlohmann::json metrics = {{"test_accuracy", tested.accuracy},
-                              {"test_samples", tested.samples},
-                              {"train_samples_per_second", trained.samples_per_second},
-                              {"train_loss", trained.final_loss},
-                              {"train_accuracy", trained.train_accuracy},
-                              {"train_steps", trained.steps},
-                              {"epochs", o.epochs},
-                              {"batch_size", o.batch_size},
-                              {"replication_factor", o.replication_factor},
-                              {"test_batch_size", o.test_batch_size},
-                              {"lr", o.lr},
-                              {"device_iterations", o.device_iterations},
-                              {"prefetch_depth", o.prefetch_depth},
-                              {"seed", o.seed},
-                              {"dataset", o.dataset},
-                              {"peak_device_bytes", trained.peak_device_bytes},
-                              {"runtime", plx::runtime_info()}};
+    nlohmann::json metrics = options_json(o, kMnistFeatures);
+    metrics.update({{"test_accuracy", tested.accuracy},
+                    {"test_samples", tested.samples},
+                    {"train_samples_per_second", trained.samples_per_second},
+                    {"train_loss", trained.final_loss},
+                    {"train_accuracy", trained.train_accuracy},
+                    {"train_steps", trained.steps},
+                    {"peak_device_bytes", trained.peak_device_bytes},
+                    {"runtime", plx::runtime_info()}});
     extra_metrics(metrics);
     write_metrics(o.metrics_out, metrics);
   } catch (const std::exception& e) {

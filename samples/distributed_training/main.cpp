@@ -1,13 +1,14 @@
 // distributed_training: seed 002 (IPU TensorFlow "Distributed training": IPUMultiWorkerStrategy
 // / IPUHorovodStrategy with an IPUEstimator) on Plexus: data-parallel training of seed 002's
-// CNN (network.h) on real MNIST over several worker processes started by mpirun, each
-// hosting --replicas-per-worker replicas and reading its own shard of every step's data
+// CNN (network.h) on real MNIST (or Fashion-MNIST) over several worker processes started by
+// mpirun, each hosting --replication-factor / workers replicas and reading its own shard of
+// every step's data
 // (seed 002's Dataset.shard(num_workers, index)); gradients are mean-reduced across all
 // replicas of all workers through the mpi collectives plugin. Without mpirun it is one
 // worker.
 //
 //   mpirun -np 2 samples/distributed_training/distributed_training --num-steps 2000
-//   samples/distributed_training/distributed_training --num-steps 2000 --replicas-per-worker 2
+//   samples/distributed_training/distributed_training --num-steps 2000 --replication-factor 2
 //
 // Where it differs from the seed, and why:
 //  - --host-update runs the weight update on the host as the seed does (variables_on_host=True:
@@ -18,23 +19,22 @@
 //  - Progress (worker 0's replicas' running loss and accuracy), the test accuracy at the end,
 //    and the files are worker 0's; the seed's estimator logs every worker.
 //  - --model-dir holds a checkpoint (samples/common/checkpointing.h) that training resumes
-//    from when it exists, as the estimator's model_dir; worker 0 writes it. With several
-//    hosts the folder must be shared.
+//    from when it exists, as the estimator's model_dir (the samples' --checkpoint-dir and
+//    --resume work too); worker 0 writes it. With several hosts the folder must be shared.
 #include <plexus/plexus.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "samples/common/checkpointing.h"
-#include "samples/common/cli.h"
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
+#include "samples/common/options.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
 #include "samples/distributed_training/network.h"
@@ -43,87 +43,48 @@ namespace {
 
 namespace po = samples::po;
 
-struct Options {
-  int64_t num_steps = 2000;
-  std::string model_dir;
-  int64_t checkpoint_every = 0;
-  int64_t replicas_per_worker = 1;
-  int64_t batch_size = 64;
-  int64_t test_batch_size = 100;
-  int64_t device_iterations = 10;
-  int64_t gradient_accumulation = 1;
-  double lr = 0.001;
-  uint64_t seed = 42;
-  int64_t prefetch_depth = 2;
-  int64_t loader_workers = 2;
-  int64_t threads_per_device = 0;
-  std::string data_dir = "data";
-  std::string metrics_out;
-  std::string weights_out;
+constexpr unsigned kFeatures = samples::kTestBatch | samples::kCheckpoints | samples::kWeightsOut | samples::kLoader |
+                               samples::kThreads | samples::kAccumulation | samples::kWorkers;
+
+// The common options with seed 002's defaults, and this sample's own.
+struct Options : samples::CommonOptions {
+  Options() {
+    num_steps = 2000;
+    batch_size = 64;  // the seed's BATCH_SIZE
+    test_batch_size = 100;
+    device_iterations = 10;
+    learning_rate = 0.001;  // TF1 AdamOptimizer's default
+    replication_factor = 0;  // one replica per worker
+  }
   bool skip_test = false;
   bool host_update = false;
+  int64_t replicas_per_worker = 1;  ///< --replication-factor / workers, set by resolve_replicas
 };
 
 constexpr const char* kUsage =
     "Usage: [mpirun -np N] distributed_training [options]\n"
-    "Seed 002: data-parallel training of a CNN on MNIST over worker processes (Open MPI), each hosting\n"
-    "--replicas-per-worker replicas; without mpirun, one worker.";
+    "Seed 002: data-parallel training of a CNN with Adam on MNIST (or Fashion-MNIST) over worker processes\n"
+    "(Open MPI), each hosting --replication-factor / N replicas; without mpirun, one worker.";
 
 po::options_description describe(Options& o) {
-  po::options_description desc("Options");
-  desc.add_options()("help,h", "show this help")
-      ("num-steps", po::value(&o.num_steps)->default_value(o.num_steps),
-       "training steps (weight updates), counting those of a resumed checkpoint; rounded up to whole runs")
-      ("model-dir", po::value(&o.model_dir),
-       "folder of the checkpoint (weights, Adam state, step, data position): training resumes from it when it "
-       "exists and saves it at the end (worker 0 writes it)")
-      ("checkpoint-every", po::value(&o.checkpoint_every)->default_value(o.checkpoint_every),
-       "also save every N steps (needs --model-dir; 0: only at the end)")
-      ("replicas-per-worker", po::value(&o.replicas_per_worker)->default_value(o.replicas_per_worker),
-       "replicas each worker process hosts")
-      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per micro-batch per replica")
-      ("test-batch-size", po::value(&o.test_batch_size)->default_value(o.test_batch_size),
-       "test batch (worker 0 tests alone)")
-      ("device-iterations", po::value(&o.device_iterations)->default_value(o.device_iterations),
-       "steps per session run")
-      ("gradient-accumulation", po::value(&o.gradient_accumulation)->default_value(o.gradient_accumulation),
-       "micro-batches of --batch-size per replica and weight update (seed 003): a step takes "
-       "batch x this x replicas samples")
-      ("lr", po::value(&o.lr)->default_value(o.lr), "Adam learning rate")
-      ("seed", po::value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
-      ("prefetch-depth", po::value(&o.prefetch_depth)->default_value(o.prefetch_depth),
-       "micro-batches the io threads prepare ahead per stream and replica")
-      ("loader-workers", po::value(&o.loader_workers)->default_value(o.loader_workers),
-       "data loader threads per worker")
-      ("threads-per-device", po::value(&o.threads_per_device)->default_value(o.threads_per_device),
-       "BLIS threads per replica (0: cores / replicas of this worker, each GEMM shape then timed single- and "
-       "multi-threaded)")
-      ("data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/")
-      ("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file (worker 0)")
-      ("weights-out", po::value(&o.weights_out),
-       "write the trained parameters to this file (worker 0; float32, little-endian, in network.h's order)")
-      ("host-update", po::bool_switch(&o.host_update),
-       "the weight update on the host (seed 002's host_call, variables_on_host): gradients go to host memory "
-       "as the backward pass finishes them, are all-reduced there, and Adam runs there with its state only "
-       "in host memory")
+  po::options_description desc("distributed_training options", samples::kHelpWidth, samples::kHelpWidth / 2);
+  desc.add_options()("host-update", po::bool_switch(&o.host_update),
+                     "the weight update on the host (seed 002's host_call, variables_on_host): gradients go to host "
+                     "memory as the backward pass finishes them, are all-reduced there, and Adam runs there with its "
+                     "state only in host memory")
       ("skip-test", po::bool_switch(&o.skip_test), "train only: no test pass at the end");
   return desc;
 }
 
-void check(const Options& o) {
-  using samples::require_at_least;
-  require_at_least<int64_t>("num-steps", o.num_steps, 1);
-  require_at_least<int64_t>("checkpoint-every", o.checkpoint_every, 0);
-  require_at_least<int64_t>("replicas-per-worker", o.replicas_per_worker, 1);
-  require_at_least<int64_t>("batch-size", o.batch_size, 1);
-  require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
-  require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
-  require_at_least<int64_t>("gradient-accumulation", o.gradient_accumulation, 1);
-  require_at_least<int64_t>("prefetch-depth", o.prefetch_depth, 0);
-  require_at_least<int64_t>("loader-workers", o.loader_workers, 1);
-  require_at_least<int64_t>("threads-per-device", o.threads_per_device, 0);
-  if (!(o.lr > 0.0)) throw samples::UsageError("--lr must be > 0, got " + std::to_string(o.lr));
-  if (o.checkpoint_every > 0 && o.model_dir.empty()) throw samples::UsageError("--checkpoint-every needs --model-dir");
+// Resolves --replication-factor (0: one per worker) for `place.count` workers; throws
+// UsageError unless it is a multiple of the worker count.
+void resolve_replicas(Options& o, const plx::WorkerPlace& place) {
+  if (o.replication_factor == 0) o.replication_factor = place.count;
+  if (o.replication_factor % place.count != 0) {
+    throw samples::UsageError("--replication-factor must be a multiple of the " + std::to_string(place.count) +
+                              " worker processes, got " + std::to_string(o.replication_factor));
+  }
+  o.replicas_per_worker = o.replication_factor / place.count;
 }
 
 struct Trained {
@@ -134,8 +95,8 @@ struct Trained {
 
 // Trains on this worker's shard of every step; returns worker 0's view of the result.
 Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSplit& data) {
-  const int64_t replicas = place.count * o.replicas_per_worker;
-  samples::DistProgram t = samples::build_dist_train(replicas, o.batch_size, o.seed, o.lr, o.host_update);
+  samples::DistProgram t =
+      samples::build_dist_train(o.replication_factor, o.batch_size, o.seed, o.learning_rate, o.host_update);
   plx::SessionOptions opts;
   opts.device_iterations = o.device_iterations;
   opts.gradient_accumulation = o.gradient_accumulation;
@@ -161,17 +122,13 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   const int64_t runs_per_epoch = loader.runs_per_epoch();
 
   const bool leader = place.index == 0;
-  samples::CheckpointOptions c{o.model_dir, leader ? o.checkpoint_every : 0, false};
-  samples::Checkpointing checkpointing(c, o.seed, runs_per_epoch);
-  c.resume = !o.model_dir.empty() && std::filesystem::exists(checkpointing.path());
-  samples::Checkpointing resumer(c, o.seed, runs_per_epoch);
-  samples::DataPosition at = resumer.start(session);
+  samples::Checkpointing checkpointing(o.checkpoint, o.seed, runs_per_epoch);  // every worker loads, worker 0 saves
+  samples::DataPosition at = checkpointing.start(session);
 
-  const int64_t di = o.device_iterations;
   const samples::TrainRun run(session, loader, t.images, t.labels, t.loss, t.correct);
 
   const int64_t first_step = session.step();
-  const int64_t runs = (o.num_steps - first_step + di - 1) / di;
+  const int64_t runs = o.runs_left(first_step);
   std::optional<samples::Progress> bar;
   if (leader) bar.emplace("train", runs);
   Trained result;
@@ -247,20 +204,25 @@ void write_weights(const std::string& path, const std::vector<std::vector<float>
 
 int main(int argc, char** argv) {
   Options o;
-  try {
-    po::variables_map vm;
-    if (!samples::parse_command_line(argc, argv, describe(o), vm, kUsage)) return 0;
-    check(o);
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "distributed_training: error: %s (see --help)\n", e.what());
-    return 2;
+  if (const auto status =
+          samples::parse_sample_options(argc, argv, "distributed_training", kUsage, o, kFeatures, describe(o), [] {})) {
+    return *status;
   }
   plx::WorkerPlace place;
   try {
     place = plx::workers_from_environment();
+    resolve_replicas(o, place);
+  } catch (const samples::UsageError& e) {
+    std::fprintf(stderr, "distributed_training: error: %s (see --help)\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "distributed_training: %s\n", e.what());
+    return 1;
+  }
+  try {
     const bool leader = place.index == 0;
-    const int64_t replicas = place.count * o.replicas_per_worker;
-    const std::string folder = samples::dataset_folder(o.data_dir, "mnist");
+    const int64_t replicas = o.replication_factor;
+    const std::string folder = o.dataset_folder();
     samples::ImageSplit train_data(folder, true);
     if (leader) {
       std::printf("plexus: %s\n", plx::runtime_info().c_str());
@@ -270,8 +232,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(replicas), static_cast<long long>(o.batch_size),
                   static_cast<long long>(o.gradient_accumulation),
                   static_cast<long long>(replicas * o.batch_size * o.gradient_accumulation),
-                  static_cast<long long>(train_data.size()),
-                  folder.c_str());
+                  static_cast<long long>(train_data.size()), folder.c_str());
     }
     const Trained trained = train(o, place, train_data);
     if (!leader) return 0;
@@ -292,21 +253,18 @@ int main(int argc, char** argv) {
       std::printf("test accuracy: %.2f%% on %lld images\n", 100.0 * accuracy,
                   static_cast<long long>(test_data.size() / o.test_batch_size * o.test_batch_size));
     }
-    samples::write_metrics(o.metrics_out, {{"test_accuracy", o.skip_test ? nlohmann::json() : nlohmann::json(accuracy)},
-                                           {"train_samples_per_second", samples_per_second},
-                                           {"train_seconds", trained.seconds},
-                                           {"train_steps", trained.steps},
-                                           {"train_loss", trained.loss},
-                                           {"train_accuracy", trained.accuracy},
-                                           {"workers", place.count},
-                                           {"replicas_per_worker", o.replicas_per_worker},
-                                           {"batch_size", o.batch_size},
-                                           {"device_iterations", o.device_iterations},
-                                           {"gradient_accumulation", o.gradient_accumulation},
-                                           {"lr", o.lr},
-                                           {"host_update", o.host_update},
-                                           {"seed", o.seed},
-                                           {"runtime", plx::runtime_info()}});
+    nlohmann::json metrics = samples::options_json(o, kFeatures);
+    metrics.update({{"test_accuracy", o.skip_test ? nlohmann::json() : nlohmann::json(accuracy)},
+                    {"train_samples_per_second", samples_per_second},
+                    {"train_seconds", trained.seconds},
+                    {"train_steps", trained.steps},
+                    {"train_loss", trained.loss},
+                    {"train_accuracy", trained.accuracy},
+                    {"workers", place.count},
+                    {"replicas_per_worker", o.replicas_per_worker},
+                    {"host_update", o.host_update},
+                    {"runtime", plx::runtime_info()}});
+    samples::write_metrics(o.metrics_out, metrics);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "distributed_training (worker %lld of %lld): %s\n", static_cast<long long>(place.index),
                  static_cast<long long>(place.count), e.what());

@@ -8,6 +8,7 @@
 //   samples/mnist_pipeline/mnist_pipeline --strategy sharded
 //   samples/mnist_pipeline/mnist_pipeline --offload-optimiser
 //   samples/mnist_pipeline/mnist_pipeline --profile --profile-dir pipeline_profile
+//   samples/mnist_pipeline/mnist_pipeline --dataset fashion
 #include <plexus/plexus.hpp>
 
 #include <algorithm>
@@ -20,10 +21,10 @@
 #include <vector>
 
 #include "samples/common/checkpointing.h"
-#include "samples/common/cli.h"
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
 #include "samples/common/mnist_mlp.h"
+#include "samples/common/options.h"
 #include "samples/common/progress.h"
 #include "samples/mnist_pipeline/network.h"
 
@@ -33,75 +34,50 @@ using samples::po::value;
 
 constexpr int64_t kStages = 4;
 
-struct Options {
-  int64_t batch_size = 40;
-  int64_t device_iterations = 10;
-  int64_t test_batch_size = 8;
+constexpr unsigned kFeatures = samples::kEpochs | samples::kTestBatch | samples::kCheckpoints | samples::kWeightsOut |
+                               samples::kAccumulation;
+
+// The common options with seed 003's defaults, and this sample's own.
+struct Options : samples::CommonOptions {
+  Options() {
+    batch_size = 40;
+    device_iterations = 10;
+    test_batch_size = 8;
+    epochs = 3;
+    learning_rate = 0.001;
+    gradient_accumulation = 10;
+    seed = 0;
+  }
   int64_t test_device_iterations = 100;
-  int64_t epochs = 3;
-  int64_t max_updates = 0;
-  double learning_rate = 0.001;
-  int64_t gradient_accumulation = 10;
-  int64_t replication_factor = 1;
   std::string strategy = "pipelined";
   std::string schedule = "1f1b";
   bool offload_optimiser = false;
   bool profile = false;
   std::string profile_dir = "profile";
   bool debug = false;
-  uint64_t seed = 0;
-  std::string data_dir = "data";
-  std::string metrics_out;
-  std::string weights_out;
-  samples::CheckpointOptions checkpoint;
 };
 
-bool parse(int argc, char** argv, Options& o) {
-  samples::po::options_description desc("Options");
-  desc.add_options()("help,h", "show this help")
-      ("batch-size", value(&o.batch_size)->default_value(o.batch_size), "training micro-batch size per replica")
-      ("device-iterations", value(&o.device_iterations)->default_value(o.device_iterations),
-       "weight updates per session run")
-      ("test-batch-size", value(&o.test_batch_size)->default_value(o.test_batch_size), "inference micro-batch size")
-      ("test-device-iterations", value(&o.test_device_iterations)->default_value(o.test_device_iterations),
-       "inference micro-batches per session run (the seed's inference_iterations)")
-      ("epochs", value(&o.epochs)->default_value(o.epochs), "passes over the training set")
-      ("max-updates", value(&o.max_updates)->default_value(o.max_updates),
-       "stop each epoch after this many weight updates (0: no limit; rounded up to whole session runs)")
-      ("learning-rate", value(&o.learning_rate)->default_value(o.learning_rate), "AdamW learning rate")
-      ("gradient-accumulation", value(&o.gradient_accumulation)->default_value(o.gradient_accumulation),
-       "micro-batches per weight update (pipelined training needs >= 4, the number of stages)")
-      ("replication-factor", value(&o.replication_factor)->default_value(o.replication_factor),
-       "replicas of the 4-device pipeline (data parallel, gradients mean-reduced)")
+samples::po::options_description describe(Options& o) {
+  samples::po::options_description desc("mnist_pipeline options", samples::kHelpWidth, samples::kHelpWidth / 2);
+  desc.add_options()("test-device-iterations",
+                     value(&o.test_device_iterations)->default_value(o.test_device_iterations),
+                     "inference micro-batches per session run (the seed's inference_iterations)")
       ("strategy", value(&o.strategy)->default_value(o.strategy), "execution strategy: pipelined or sharded")
       ("schedule", value(&o.schedule)->default_value(o.schedule),
        "pipelined schedule: 1f1b (PopART-like steady state) or fill_drain (GPipe)")
       ("offload-optimiser", samples::po::bool_switch(&o.offload_optimiser),
        "keep the AdamW state in host memory, loaded only for the update")
-      ("profile", samples::po::bool_switch(&o.profile), "write Chrome Trace Event JSON of the last training and test runs")
+      ("profile", samples::po::bool_switch(&o.profile),
+       "write Chrome Trace Event JSON of the last training and test runs")
       ("profile-dir", value(&o.profile_dir)->default_value(o.profile_dir), "folder for the traces")
-      ("debug", samples::po::bool_switch(&o.debug), "print the compiled sessions (stages, schedules, memory) and run times")
-      ("seed", value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
-      ("data-dir", value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/")
-      ("metrics-out", value(&o.metrics_out), "write metrics as JSON to this file")
-      ("weights-out", value(&o.weights_out), "write the trained parameters (float32, in network.h order) to this file");
-  samples::add_checkpoint_options(desc, o.checkpoint);
-  samples::po::variables_map vm;
-  if (!samples::parse_command_line(argc, argv, desc, vm,
-                                   "Usage: mnist_pipeline [options]\nTrains seed 003's CNN pipelined over 4 devices "
-                                   "on real MNIST with Plexus.")) {
-    return false;
-  }
-  samples::require_at_least<int64_t>("batch-size", o.batch_size, 1);
-  samples::require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
-  samples::require_at_least<int64_t>("test-batch-size", o.test_batch_size, 1);
+      ("debug", samples::po::bool_switch(&o.debug),
+       "print the compiled sessions (stages, schedules, memory) and run times");
+  return desc;
+}
+
+// This sample's own checks (the common options are checked by parse_sample_options).
+void check(const Options& o) {
   samples::require_at_least<int64_t>("test-device-iterations", o.test_device_iterations, 1);
-  samples::require_at_least<int64_t>("epochs", o.epochs, 0);
-  samples::require_at_least<int64_t>("max-updates", o.max_updates, 0);
-  samples::require_at_least<int64_t>("gradient-accumulation", o.gradient_accumulation, 1);
-  samples::require_at_least<int64_t>("replication-factor", o.replication_factor, 1);
-  if (!(o.learning_rate > 0.0)) throw samples::UsageError("--learning-rate must be > 0");
-  samples::check_checkpoint_options(o.checkpoint);
   if (o.strategy != "pipelined" && o.strategy != "sharded") {
     throw samples::UsageError("--strategy must be 'pipelined' or 'sharded', got '" + o.strategy + "'");
   }
@@ -113,7 +89,6 @@ bool parse(int argc, char** argv, Options& o) {
                               " (the number of stages) for pipelined training, got " +
                               std::to_string(o.gradient_accumulation) + " (as PopTorch requires)");
   }
-  return true;
 }
 
 // Stages B1..B4 on devices 0..3 (poptorch.Stage("B1").ipu(0), ...), the strategy, and
@@ -200,8 +175,6 @@ Trained train(const Options& o, samples::ImageSplit& data) {
   const int64_t micro = o.device_iterations * o.gradient_accumulation;
   const int64_t per_run = micro * o.replication_factor * o.batch_size;
   const int64_t runs_per_epoch = data.size() / per_run;  // drop_last
-  int64_t runs = runs_per_epoch;
-  if (o.max_updates > 0) runs = std::min(runs, (o.max_updates + o.device_iterations - 1) / o.device_iterations);
   samples::Checkpointing checkpointing(o.checkpoint, o.seed, runs_per_epoch);
   const samples::DataPosition from = checkpointing.start(session);
   samples::DataPosition at = from;
@@ -213,13 +186,14 @@ Trained train(const Options& o, samples::ImageSplit& data) {
   const plx::Shape out_shape = session.host_shape(t.loss);
   const auto start = std::chrono::steady_clock::now();
   int64_t trained = 0;
-  for (int64_t epoch = from.epoch; epoch < o.epochs; ++epoch) {
+  for (int64_t epoch = from.epoch; epoch < o.epochs && o.runs_left(session.step()) > 0; ++epoch) {
     data.shuffle(o.seed + static_cast<uint64_t>(epoch));
-    const int64_t first = epoch == from.epoch ? std::min(from.run, runs) : 0;
-    samples::Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs - first);
+    const int64_t first = epoch == from.epoch ? from.run : 0;
+    const int64_t last = first + std::min(runs_per_epoch - first, o.runs_left(session.step()));
+    samples::Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), last - first);
     double loss_sum = 0;
     int64_t hits = 0, seen = 0;
-    for (int64_t run = first; run < runs; ++run) {
+    for (int64_t run = first; run < last; ++run) {
       data.fill(run * per_run, per_run, images.data(), labels.data());
       const auto t0 = std::chrono::steady_clock::now();
       session.run({plx::HostArray(t.images, images.data(), image_shape),
@@ -321,18 +295,20 @@ void write_weights(const std::string& path, const samples::CnnWeights& w) {
 
 int main(int argc, char** argv) {
   Options o;
-  try {
-    if (!parse(argc, argv, o)) return 0;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "mnist_pipeline: error: %s (see --help)\n", e.what());
-    return 2;
+  const std::string usage =
+      "Usage: mnist_pipeline [options]\nSeed 003: trains the tutorial's CNN with AdamW pipelined over 4 devices\n"
+      "on real MNIST (or Fashion-MNIST) with Plexus.";
+  const auto check_own = [&] { check(o); };
+  if (const auto status = samples::parse_sample_options(argc, argv, "mnist_pipeline", usage, o, kFeatures, describe(o),
+                                                        check_own)) {
+    return *status;
   }
   try {
     std::printf("plexus: %s\n", plx::runtime_info().c_str());
-    const std::string folder = samples::dataset_folder(o.data_dir, "mnist");
+    const std::string folder = o.dataset_folder();
     samples::ImageSplit train_data(folder, true), test_data(folder, false);
-    std::printf("mnist: %lld training and %lld test images from %s\n", static_cast<long long>(train_data.size()),
-                static_cast<long long>(test_data.size()), folder.c_str());
+    std::printf("%s: %lld training and %lld test images from %s\n", o.dataset.c_str(),
+                static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), folder.c_str());
     std::printf("strategy %s%s, 4 stages (B1..B4 on devices 0..3) x %lld replica(s), batch %lld, gradient "
                 "accumulation %lld, device iterations %lld, AdamW lr %g, seed %llu\n",
                 o.strategy.c_str(), o.strategy == "pipelined" ? (" (" + o.schedule + ")").c_str() : "",
@@ -346,24 +322,18 @@ int main(int argc, char** argv) {
                 "updates, %.0f samples/s)\n",
                 100.0 * tested.accuracy, static_cast<long long>(tested.samples), trained.loss,
                 100.0 * trained.accuracy, static_cast<long long>(trained.updates), trained.samples_per_second);
-    nlohmann::json metrics = {{"test_accuracy", tested.accuracy},
-                              {"test_samples", tested.samples},
-                              {"train_loss", trained.loss},
-                              {"train_accuracy", trained.accuracy},
-                              {"train_samples_per_second", trained.samples_per_second},
-                              {"weight_updates", trained.updates},
-                              {"strategy", o.strategy},
-                              {"schedule", o.schedule},
-                              {"offload_optimiser", o.offload_optimiser},
-                              {"batch_size", o.batch_size},
-                              {"gradient_accumulation", o.gradient_accumulation},
-                              {"device_iterations", o.device_iterations},
-                              {"replication_factor", o.replication_factor},
-                              {"epochs", o.epochs},
-                              {"learning_rate", o.learning_rate},
-                              {"seed", o.seed},
-                              {"device_memory", trained.memory},
-                              {"runtime", plx::runtime_info()}};
+    nlohmann::json metrics = samples::options_json(o, kFeatures);
+    metrics.update({{"test_accuracy", tested.accuracy},
+                    {"test_samples", tested.samples},
+                    {"train_loss", trained.loss},
+                    {"train_accuracy", trained.accuracy},
+                    {"train_samples_per_second", trained.samples_per_second},
+                    {"weight_updates", trained.updates},
+                    {"strategy", o.strategy},
+                    {"schedule", o.schedule},
+                    {"offload_optimiser", o.offload_optimiser},
+                    {"device_memory", trained.memory},
+                    {"runtime", plx::runtime_info()}});
     if (o.profile) metrics["profile"] = {{"training", trained.profile}, {"inference", tested.profile}};
     samples::write_metrics(o.metrics_out, metrics);
   } catch (const std::exception& e) {

@@ -25,7 +25,7 @@
 
 namespace {
 
-bool sharded(const samples::MnistOptions& o, bool rts) { return rts && o.replication_factor > 1; }
+bool sharded(const samples::CommonOptions& o, bool rts) { return rts && o.replication_factor > 1; }
 
 // A trainable weight as the seed's Trainable tuple: the variable (read back after
 // training), its shard (sharded weights), the full tensor the forward pass uses, and the
@@ -39,7 +39,7 @@ struct RtsModel {
   Trainable w0, b0, w1, b1;
 };
 
-RtsModel add_weights(plx::Ir& ir, const samples::MnistOptions& o, bool rts) {
+RtsModel add_weights(plx::Ir& ir, const samples::CommonOptions& o, bool rts) {
   using samples::kClasses, samples::kHidden, samples::kPixels;
   const samples::MlpWeights w = samples::MlpWeights::random(o.seed);
   auto plain = [&](const std::string& name, const plx::Shape& shape, const std::vector<float>& data) {
@@ -67,7 +67,7 @@ RtsModel add_weights(plx::Ir& ir, const samples::MnistOptions& o, bool rts) {
   return m;
 }
 
-samples::TrainProgram build_train(const samples::MnistOptions& o, bool rts) {
+samples::TrainProgram build_train(const samples::CommonOptions& o, bool rts) {
   samples::TrainProgram t{plx::Ir(o.replication_factor), {}, {}, {}, {}, {}};
   plx::Ir& ir = t.ir;
   const RtsModel m = add_weights(ir, o, rts);
@@ -84,11 +84,11 @@ samples::TrainProgram build_train(const samples::MnistOptions& o, bool rts) {
     const Trainable& tr = *trainables[i];
     if (tr.shard.id != 0) {  // rts variable: reduce-scatter the full gradient into this replica's shard
       const plx::Tensor grad_shard = ir.reduce_scatter(grads[i], "mean");
-      const plx::Tensor updated = ir.scaled_add_(tr.shard, grad_shard, 1.0, -o.lr);
+      const plx::Tensor updated = ir.scaled_add_(tr.shard, grad_shard, 1.0, -o.learning_rate);
       if (tr.remote_buffer) ir.remote_store(*tr.remote_buffer, 0, updated);
     } else {
       const plx::Tensor grad = o.replication_factor > 1 ? ir.all_reduce_(grads[i], "mean") : grads[i];
-      ir.scaled_add_(tr.var, grad, 1.0, -o.lr);
+      ir.scaled_add_(tr.var, grad, 1.0, -o.learning_rate);
     }
   }
   return t;
@@ -121,18 +121,16 @@ nlohmann::json memory_report(const plx::Session& s, const samples::TrainProgram&
 }  // namespace
 
 int main(int argc, char** argv) {
-  samples::MnistOptions o;
+  samples::CommonOptions o = samples::mnist_defaults();
   bool rts = false;
   nlohmann::json memory;
+  samples::po::options_description own("mnist_rts options", samples::kHelpWidth, samples::kHelpWidth / 2);
+  own.add_options()("rts", samples::po::bool_switch(&rts),
+                    "shard W0 and W1 across the replicas (needs --replication-factor > 1)");
   return samples::run_mnist_sample(
       argc, argv, "mnist_rts",
       "Usage: mnist_rts [options]\nSeed 000: the PopXL MNIST MLP with replication and replicated tensor sharding.", o,
-      [&](samples::po::options_description& desc) {
-        desc.add_options()("rts", samples::po::bool_switch(&rts),
-                           "shard W0 and W1 across the replicas (needs --replication-factor > 1)");
-      },
-      [] {},
-      [&] { return build_train(o, rts); },
+      own, [&] { return build_train(o, rts); },
       [&](const plx::Session& s, const samples::TrainProgram& t) {
         std::printf("train session: %lld replica(s), RTS %s, GEMM kernels:\n",
                     static_cast<long long>(o.replication_factor),

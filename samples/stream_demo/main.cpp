@@ -8,8 +8,9 @@
 // fraction of transfer time hidden behind compute (plx_session_get_stream_stats).
 //
 //   samples/stream_demo/stream_demo --data-dir data
-//   samples/stream_demo/stream_demo --prefetch-depth 0 --max-runs 50
-//   samples/stream_demo/stream_demo --slow-consumer-ms 5 --max-runs 50
+//   samples/stream_demo/stream_demo --prefetch-depth 0 --num-steps 500
+//   samples/stream_demo/stream_demo --slow-consumer-ms 5 --num-steps 500
+//   samples/stream_demo/stream_demo --dataset fashion --replication-factor 2
 #include <plexus/plexus.hpp>
 
 #include <sys/resource.h>
@@ -25,10 +26,10 @@
 #include <thread>
 #include <vector>
 
-#include "samples/common/cli.h"
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
 #include "samples/common/mnist_mlp.h"
+#include "samples/common/options.h"
 #include "samples/common/progress.h"
 #include "samples/mnist_pipeline/network.h"
 
@@ -36,65 +37,39 @@ namespace {
 
 using samples::po::value;
 
-struct Options {
-  int64_t prefetch_depth = 2;
-  int32_t loader_workers = 2;
+constexpr unsigned kFeatures = samples::kEpochs | samples::kLoader | samples::kThreads;
+
+// The common options with this demo's defaults (seed 003's batch, device iterations and
+// AdamW learning rate), and its own.
+struct Options : samples::CommonOptions {
+  Options() {
+    batch_size = 40;
+    device_iterations = 10;
+    learning_rate = 0.001;
+    seed = 0;
+  }
   int32_t io_threads = 1;
-  int32_t threads_per_device = 0;
   int64_t slow_consumer_ms = 0;
-  int64_t batch_size = 40;
-  int64_t device_iterations = 10;
-  int64_t epochs = 1;
-  int64_t max_runs = 0;
-  uint64_t seed = 0;
-  std::string data_dir = "data";
-  std::string metrics_out;
 };
 
-bool parse(int argc, char** argv, Options& o) {
-  samples::po::options_description desc("Options");
-  desc.add_options()("help,h", "show this help")
-      ("prefetch-depth", value(&o.prefetch_depth)->default_value(o.prefetch_depth),
-       "device-side buffers per stream filled ahead of compute: 0 (devices copy synchronously), 1, 2 or 4")
-      ("loader-workers", value(&o.loader_workers)->default_value(o.loader_workers),
-       "data loader threads preparing runs ahead (1 .. 256)")
-      ("io-threads", value(&o.io_threads)->default_value(o.io_threads),
-       "session io threads running the fill and deliver callbacks (1 .. 64)")
-      ("threads-per-device", value(&o.threads_per_device)->default_value(o.threads_per_device),
-       "compute (BLIS) threads of the device; 0: cores / devices")
+samples::po::options_description describe(Options& o) {
+  samples::po::options_description desc("stream_demo options", samples::kHelpWidth, samples::kHelpWidth / 2);
+  desc.add_options()("io-threads", value(&o.io_threads)->default_value(o.io_threads),
+                     "session io threads running the fill and deliver callbacks (1 .. 64)")
       ("slow-consumer-ms", value(&o.slow_consumer_ms)->default_value(o.slow_consumer_ms),
-       "sleep this long in every deliver callback (back-pressure demo)")
-      ("batch-size", value(&o.batch_size)->default_value(o.batch_size), "micro-batch size")
-      ("device-iterations", value(&o.device_iterations)->default_value(o.device_iterations),
-       "weight updates per session run")
-      ("epochs", value(&o.epochs)->default_value(o.epochs), "passes over the training set")
-      ("max-runs", value(&o.max_runs)->default_value(o.max_runs), "session runs per epoch (0: the whole epoch)")
-      ("seed", value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling")
-      ("data-dir", value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/")
-      ("metrics-out", value(&o.metrics_out), "write per-run and total figures as JSON to this file");
-  samples::po::variables_map vm;
-  if (!samples::parse_command_line(argc, argv, desc, vm,
-                                   "Usage: stream_demo [options]\nTrains seed 003's CNN on real MNIST with streams fed "
-                                   "by data loader callbacks and prefetched ahead of compute.")) {
-    return false;
-  }
+       "sleep this long in every deliver callback (back-pressure demo)");
+  return desc;
+}
+
+// This demo's own checks (the common options are checked by parse_sample_options).
+void check(const Options& o) {
   const std::array<int64_t, 4> depths{0, 1, 2, 4};
   if (std::find(depths.begin(), depths.end(), o.prefetch_depth) == depths.end()) {
-    throw samples::UsageError("--prefetch-depth must be 0, 1, 2 or 4, got " + std::to_string(o.prefetch_depth));
-  }
-  samples::require_at_least<int32_t>("loader-workers", o.loader_workers, 1);
-  if (o.loader_workers > 256) {
-    throw samples::UsageError("--loader-workers must be <= 256, got " + std::to_string(o.loader_workers));
+    throw samples::UsageError("--prefetch-depth must be 0, 1, 2 or 4 here, got " + std::to_string(o.prefetch_depth));
   }
   samples::require_at_least<int32_t>("io-threads", o.io_threads, 1);
   if (o.io_threads > 64) throw samples::UsageError("--io-threads must be <= 64, got " + std::to_string(o.io_threads));
-  samples::require_at_least<int32_t>("threads-per-device", o.threads_per_device, 0);
   samples::require_at_least<int64_t>("slow-consumer-ms", o.slow_consumer_ms, 0);
-  samples::require_at_least<int64_t>("batch-size", o.batch_size, 1);
-  samples::require_at_least<int64_t>("device-iterations", o.device_iterations, 1);
-  samples::require_at_least<int64_t>("epochs", o.epochs, 1);
-  samples::require_at_least<int64_t>("max-runs", o.max_runs, 0);
-  return true;
 }
 
 /// Receives the loss and correct count of every micro-batch on the io threads (deliver
@@ -218,11 +193,12 @@ double peak_rss_mib() {
 
 int run_demo(const Options& o) {
   std::printf("plexus: %s\n", plx::runtime_info().c_str());
-  const std::string folder = samples::dataset_folder(o.data_dir, "mnist");
+  const std::string folder = o.dataset_folder();
   const plx::Dataset data(samples::idx_path(folder, "train-images-idx3-ubyte"),
                           samples::idx_path(folder, "train-labels-idx1-ubyte"));
 
-  samples::CnnTrainProgram t = samples::build_cnn_train({o.batch_size, 1, o.seed, 0.001});
+  samples::CnnTrainProgram t =
+      samples::build_cnn_train({o.batch_size, o.replication_factor, o.seed, o.learning_rate});
   plx::Stages stages;
   stages.add({"B1", "B2", "B3", "B4"}, 0);
   plx::SessionOptions opts;
@@ -230,14 +206,15 @@ int run_demo(const Options& o) {
   opts.device_iterations = o.device_iterations;
   opts.prefetch_depth = o.prefetch_depth;
   opts.io_threads = o.io_threads;
-  opts.threads_per_device = o.threads_per_device;
+  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   plx::Session session(t.ir, opts);
 
   plx_loader_options lo = plx::Loader::default_options();
   lo.batch_size = o.batch_size;
+  lo.replicas = o.replication_factor;
   lo.steps_per_run = o.device_iterations;
   lo.seed = o.seed;
-  lo.workers = o.loader_workers;
+  lo.workers = static_cast<int32_t>(o.loader_workers);
   plx::Loader loader(data, lo);
   Consumer consumer(t.loss, t.correct, o.slow_consumer_ms);
   const std::array<plx_stream_callback, 2> fills = loader.callbacks(t.images.id, t.labels.id);
@@ -247,26 +224,29 @@ int run_demo(const Options& o) {
   run_options.callbacks = callbacks.data();
   run_options.num_callbacks = callbacks.size();
 
-  const int64_t runs = o.max_runs > 0 ? std::min(o.max_runs, loader.runs_per_epoch()) : loader.runs_per_epoch();
-  // One micro-batch of the four streams: images, labels, loss, correct.
-  const int64_t item_bytes = o.batch_size * (samples::kPixels * 4 + 4) + 2 * 4;
-  std::printf("mnist: %lld training images from %s; %lld run(s) per epoch of %lld batches of %lld; prefetch depth "
-              "%lld (stream queues hold at most %lld KiB), %d io thread(s), %d loader worker(s), slow consumer %lld "
-              "ms\n",
-              static_cast<long long>(data.size()), folder.c_str(), static_cast<long long>(runs),
-              static_cast<long long>(o.device_iterations), static_cast<long long>(o.batch_size),
+  const int64_t runs_per_epoch = loader.runs_per_epoch();
+  // One micro-batch of the four streams (images, labels, loss, correct) of every replica.
+  const int64_t item_bytes = o.replication_factor * (o.batch_size * (samples::kPixels * 4 + 4) + 2 * 4);
+  const int64_t batches_per_run = o.device_iterations * o.replication_factor;
+  std::printf("%s: %lld training images from %s; %lld run(s) per epoch of %lld batches of %lld (%lld replica(s)); "
+              "prefetch depth %lld (stream queues hold at most %lld KiB), %d io thread(s), %lld loader worker(s), "
+              "slow consumer %lld ms\n",
+              o.dataset.c_str(), static_cast<long long>(data.size()), folder.c_str(),
+              static_cast<long long>(runs_per_epoch), static_cast<long long>(batches_per_run),
+              static_cast<long long>(o.batch_size), static_cast<long long>(o.replication_factor),
               static_cast<long long>(o.prefetch_depth), static_cast<long long>(o.prefetch_depth * item_bytes / 1024),
-              o.io_threads, o.loader_workers, static_cast<long long>(o.slow_consumer_ms));
+              o.io_threads, static_cast<long long>(o.loader_workers), static_cast<long long>(o.slow_consumer_ms));
 
   Figures total;
   nlohmann::json per_run = nlohmann::json::object();  // one array per figure, one entry per run
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
+  for (int64_t epoch = 0; epoch < o.epochs && o.runs_left(session.step()) > 0; ++epoch) {
+    const int64_t runs = std::min(runs_per_epoch, o.runs_left(session.step()));
     samples::Progress bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs), runs);
     for (int64_t run = 0; run < runs; ++run) {
       loader.begin_run(epoch, run);
       session.run_with(run_options);
-      const Figures f = Figures::of(session.stream_stats(), o.device_iterations);
+      const Figures f = Figures::of(session.stream_stats(), batches_per_run);
       total.add(f);
       per_run["epoch"].push_back(epoch);
       per_run["run"].push_back(run);
@@ -290,20 +270,10 @@ int run_demo(const Options& o) {
   totals["train_loss"] = loss;
   totals["train_accuracy"] = accuracy;
   totals["peak_rss_mib"] = peak_rss_mib();
-  samples::write_metrics(o.metrics_out, {{"options",
-                                          {{"prefetch_depth", o.prefetch_depth},
-                                           {"loader_workers", o.loader_workers},
-                                           {"io_threads", o.io_threads},
-                                           {"threads_per_device", o.threads_per_device},
-                                           {"slow_consumer_ms", o.slow_consumer_ms},
-                                           {"batch_size", o.batch_size},
-                                           {"device_iterations", o.device_iterations},
-                                           {"epochs", o.epochs},
-                                           {"max_runs", o.max_runs},
-                                           {"seed", o.seed}}},
-                                         {"runs", per_run},
-                                         {"totals", totals},
-                                         {"runtime", plx::runtime_info()}});
+  nlohmann::json options = samples::options_json(o, kFeatures);
+  options.update({{"io_threads", o.io_threads}, {"slow_consumer_ms", o.slow_consumer_ms}});
+  samples::write_metrics(o.metrics_out,
+                         {{"options", options}, {"runs", per_run}, {"totals", totals}, {"runtime", plx::runtime_info()}});
   return 0;
 }
 
@@ -311,11 +281,12 @@ int run_demo(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  try {
-    if (!parse(argc, argv, o)) return 0;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "stream_demo: error: %s (see --help)\n", e.what());
-    return 2;
+  const std::string usage =
+      "Usage: stream_demo [options]\nTrains seed 003's CNN on real MNIST (or Fashion-MNIST) with streams fed by\n"
+      "data loader callbacks and prefetched ahead of compute (--prefetch-depth 0, 1, 2 or 4).";
+  if (const auto status =
+          samples::parse_sample_options(argc, argv, "stream_demo", usage, o, kFeatures, describe(o), [&] { check(o); })) {
+    return *status;
   }
   try {
     return run_demo(o);

@@ -17,10 +17,10 @@ if [[ ${PLEXUS_SANITIZED:-0} == 1 ]]; then steps=40 updates=4; else steps=400 up
 
 # mnist_rts, R=2 with RTS: 2N steps in one process vs N, then --resume for N more.
 common=(--data-dir "$data" --replication-factor 2 --batch-size 4 --rts --device-iterations 10 --test-batch-size 80)
-"$rts" "${common[@]}" --max-steps $((2 * steps)) --checkpoint-dir "$tmp/once" --weights-out "$tmp/once.bin" \
+"$rts" "${common[@]}" --num-steps $((2 * steps)) --checkpoint-dir "$tmp/once" --weights-out "$tmp/once.bin" \
   | tail -n 1 | tee "$tmp/once.txt"
-"$rts" "${common[@]}" --max-steps "$steps" --checkpoint-dir "$tmp/twice" --checkpoint-every $((steps / 2)) >/dev/null
-"$rts" "${common[@]}" --max-steps $((2 * steps)) --checkpoint-dir "$tmp/twice" --resume --weights-out "$tmp/twice.bin" \
+"$rts" "${common[@]}" --num-steps "$steps" --checkpoint-dir "$tmp/twice" --checkpoint-every $((steps / 2)) >/dev/null
+"$rts" "${common[@]}" --num-steps $((2 * steps)) --checkpoint-dir "$tmp/twice" --resume --weights-out "$tmp/twice.bin" \
   >"$tmp/resumed.txt"
 grep -q "resumed from $tmp/twice/checkpoint.plxckpt: step $steps" "$tmp/resumed.txt" || fail "no resume line: $(cat "$tmp/resumed.txt")"
 cmp "$tmp/once.bin" "$tmp/twice.bin" || fail "mnist_rts: resumed weights differ from uninterrupted training"
@@ -33,16 +33,16 @@ expected=$(accuracy "$tmp/once.txt")
 for layout in "1 8 160" "4 2 40 --rts" "4 2 40"; do
   read -r r batch test_batch flag <<<"$layout"
   "$rts" --data-dir "$data" --replication-factor "$r" --batch-size "$batch" --test-batch-size "$test_batch" ${flag:-} \
-    --max-steps $((2 * steps)) --checkpoint-dir "$tmp/once" --resume >"$tmp/r$r.txt"
+    --num-steps $((2 * steps)) --checkpoint-dir "$tmp/once" --resume >"$tmp/r$r.txt"
   [[ $(accuracy "$tmp/r$r.txt") == "$expected" ]] || fail "R=$r ${flag:-}: $(accuracy "$tmp/r$r.txt"), R=2 gave $expected"
   echo "ok: the R=2 RTS checkpoint at R=$r ${flag:-} gives the same $expected"
 done
 
 # mnist_pipeline (AdamW state in the checkpoint): the same, with the state offloaded.
 p=(--data-dir "$data" --epochs 1 --seed 0 --offload-optimiser --device-iterations 2)
-"$pipeline" "${p[@]}" --max-updates $((2 * updates)) --checkpoint-dir "$tmp/p1" --weights-out "$tmp/p1.bin" >/dev/null
-"$pipeline" "${p[@]}" --max-updates "$updates" --checkpoint-dir "$tmp/p2" >/dev/null
-"$pipeline" "${p[@]}" --max-updates $((2 * updates)) --checkpoint-dir "$tmp/p2" --resume --weights-out "$tmp/p2.bin" >/dev/null
+"$pipeline" "${p[@]}" --num-steps $((2 * updates)) --checkpoint-dir "$tmp/p1" --weights-out "$tmp/p1.bin" >/dev/null
+"$pipeline" "${p[@]}" --num-steps "$updates" --checkpoint-dir "$tmp/p2" >/dev/null
+"$pipeline" "${p[@]}" --num-steps $((2 * updates)) --checkpoint-dir "$tmp/p2" --resume --weights-out "$tmp/p2.bin" >/dev/null
 cmp "$tmp/p1.bin" "$tmp/p2.bin" || fail "mnist_pipeline: resumed weights differ"
 cmp "$tmp/p1/checkpoint.plxckpt" "$tmp/p2/checkpoint.plxckpt" || fail "mnist_pipeline: the final checkpoints differ"
 echo "ok: mnist_pipeline, $updates + $updates updates across two processes equal $((2 * updates)) in one, bit for bit"
@@ -60,6 +60,6 @@ expect() {  # expect CODE MESSAGE ARGS...
 expect 2 "--resume needs --checkpoint-dir" --resume
 expect 2 "--checkpoint-every needs --checkpoint-dir" --checkpoint-every 10
 expect 2 "--checkpoint-every must be >= 0" --checkpoint-dir "$tmp/x" --checkpoint-every -1
-expect 1 "cannot open" --checkpoint-dir "$tmp/none" --resume
+expect 2 "--resume: no checkpoint in --checkpoint-dir '$tmp/none'" --checkpoint-dir "$tmp/none" --resume
 expect 1 "was trained with --seed 42, not 7" --checkpoint-dir "$tmp/once" --resume --seed 7
 echo "ok: checkpoint options are checked"

@@ -28,7 +28,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
 
-"$bin" --help | grep -q -- "--replicas-per-worker" || fail "--help does not list --replicas-per-worker"
+"$bin" --help | grep -q -- "--replication-factor" || fail "--help does not list --replication-factor"
 set +e
 "$bin" --num-steps 0 >"$tmp/out" 2>"$tmp/err"; code=$?
 set -e
@@ -44,11 +44,11 @@ run() {  # [STEPS=N] run NAME WORKERS ARGS...  (30 steps unless STEPS is set)
     grep -E "^trained" || fail "$name did not train"
 }
 run w2r1 2
-run w1r2 1 --replicas-per-worker 2
-run w2r2 2 --replicas-per-worker 2
-run w1r4 1 --replicas-per-worker 4
+run w1r2 1 --replication-factor 2
+run w2r2 2 --replication-factor 4
+run w1r4 1 --replication-factor 4
 run w3r1 3
-run w1r3 1 --replicas-per-worker 3
+run w1r3 1 --replication-factor 3
 run w1r1_b128 1 --batch-size 128
 cmp "$tmp/w2r1.bin" "$tmp/w1r2.bin" || fail "2 workers x 1 replica differ from 1 worker x 2 replicas"
 cmp "$tmp/w2r2.bin" "$tmp/w1r4.bin" || fail "2 workers x 2 replicas differ from 1 worker x 4 replicas"
@@ -59,7 +59,7 @@ cmp "$tmp/w1r1_ga2.bin" "$tmp/w2r1.bin" || fail "1 replica accumulating 2 micro-
 echo "ok: 1 replica x 2 accumulated micro-batches of 64 = 2 workers x 64 bit for bit"
 
 run w2r1_host 2 --host-update
-run w1r2_host 1 --replicas-per-worker 2 --host-update
+run w1r2_host 1 --replication-factor 2 --host-update
 run w3r1_host 3 --host-update
 cmp "$tmp/w2r1_host.bin" "$tmp/w2r1.bin" || fail "2 workers: the update on the hosts differs from the devices'"
 cmp "$tmp/w1r2_host.bin" "$tmp/w1r2.bin" || fail "1 worker x 2 replicas: the update on the host differs"

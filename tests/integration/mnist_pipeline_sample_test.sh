@@ -32,13 +32,13 @@ expect_usage_error() {  # expect_usage_error MESSAGE ARGS...
 expect_usage_error "--strategy must be 'pipelined' or 'sharded'" --strategy phased
 expect_usage_error "--gradient-accumulation must be >= 4" --gradient-accumulation 2
 expect_usage_error "--schedule must be" --schedule gpipe
-"$bin" --data-dir "$data" --strategy sharded --gradient-accumulation 2 --max-updates 1 --epochs 1 \
+"$bin" --data-dir "$data" --strategy sharded --gradient-accumulation 2 --num-steps 1 --epochs 1 \
   --test-device-iterations 1250 >/dev/null || fail "sharded execution must accept fewer micro-batches than stages"
 
 run() {  # run NAME ARGS...
   local name=$1
   shift
-  "$bin" --data-dir "$data" --epochs 1 --max-updates 30 --seed 0 --weights-out "$tmp/$name.bin" \
+  "$bin" --data-dir "$data" --epochs 1 --num-steps 30 --seed 0 --weights-out "$tmp/$name.bin" \
     --metrics-out "$tmp/$name.json" "$@" | tail -n 1
 }
 run one_f_one_b --profile --profile-dir "$tmp/profile"
@@ -83,7 +83,7 @@ PY
 
 # One epoch reaches >= 95 %; sanitizer builds (PLEXUS_SANITIZED=1, scripts/test.sh) train
 # 60 updates of it (91.8 % with these settings), asserted >= 90 %.
-if [[ ${PLEXUS_SANITIZED:-0} == 1 ]]; then limit=(--max-updates 60) floor=0.90; else limit=() floor=0.95; fi
+if [[ ${PLEXUS_SANITIZED:-0} == 1 ]]; then limit=(--num-steps 60) floor=0.90; else limit=() floor=0.95; fi
 "$bin" --data-dir "$data" --epochs 1 "${limit[@]}" --metrics-out "$tmp/epoch.json" | tail -n 1
 python3 -c "
 import json, sys

@@ -24,7 +24,7 @@ set -e
 run() {  # run NAME ARGS...
   local name=$1
   shift
-  "$bin" --data-dir "$data" --max-steps 500 --weights-out "$tmp/$name.bin" --metrics-out "$tmp/$name.json" "$@" |
+  "$bin" --data-dir "$data" --num-steps 500 --weights-out "$tmp/$name.bin" --metrics-out "$tmp/$name.json" "$@" |
     grep -E "^  W[01]:|^train session" || true
 }
 run r2_rts --replication-factor 2 --batch-size 4 --rts

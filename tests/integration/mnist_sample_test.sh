@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Integration test of samples/mnist on real MNIST: accuracy after one epoch with the
-# defaults (>= 92.0%; the PyTorch twin reaches 92.3-92.8% over seeds) and with --lr 0.05
+# defaults (>= 92.0%; the PyTorch twin reaches 92.3-92.8% over seeds) and with
+# --learning-rate 0.05
 # (>= 94.5%), metrics JSON fields, data-parallel equivalence (seed 000, 17.1: R=2 with
 # batch 4 ends 500 steps with the weights of R=1 with batch 8, within 1e-5), and clear
 # errors for bad command lines.
@@ -33,10 +34,10 @@ expect_exit() {
 "$bin" --help | grep -q -- "--device-iterations" || fail "--help does not list the options"
 expect_exit 2 "batch-size must be >= 1, got 0" --batch-size 0
 expect_exit 2 "dataset must be 'mnist' or 'fashion', got 'cifar'" --dataset cifar
-expect_exit 2 "lr must be > 0" --lr -1
+expect_exit 2 "learning-rate must be > 0" --learning-rate -1
 expect_exit 2 "replication-factor must be >= 1, got 0" --replication-factor 0
 expect_exit 2 "unrecognised option\|unrecognized option" --no-such-option
-expect_exit 1 "cannot open" --data-dir "$tmp/nowhere"
+expect_exit 2 "--data-dir '$tmp/nowhere' holds no mnist data" --data-dir "$tmp/nowhere"
 
 # check_accuracy MIN ARGS...: runs one epoch and checks test_accuracy >= MIN.
 check_accuracy() {
@@ -57,14 +58,14 @@ PY
 }
 
 check_accuracy 0.920
-check_accuracy 0.945 --lr 0.05
+check_accuracy 0.945 --learning-rate 0.05
 # device iterations change how steps are batched into runs, not the result
 check_accuracy 0.920 --device-iterations 10
 
 # Data-parallel equivalence on real MNIST: same seed and sample order, gradients
 # mean-reduced across the replicas.
-"$bin" --data-dir "$data" --replication-factor 2 --batch-size 4 --max-steps 500 --weights-out "$tmp/r2.bin" | tail -n 1
-"$bin" --data-dir "$data" --replication-factor 1 --batch-size 8 --max-steps 500 --weights-out "$tmp/r1.bin" | tail -n 1
+"$bin" --data-dir "$data" --replication-factor 2 --batch-size 4 --num-steps 500 --weights-out "$tmp/r2.bin" | tail -n 1
+"$bin" --data-dir "$data" --replication-factor 1 --batch-size 8 --num-steps 500 --weights-out "$tmp/r1.bin" | tail -n 1
 python3 - "$tmp/r1.bin" "$tmp/r2.bin" <<'PY'
 import sys
 from array import array
