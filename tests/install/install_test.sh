@@ -44,7 +44,7 @@ expect_loaded_from() {
   local log=$1 dir=$2 loaded
   loaded=$(cat "$log".* | grep -o 'calling init: [^ ]*libplexus[^ ]*' | sed 's/^calling init: //' |
     xargs realpath -s -m | sort -u)  # -s: "bin/../lib" becomes "lib", links stay
-  printf 'loaded: %s\n' $loaded
+  printf 'loaded:\n%s\n' "$loaded"
   grep -qx "$dir/libplexus.so.[0-9]*" <<<"$loaded" || fail "libplexus.so was not loaded from $dir"
   grep -qx "$dir/plexus/libplexus-collectives-local.so" <<<"$loaded" ||
     fail "the collectives plugin was not loaded from $dir/plexus"
