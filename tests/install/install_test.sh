@@ -6,7 +6,9 @@
 #   3. both run with PLEXUS_PLUGIN_PATH and PLEXUS_COLLECTIVES unset, LD_LIBRARY_PATH at
 #      most the prefix's libdir; the collectives plugin must be loaded from
 #      <libdir>/plexus of the prefix (glibc's LD_DEBUG=files says which file);
-#   4. the prefix is moved to another folder: the program in it runs again, loading the
+#   4. docs/plugins.md's example plugins build against the installed headers alone, export
+#      only their entry point, and the collectives one loads through PLEXUS_PLUGIN_PATH;
+#   5. the prefix is moved to another folder: the program in it runs again, loading the
 #      moved library and plugin; pkg-config and find_package on the moved prefix give
 #      paths inside it, and programs built from them run.
 # Usage: install_test.sh <build dir> <source dir> <CMAKE_INSTALL_LIBDIR> [cc] [cmake]
@@ -106,6 +108,31 @@ step "find_package(plexus): the tutorial from a CMake project"
 build_with_cmake "$prefix" "$tmp/consumer"
 run_clean "$tmp/ld" env LD_LIBRARY_PATH="$prefix/$libdir" "$tmp/consumer/tutorial" > /dev/null
 expect_loaded_from "$tmp/ld" "$prefix/$libdir"
+
+step "docs/plugins.md's plugins built out of tree against the installed headers"
+# Its first ```c block is a strategy plugin, its third the skeleton of a collectives plugin.
+extract_block() {
+  awk -v want="$2" '/^```c$/ { n++; on = (n == want); next } /^```$/ { on = 0 } on' "$1"
+}
+mkdir -p "$tmp/plugins"
+for plugin in 1:strategy-example:plx_strategy_plugin_v1 3:collectives-mine:plx_collectives_plugin_v1; do
+  IFS=: read -r block name entry <<<"$plugin"
+  extract_block "$source_dir/docs/plugins.md" "$block" > "$tmp/plugins/$name.c"
+  # shellcheck disable=SC2046  # the flags are meant to split
+  "$cc" -std=c99 -Wall -Wextra -pedantic -Werror -fPIC -shared -fvisibility=hidden \
+    $(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags plexus) "$tmp/plugins/$name.c" \
+    -o "$tmp/plugins/libplexus-$name.so" || fail "docs/plugins.md's $name does not build"
+  exported=$(nm -D --defined-only "$tmp/plugins/libplexus-$name.so" | awk 'NF >= 3 { print $3 }')
+  [[ $exported == "$entry" ]] || fail "libplexus-$name.so exports '$exported', not only $entry"
+  echo "libplexus-$name.so builds and exports $entry"
+done
+# The skeleton loads through PLEXUS_PLUGIN_PATH and its first collective fails cleanly.
+if PLEXUS_PLUGIN_PATH=$tmp/plugins PLEXUS_COLLECTIVES=mine "$prefix/bin/tutorial" > /dev/null 2> "$tmp/mine.log"; then
+  fail "the tutorial ran with a collectives plugin that does no collective"
+fi
+grep -q "(mine plugin), replica 0: mine: this collective is not written yet" "$tmp/mine.log" ||
+  fail "the tutorial with PLEXUS_COLLECTIVES=mine: $(cat "$tmp/mine.log")"
+echo "PLEXUS_COLLECTIVES=mine: $(cat "$tmp/mine.log")"
 
 moved=$tmp/second/elsewhere
 step "move $prefix to $moved and run again"
