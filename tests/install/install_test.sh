@@ -7,7 +7,9 @@
 #      most the prefix's libdir; the collectives plugin must be loaded from
 #      <libdir>/plexus of the prefix (glibc's LD_DEBUG=files says which file);
 #   4. docs/plugins.md's example plugins build against the installed headers alone, export
-#      only their entry point, and the collectives one loads through PLEXUS_PLUGIN_PATH;
+#      only their entry point; the collectives one loads through PLEXUS_PLUGIN_PATH; the
+#      strategy trains a two-stage program bit for bit like `sharded` and `pipelined`, also
+#      when copied into <libdir>/plexus;
 #   5. the prefix is moved to another folder: the program in it runs again, loading the
 #      moved library and plugin; pkg-config and find_package on the moved prefix give
 #      paths inside it, and programs built from them run.
@@ -133,6 +135,28 @@ fi
 grep -q "(mine plugin), replica 0: mine: this collective is not written yet" "$tmp/mine.log" ||
   fail "the tutorial with PLEXUS_COLLECTIVES=mine: $(cat "$tmp/mine.log")"
 echo "PLEXUS_COLLECTIVES=mine: $(cat "$tmp/mine.log")"
+
+step "docs/plugins.md's strategy trains like the shipped ones (tests/install/strategy_driver.c)"
+# shellcheck disable=SC2086  # the flags are meant to split
+"$cc" -std=c99 -Wall -Wextra -pedantic -Werror $extra_flags "$source_dir/tests/install/strategy_driver.c" $flags \
+  -Wl,-rpath,"$prefix/$libdir" -o "$tmp/strategy_driver"
+PLEXUS_PLUGIN_PATH=$tmp/plugins "$tmp/strategy_driver" example > "$tmp/example.out" || fail "strategy_driver example"
+for shipped in sharded pipelined; do
+  env -u PLEXUS_PLUGIN_PATH "$tmp/strategy_driver" $shipped > "$tmp/$shipped.out" || fail "strategy_driver $shipped"
+  cmp -s "$tmp/example.out" "$tmp/$shipped.out" ||
+    fail "the example strategy trains other losses or weights than $shipped: $(diff "$tmp/example.out" "$tmp/$shipped.out" | head -4)"
+done
+echo "example, sharded, pipelined: the same $(grep -c . "$tmp/example.out") losses and weights, bit for bit"
+if PLEXUS_PLUGIN_PATH=$tmp/plugins "$tmp/strategy_driver" example fast > /dev/null 2> "$tmp/fast.log"; then
+  fail "the example strategy accepted options"
+fi
+grep -q "execution strategy 'example': example takes no options, got 'fast'" "$tmp/fast.log" ||
+  fail "unexpected error for options: $(cat "$tmp/fast.log")"
+# Copied into the install's plugin folder, it needs no PLEXUS_PLUGIN_PATH.
+cp "$tmp/plugins/libplexus-strategy-example.so" "$prefix/$libdir/plexus/"
+env -u PLEXUS_PLUGIN_PATH "$tmp/strategy_driver" example | cmp -s - "$tmp/example.out" ||
+  fail "the example strategy copied into $prefix/$libdir/plexus was not found or trained otherwise"
+echo "found in $prefix/$libdir/plexus with no PLEXUS_PLUGIN_PATH"
 
 moved=$tmp/second/elsewhere
 step "move $prefix to $moved and run again"
