@@ -1,5 +1,5 @@
-// Finding and loading plugin shared libraries (docs/plugins.md, "Where Plexus looks"): a
-// plugin of kind K named N is libplexus-K-N.so, searched in
+// Finding and loading plugin shared libraries (docs/plugins.md, "Where Plexus looks for
+// plugins"): a plugin of kind K named N is libplexus-K-N.so, searched in
 //   1. each folder of $PLEXUS_PLUGIN_PATH (colon-separated), the override;
 //   2. <folder of libplexus.so>/plexus, where `cmake --install` puts the plugins;
 //   3. <folder of libplexus.so> itself, where the build tree puts them.
