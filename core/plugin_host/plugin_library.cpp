@@ -5,25 +5,16 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
 
 #include "core/ir/error.h"
-
-#ifndef PLEXUS_INSTALL_PLUGIN_DIR
-#error "PLEXUS_INSTALL_PLUGIN_DIR must be defined by the build"
-#endif
 
 namespace plexus::runtime {
 
 namespace {
 
 using ir::ErrorCode;
-
-// Folder of the shared object (or executable) this function was linked into.
-std::string own_folder() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&own_folder), &info) == 0 || info.dli_fname == nullptr) return "";
-  return std::filesystem::path(info.dli_fname).parent_path().string();
-}
+namespace fs = std::filesystem;
 
 bool valid_name(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
@@ -31,46 +22,74 @@ bool valid_name(const std::string& name) {
   });
 }
 
+// dlopen()s `path` or throws with dlerror()'s reason.
+std::shared_ptr<void> load(const std::string& kind, const std::string& name, const std::string& path) {
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* err = dlerror();
+    ir::fail(ErrorCode::Plugin, kind + " plugin '" + name + "': cannot load " + path + ": " + (err ? err : "unknown error"));
+  }
+  return std::shared_ptr<void>(handle, [](void* h) { dlclose(h); });
+}
+
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> PluginLibrary::search_path() {
-  std::vector<std::pair<std::string, std::string>> dirs;
-  if (const char* env = std::getenv("PLEXUS_PLUGIN_PATH")) {
-    std::string list = env;
+std::string PluginLibrary::library_folder() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&PluginLibrary::library_folder), &info) == 0 || info.dli_fname == nullptr) return "";
+  // Resolving links gives the folder of the real file, so a libplexus.so reached through
+  // a link elsewhere still finds the plugins installed beside it.
+  std::error_code error;
+  const fs::path absolute = fs::absolute(info.dli_fname, error);
+  if (error) return "";
+  const fs::path file = fs::weakly_canonical(absolute, error);
+  return error ? "" : file.parent_path().string();
+}
+
+std::vector<PluginFolder> PluginLibrary::search_path(const char* plugin_path, const std::string& library_folder) {
+  std::vector<PluginFolder> folders;
+  if (plugin_path != nullptr) {
+    const std::string list = plugin_path;
     size_t start = 0;
     while (start <= list.size()) {
       const size_t end = std::min(list.find(':', start), list.size());
-      if (end > start) dirs.emplace_back(list.substr(start, end - start), "PLEXUS_PLUGIN_PATH");
+      if (end > start) folders.push_back({list.substr(start, end - start), "PLEXUS_PLUGIN_PATH"});
       start = end + 1;
     }
   }
-  const std::string own = own_folder();
-  if (!own.empty()) dirs.emplace_back(own, "next to libplexus.so");
-  dirs.emplace_back(PLEXUS_INSTALL_PLUGIN_DIR, "install folder");
-  return dirs;
+  if (!library_folder.empty()) {
+    folders.push_back({(fs::path(library_folder) / "plexus").string(), "install folder"});
+    folders.push_back({library_folder, "next to libplexus.so"});
+  }
+  return folders;
+}
+
+std::vector<PluginFolder> PluginLibrary::search_path() {
+  return search_path(std::getenv("PLEXUS_PLUGIN_PATH"), library_folder());
 }
 
 PluginLibrary PluginLibrary::open(const std::string& kind, const std::string& name) {
+  return open(kind, name, search_path());
+}
+
+PluginLibrary PluginLibrary::open(const std::string& kind, const std::string& name,
+                                  const std::vector<PluginFolder>& folders) {
   if (!valid_name(name)) {
     ir::fail(ErrorCode::Plugin, kind + " plugin name '" + name + "' is not valid (letters, digits, '_' and '-' only)");
   }
   const std::string file = "libplexus-" + kind + "-" + name + ".so";
   std::string looked;
-  for (const auto& [dir, why] : search_path()) {
-    const std::string path = (std::filesystem::path(dir) / file).string();
-    looked += "\n  " + path + " (" + why + ")";
-    if (!std::filesystem::exists(path)) continue;
-    dlerror();
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
-      ir::fail(ErrorCode::Plugin, kind + " plugin '" + name + "': cannot load " + path + ": " + (err ? err : "unknown error"));
-    }
+  for (const PluginFolder& folder : folders) {
+    const std::string path = (fs::path(folder.path) / file).string();
+    looked += "\n  " + path + " (" + folder.why + ")";
+    if (!fs::exists(path)) continue;
     PluginLibrary lib;
-    lib.handle_ = std::shared_ptr<void>(handle, [](void* h) { dlclose(h); });
+    lib.handle_ = load(kind, name, path);
     lib.path_ = path;
     return lib;
   }
+  if (folders.empty()) looked = " (no folder: PLEXUS_PLUGIN_PATH is unset and the folder of libplexus.so is unknown)";
   ir::fail(ErrorCode::Plugin, kind + " plugin '" + name + "' not found; looked for " + file + " in:" + looked);
 }
 
