@@ -11,7 +11,7 @@
  * in $PLEXUS_PLUGIN_PATH (colon-separated folders), then next to libplexus.so, then in the
  * install's library folder, and picks it by the session option `collectives_plugin` or
  * the environment variable PLEXUS_COLLECTIVES (default "local"). A plugin compiles against
- * this header and <plexus/plexus.h> only (for plx_status and plx_dtype); it never links
+ * this header and <plexus/types.h> only (for plx_status and plx_dtype); it never links
  * libplexus.
  *
  * Model
@@ -85,7 +85,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plexus/plexus.h"
+#include "plexus/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -37,6 +37,9 @@
  *   8  workers: num_workers and worker_index in plx_session_options,
  *      plx_session_get_replicas, plx_workers_from_environment.
  *   9  the weight update on the host: weight_update_on_host in plx_session_options.
+ *  10  <plexus/types.h>: PLX_API, plx_status, plx_dtype, plx_last_error, plx_status_name,
+ *      plx_version and the version macros, which the plugin headers include instead of
+ *      this header.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -44,68 +47,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_WIN32)
-#define PLX_API __declspec(dllexport)
-#else
-#define PLX_API __attribute__((visibility("default")))
-#endif
+#include "plexus/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 9
-
-/** Largest tensor rank. */
-#define PLX_MAX_RANK 8
-
-/* ---- Status and errors ------------------------------------------------------------ */
-
-/** Result of every fallible call. */
-typedef int32_t plx_status;
-enum {
-  PLX_OK = 0,
-  PLX_ERR_INVALID_ARGUMENT = 1,  /**< NULL pointer, bad value, wrong buffer size, ... */
-  PLX_ERR_UNKNOWN_OP = 2,        /**< no op registered under that name */
-  PLX_ERR_SHAPE_MISMATCH = 3,    /**< shapes break an op's rule or a host array's shape */
-  PLX_ERR_DTYPE_MISMATCH = 4,    /**< dtypes break an op's rule */
-  PLX_ERR_NOT_FOUND = 5,         /**< id of a tensor, stream or device that does not exist */
-  PLX_ERR_OUT_OF_DEVICE_MEMORY = 6, /**< the memory plan exceeds a device's capacity */
-  PLX_ERR_INVALID_GROUPING = 7,  /**< a replica grouping does not fit the replication factor */
-  PLX_ERR_IO = 8,                /**< a file could not be opened, read or written */
-  PLX_ERR_BAD_FORMAT = 9,        /**< a file's content is not what its format requires */
-  PLX_ERR_RUNTIME = 10,          /**< a kernel failed while running (e.g. label out of range) */
-  PLX_ERR_PLUGIN = 11,           /**< a plugin is missing, incompatible or failed */
-  PLX_ERR_TIMEOUT = 12,          /**< a wait exceeded its limit */
-  PLX_ERR_CANCELLED = 13,        /**< the operation was cancelled */
-  PLX_ERR_UNSUPPORTED = 14,      /**< valid request this build or machine cannot serve */
-  PLX_ERR_BUFFER_TOO_SMALL = 15, /**< an output buffer is too small; the size needed is returned */
-  PLX_ERR_INTERNAL = 99          /**< a bug in Plexus; please report the message */
-};
-
-/**
- * Message of the last failed call on this thread ("" when none failed yet).
- *
- * @return UTF-8 text owned by Plexus, valid until the next Plexus call on this thread.
- * Thread safety: per thread.
- */
-PLX_API const char* plx_last_error(void);
-
-/**
- * Short name of a status ("PLX_ERR_SHAPE_MISMATCH"); "PLX_ERR_UNKNOWN_STATUS" for others.
- * @return Static string.
- */
-PLX_API const char* plx_status_name(plx_status status);
-
-/** PLX_API_VERSION of the library loaded at run time. Never fails. */
-PLX_API uint32_t plx_version(void);
-
 /* ---- Data types and attributes ------------------------------------------------------ */
-
-/** Element type of a tensor. */
-typedef int32_t plx_dtype;
-enum { PLX_DTYPE_FLOAT32 = 1, PLX_DTYPE_INT32 = 2, PLX_DTYPE_UINT8 = 3 };
 
 /** Kind of an op attribute value. */
 typedef int32_t plx_attr_kind;

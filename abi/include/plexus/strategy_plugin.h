@@ -16,7 +16,7 @@
  * returning a table that lives as long as the library is loaded. Plexus finds it like a
  * collectives plugin ($PLEXUS_PLUGIN_PATH, next to libplexus.so, <libdir>/plexus) and picks
  * it by the session option `execution_strategy`. A plugin compiles against this header and
- * <plexus/plexus.h> only; it never links libplexus.
+ * <plexus/types.h> only (for plx_status); it never links libplexus.
  *
  * Model
  * -----
@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plexus/plexus.h"
+#include "plexus/types.h"
 
 #ifdef __cplusplus
 extern "C" {
