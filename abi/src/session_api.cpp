@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "abi/src/handles.h"
+#include "abi/src/struct_size.h"
 #include "core/ops/blis_runtime.h"
 
 using namespace plexus;
@@ -37,41 +38,29 @@ void read_pipelining(const plx_session_options& o, runtime::SessionOptions& out)
   out.profile = o.profile != 0;
 }
 
-// Reads the fields the caller's struct has; later fields keep their defaults.
-runtime::SessionOptions to_options(const plx_session_options* o) {
+// The caller's options over the defaults: fields past its struct_size keep their defaults.
+runtime::SessionOptions to_options(const plx_session_options* options) {
   runtime::SessionOptions out;
-  if (o == nullptr) return out;
-  const size_t min_size = offsetof(plx_session_options, threads_per_device) + sizeof(int32_t);
-  if (o->struct_size < min_size) {
-    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: options->struct_size is " +
-                                                 std::to_string(o->struct_size) + ", at least " +
-                                                 std::to_string(min_size) + " expected (call plx_session_options_init)");
-  }
-  if (o->device_memory_bytes < 0) {
+  if (options == nullptr) return out;
+  plx_session_options defaults;
+  plx_session_options_init(&defaults);
+  const plx_session_options o = abi::read_struct(*options, defaults, abi::end_of(&plx_session_options::threads_per_device),
+                                                 "plx_session_create: options", "plx_session_options_init");
+  if (o.device_memory_bytes < 0) {
     ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: options->device_memory_bytes is " +
-                                                 std::to_string(o->device_memory_bytes) + ", must be >= 0");
+                                                 std::to_string(o.device_memory_bytes) + ", must be >= 0");
   }
-  out.device_iterations = o->device_iterations;
-  out.device_memory_bytes = static_cast<size_t>(o->device_memory_bytes);
-  out.threads_per_device = o->threads_per_device;
-  if (o->struct_size >= offsetof(plx_session_options, collective_timeout_ms) + sizeof(int64_t)) {  // version 2
-    if (o->collectives_plugin != nullptr) out.collectives_plugin = o->collectives_plugin;
-    out.collective_timeout_ms = o->collective_timeout_ms;
-  }
-  if (o->struct_size >= offsetof(plx_session_options, profile) + sizeof(int32_t)) {  // version 4
-    read_pipelining(*o, out);
-  }
-  if (o->struct_size >= offsetof(plx_session_options, io_threads) + sizeof(int32_t)) {  // version 5
-    out.prefetch_depth = o->prefetch_depth;
-    out.io_threads = o->io_threads;
-  }
-  if (o->struct_size >= offsetof(plx_session_options, worker_index) + sizeof(int64_t)) {  // version 8
-    out.num_workers = o->num_workers;
-    out.worker_index = o->worker_index;
-  }
-  if (o->struct_size >= offsetof(plx_session_options, weight_update_on_host) + sizeof(int32_t)) {  // version 9
-    out.weight_update_on_host = o->weight_update_on_host != 0;
-  }
+  out.device_iterations = o.device_iterations;
+  out.device_memory_bytes = static_cast<size_t>(o.device_memory_bytes);
+  out.threads_per_device = o.threads_per_device;
+  if (o.collectives_plugin != nullptr) out.collectives_plugin = o.collectives_plugin;
+  out.collective_timeout_ms = o.collective_timeout_ms;
+  read_pipelining(o, out);
+  out.prefetch_depth = o.prefetch_depth;
+  out.io_threads = o.io_threads;
+  out.num_workers = o.num_workers;
+  out.worker_index = o.worker_index;
+  out.weight_update_on_host = o.weight_update_on_host != 0;
   return out;
 }
 
@@ -245,24 +234,17 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
     const char* fn = "plx_session_get_memory_stats";
     require(session, fn, "session");
     require(out_stats, fn, "out_stats");
-    const size_t min_size = offsetof(plx_memory_stats, planned_peak_bytes) + sizeof(int64_t);  // version 1
-    if (out_stats->struct_size < min_size) {
-      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_stats->struct_size is " +
-                                                   std::to_string(out_stats->struct_size) + ", at least " +
-                                                   std::to_string(min_size) + " expected");
-    }
     const runtime::DeviceMemoryStats m = session->session->memory_stats(device);
-    out_stats->arena_bytes = static_cast<int64_t>(m.arena_bytes);
-    out_stats->variable_bytes = static_cast<int64_t>(m.variable_bytes);
-    out_stats->current_bytes = static_cast<int64_t>(m.current_bytes);
-    out_stats->peak_bytes = static_cast<int64_t>(m.peak_bytes);
-    out_stats->planned_peak_bytes = static_cast<int64_t>(m.planned_peak_bytes);
-    if (out_stats->struct_size >= offsetof(plx_memory_stats, remote_buffer_bytes) + sizeof(int64_t)) {  // version 3
-      out_stats->remote_buffer_bytes = static_cast<int64_t>(m.remote_buffer_bytes);
-    }
-    if (out_stats->struct_size >= offsetof(plx_memory_stats, offloaded_bytes) + sizeof(int64_t)) {  // version 4
-      out_stats->offloaded_bytes = static_cast<int64_t>(m.offloaded_bytes);
-    }
+    plx_memory_stats full{};
+    full.arena_bytes = static_cast<int64_t>(m.arena_bytes);
+    full.variable_bytes = static_cast<int64_t>(m.variable_bytes);
+    full.current_bytes = static_cast<int64_t>(m.current_bytes);
+    full.peak_bytes = static_cast<int64_t>(m.peak_bytes);
+    full.planned_peak_bytes = static_cast<int64_t>(m.planned_peak_bytes);
+    full.remote_buffer_bytes = static_cast<int64_t>(m.remote_buffer_bytes);
+    full.offloaded_bytes = static_cast<int64_t>(m.offloaded_bytes);
+    abi::write_struct(*out_stats, full, abi::end_of(&plx_memory_stats::planned_peak_bytes),
+                      std::string(fn) + ": out_stats");
   });
 }
 
@@ -272,17 +254,14 @@ PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, 
     const char* fn = "plx_session_get_variable_storage";
     require(session, fn, "session");
     require(out_storage, fn, "out_storage");
-    const size_t min_size = offsetof(plx_variable_storage, shard_over) + sizeof(int64_t);
-    if (out_storage->struct_size < min_size) {
-      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_storage->struct_size is " +
-                                                   std::to_string(out_storage->struct_size) + ", at least " +
-                                                   std::to_string(min_size) + " expected");
-    }
     const runtime::VariableStorage s =
         session->session->variable_storage(abi::decode_tensor(session->session->graph(), tensor, fn));
-    out_storage->device_bytes = static_cast<int64_t>(s.device_bytes);
-    out_storage->remote_bytes = static_cast<int64_t>(s.remote_bytes);
-    out_storage->shard_over = s.shard_over;
+    plx_variable_storage full{};
+    full.device_bytes = static_cast<int64_t>(s.device_bytes);
+    full.remote_bytes = static_cast<int64_t>(s.remote_bytes);
+    full.shard_over = s.shard_over;
+    abi::write_struct(*out_storage, full, abi::end_of(&plx_variable_storage::shard_over),
+                      std::string(fn) + ": out_storage");
   });
 }
 

@@ -12,8 +12,17 @@
  * - Handles are opaque pointers made by plx_<object>_create and released by
  *   plx_<object>_destroy, which accepts NULL. Tensors and streams are 64-bit ids owned by
  *   their IR; an id from another IR is rejected.
- * - Options structs begin with `size_t struct_size`; fill them with their _init function.
- *   Fields are only ever appended, so callers built against older headers keep working.
+ * - Structs that may grow begin with `size_t struct_size`: options structs (fill them with
+ *   their _init function) and out-structs (set struct_size to sizeof the struct). Fields
+ *   are only ever appended, each at or after the previous version's sizeof, so a
+ *   struct_size from any older header names a whole prefix: Plexus reads an options
+ *   struct's fields within struct_size and gives the rest their defaults, and writes an
+ *   out-struct's fields within struct_size only. A struct_size larger than today's (a
+ *   newer header) is accepted; one short of the struct's first version is
+ *   PLX_ERR_INVALID_ARGUMENT naming it. Each such struct lists its version history.
+ *   Structs without struct_size (plx_attr, plx_replica_grouping, plx_stage,
+ *   plx_host_array, plx_stream_callback: plain values and array elements) have a fixed
+ *   layout and never grow; a need for more fields gets a new struct.
  * - Enum values are fixed-width integers with explicit values, never reused.
  * - Dims are int64_t, counts size_t, byte sizes size_t, strings UTF-8 and NUL-terminated.
  * - No C++ exception and no abort() crosses this boundary; bad input never crashes.
@@ -203,7 +212,11 @@ enum {
   PLX_RETRIEVAL_ALL_REPLICAS = 1   /**< [R] + shape, row r from replica r */
 };
 
-/** Options of a variable. Initialise with plx_variable_options_init(). */
+/**
+ * Options of a variable. Initialise with plx_variable_options_init().
+ * Versions (struct_size): 2 struct_size, grouping, retrieval_mode (24 bytes on LP64);
+ * 3 shard_over (32).
+ */
 typedef struct plx_variable_options {
   size_t struct_size;                   /**< sizeof(plx_variable_options), set by _init */
   const plx_replica_grouping* grouping; /**< replicas sharing a value; NULL = one group of all (default). Borrowed. */
@@ -439,7 +452,13 @@ enum {
   PLX_OUTPUT_SUM = 3      /**< the sum over the run: [R] + S */
 };
 
-/** Session options. Initialise with plx_session_options_init(), then change fields. */
+/**
+ * Session options. Initialise with plx_session_options_init(), then change fields.
+ * Versions (struct_size on LP64): 1 device_iterations, device_memory_bytes,
+ * threads_per_device (32); 2 collectives_plugin, collective_timeout_ms (48);
+ * 4 gradient_accumulation .. profile (112); 5 prefetch_depth, io_threads (128);
+ * 8 num_workers, worker_index (144); 9 weight_update_on_host (152).
+ */
 typedef struct plx_session_options {
   size_t struct_size;            /**< sizeof(plx_session_options), set by _init */
   int64_t device_iterations;     /**< steps per plx_session_run call, >= 1 (default 1) */
@@ -505,7 +524,8 @@ PLX_API void plx_session_options_init(plx_session_options* options);
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
                                       plx_session** out_session);
 
-/** Where a session's replicas are in a job of several workers (seed 002). */
+/** Where a session's replicas are in a job of several workers (seed 002). Versions
+ *  (struct_size on LP64): 8 every field (48). */
 typedef struct plx_replica_info {
   size_t struct_size;           /**< sizeof(plx_replica_info) as the caller knows it */
   int64_t replication_factor;   /**< global replicas R of the job */
@@ -615,7 +635,7 @@ typedef void (*plx_run_complete_fn)(void* user_data, plx_status status, const ch
  *  callback (not both); device-to-host streams may have an output array or a deliver
  *  callback (or neither: discarded). */
 typedef struct plx_run_options {
-  size_t struct_size;                  /**< sizeof(plx_run_options) */
+  size_t struct_size;                  /**< sizeof(plx_run_options), set by _init. Versions: 5 every field (72) */
   const plx_host_array* inputs;        /**< borrowed until the run completes */
   size_t num_inputs;
   const plx_host_array* outputs;       /**< borrowed until the run completes */
@@ -664,7 +684,8 @@ PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_opti
  */
 PLX_API plx_status plx_session_cancel(plx_session* session);
 
-/** Streaming figures of the session's last finished run (DESIGN.md "Streaming layer"). */
+/** Streaming figures of the session's last finished run (DESIGN.md "Streaming layer"). Times
+ *  in nanoseconds. Versions (struct_size on LP64): 5 every field (72). */
 typedef struct plx_stream_stats {
   size_t struct_size;        /**< set by the caller to sizeof(plx_stream_stats) */
   int64_t run_ns;            /**< wall time of the run */
@@ -735,7 +756,8 @@ PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor t
 /** Number of virtual devices of a session (hosted replicas x devices per replica). */
 PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count);
 
-/** Memory of one virtual device, in bytes. */
+/** Memory of one virtual device, in bytes. Versions (struct_size on LP64): 1 arena_bytes ..
+ *  planned_peak_bytes (48); 3 remote_buffer_bytes (56); 4 offloaded_bytes (64). */
 typedef struct plx_memory_stats {
   size_t struct_size;          /**< set by the caller to sizeof(plx_memory_stats) */
   int64_t arena_bytes;         /**< device arena size: what the memory plan needs */
@@ -749,7 +771,8 @@ typedef struct plx_memory_stats {
   int64_t offloaded_bytes;     /**< optimizer state of this device's stages kept in host memory */
 } plx_memory_stats;
 
-/** Where one replica keeps a variable, in bytes per replica. */
+/** Where one replica keeps a variable, in bytes per replica. Versions (struct_size on
+ *  LP64): 3 every field (32). */
 typedef struct plx_variable_storage {
   size_t struct_size;    /**< set by the caller to sizeof(plx_variable_storage) */
   int64_t device_bytes;  /**< in the device arena (a replica-sharded variable: its shard) */
@@ -872,6 +895,8 @@ PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void**
  */
 typedef struct plx_loader plx_loader;
 
+/** Options of a loader. Initialise with plx_loader_options_init(). Versions (struct_size on
+ *  LP64): 5 batch_size .. workers (64); 7 num_shards, shard_index (80). */
 typedef struct plx_loader_options {
   size_t struct_size;     /**< sizeof(plx_loader_options), set by _init */
   int64_t batch_size;     /**< samples per micro-batch per replica, >= 1 (default 1) */
@@ -948,7 +973,8 @@ typedef enum plx_shuffle {
  *  (valid during the call). Called once, on an io thread, before the plx_run completes. */
 typedef void (*plx_checkpoint_done)(void* user_data, plx_status status, const char* message);
 
-/** Options of saving and loading checkpoints. Initialise with plx_checkpoint_options_init(). */
+/** Options of saving and loading checkpoints. Initialise with plx_checkpoint_options_init().
+ *  Versions (struct_size on LP64): 6 every field (72). */
 typedef struct plx_checkpoint_options {
   size_t struct_size;  /**< sizeof(plx_checkpoint_options), set by _init */
   int32_t level;       /**< saving: zstd level, 1 .. 19 (default 3) */
