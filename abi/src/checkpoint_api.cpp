@@ -10,7 +10,7 @@ using abi::require;
 
 namespace {
 
-constexpr uint64_t kDefaultStagingBytes = uint64_t{1} << 30;
+constexpr size_t kDefaultStagingBytes = size_t{1} << 30;
 
 // The caller's options over the defaults (NULL: the defaults), counters checked.
 plx_checkpoint_options options_or_defaults(const plx_checkpoint_options* options, const char* fn) {

@@ -98,10 +98,10 @@ PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loade
 
 PLX_API void plx_loader_destroy(plx_loader* loader) { delete loader; }
 
-PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs) {
+PLX_API plx_status plx_loader_get_runs_per_epoch(const plx_loader* loader, int64_t* out_runs) {
   return guarded([&] {
-    require(loader, "plx_loader_runs_per_epoch", "loader");
-    require(out_runs, "plx_loader_runs_per_epoch", "out_runs");
+    require(loader, "plx_loader_get_runs_per_epoch", "loader");
+    require(out_runs, "plx_loader_get_runs_per_epoch", "out_runs");
     *out_runs = loader->loader.runs_per_epoch();
   });
 }

@@ -148,8 +148,8 @@ PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_
     const runtime::StreamStats s = session->session->last_stream_stats();
     plx_stream_stats full{};
     full.run_ns = s.run_ns;
-    full.h2d_bytes = s.h2d_bytes;
-    full.d2h_bytes = s.d2h_bytes;
+    full.h2d_bytes = static_cast<size_t>(s.h2d_bytes);
+    full.d2h_bytes = static_cast<size_t>(s.d2h_bytes);
     full.transfer_ns = s.transfer_ns;
     full.exposed_wait_ns = s.exposed_wait_ns;
     full.micro_batches = s.micro_batches;

@@ -46,12 +46,8 @@ runtime::SessionOptions to_options(const plx_session_options* options) {
   plx_session_options_init(&defaults);
   const plx_session_options o = abi::read_struct(*options, defaults, abi::end_of(&plx_session_options::threads_per_device),
                                                  "plx_session_create: options", "plx_session_options_init");
-  if (o.device_memory_bytes < 0) {
-    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: options->device_memory_bytes is " +
-                                                 std::to_string(o.device_memory_bytes) + ", must be >= 0");
-  }
   out.device_iterations = o.device_iterations;
-  out.device_memory_bytes = static_cast<size_t>(o.device_memory_bytes);
+  out.device_memory_bytes = o.device_memory_bytes;
   out.threads_per_device = o.threads_per_device;
   if (o.collectives_plugin != nullptr) out.collectives_plugin = o.collectives_plugin;
   out.collective_timeout_ms = o.collective_timeout_ms;
@@ -138,7 +134,7 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   const runtime::SessionOptions defaults;
   options->struct_size = sizeof(plx_session_options);
   options->device_iterations = defaults.device_iterations;
-  options->device_memory_bytes = static_cast<int64_t>(defaults.device_memory_bytes);
+  options->device_memory_bytes = defaults.device_memory_bytes;
   options->threads_per_device = defaults.threads_per_device;
   options->collectives_plugin = nullptr;
   options->collective_timeout_ms = defaults.collective_timeout_ms;
@@ -220,10 +216,10 @@ PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor t
   });
 }
 
-PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count) {
+PLX_API plx_status plx_session_get_num_devices(const plx_session* session, size_t* out_count) {
   return guarded([&] {
-    require(session, "plx_session_num_devices", "session");
-    require(out_count, "plx_session_num_devices", "out_count");
+    require(session, "plx_session_get_num_devices", "session");
+    require(out_count, "plx_session_get_num_devices", "out_count");
     *out_count = session->session->num_devices();
   });
 }
@@ -236,13 +232,13 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
     require(out_stats, fn, "out_stats");
     const runtime::DeviceMemoryStats m = session->session->memory_stats(device);
     plx_memory_stats full{};
-    full.arena_bytes = static_cast<int64_t>(m.arena_bytes);
-    full.variable_bytes = static_cast<int64_t>(m.variable_bytes);
-    full.current_bytes = static_cast<int64_t>(m.current_bytes);
-    full.peak_bytes = static_cast<int64_t>(m.peak_bytes);
-    full.planned_peak_bytes = static_cast<int64_t>(m.planned_peak_bytes);
-    full.remote_buffer_bytes = static_cast<int64_t>(m.remote_buffer_bytes);
-    full.offloaded_bytes = static_cast<int64_t>(m.offloaded_bytes);
+    full.arena_bytes = m.arena_bytes;
+    full.variable_bytes = m.variable_bytes;
+    full.current_bytes = m.current_bytes;
+    full.peak_bytes = m.peak_bytes;
+    full.planned_peak_bytes = m.planned_peak_bytes;
+    full.remote_buffer_bytes = m.remote_buffer_bytes;
+    full.offloaded_bytes = m.offloaded_bytes;
     abi::write_struct(*out_stats, full, abi::end_of(&plx_memory_stats::planned_peak_bytes),
                       std::string(fn) + ": out_stats");
   });
@@ -257,8 +253,8 @@ PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, 
     const runtime::VariableStorage s =
         session->session->variable_storage(abi::decode_tensor(session->session->graph(), tensor, fn));
     plx_variable_storage full{};
-    full.device_bytes = static_cast<int64_t>(s.device_bytes);
-    full.remote_bytes = static_cast<int64_t>(s.remote_bytes);
+    full.device_bytes = s.device_bytes;
+    full.remote_bytes = s.remote_bytes;
     full.shard_over = s.shard_over;
     abi::write_struct(*out_storage, full, abi::end_of(&plx_variable_storage::shard_over),
                       std::string(fn) + ": out_storage");
@@ -287,9 +283,9 @@ PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffe
   });
 }
 
-PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size) {
+PLX_API plx_status plx_runtime_get_info(char* buffer, size_t capacity, size_t* out_size) {
   return guarded([&] {
-    if (capacity > 0) require(buffer, "plx_get_runtime_info", "buffer");
+    if (capacity > 0) require(buffer, "plx_runtime_get_info", "buffer");
     const ops::BlisInfo b = ops::blis_info();
     std::string candidates;
     for (const auto& c : b.candidates) candidates += (candidates.empty() ? "" : ",") + c;

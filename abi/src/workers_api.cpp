@@ -28,10 +28,10 @@ PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_repl
   });
 }
 
-PLX_API plx_status plx_workers_from_environment(int64_t* out_num_workers, int64_t* out_worker_index) {
+PLX_API plx_status plx_workers_read_environment(int64_t* out_num_workers, int64_t* out_worker_index) {
   return guarded([&] {
-    require(out_num_workers, "plx_workers_from_environment", "out_num_workers");
-    require(out_worker_index, "plx_workers_from_environment", "out_worker_index");
+    require(out_num_workers, "plx_workers_read_environment", "out_num_workers");
+    require(out_worker_index, "plx_workers_read_environment", "out_worker_index");
     const runtime::WorkerPlace place = runtime::workers_from_environment();
     *out_num_workers = place.count;
     *out_worker_index = place.index;

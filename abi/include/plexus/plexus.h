@@ -48,7 +48,18 @@
  *   9  the weight update on the host: weight_update_on_host in plx_session_options.
  *  10  <plexus/types.h>: PLX_API, plx_status, plx_dtype, plx_last_error, plx_status_name,
  *      plx_version and the version macros, which the plugin headers include instead of
- *      this header.
+ *      this header. struct_size: every growable struct accepts every older (and newer)
+ *      struct_size; each lists its versions. Byte counts are size_t everywhere
+ *      (device_memory_bytes, plx_memory_stats, plx_variable_storage, plx_stream_stats'
+ *      h2d/d2h_bytes, staging_bytes were int64_t/uint64_t: same size and alignment on the
+ *      64-bit targets Plexus supports). One completion callback, plx_run_complete_fn
+ *      (plx_checkpoint_done is its deprecated alias). Regular plx_<object>_<verb> names,
+ *      the old ones deprecated aliases until 1.0: plx_ir_begin_sequence /
+ *      plx_ir_end_sequence (plx_ir_in_sequence_begin / _end), plx_runtime_get_info
+ *      (plx_get_runtime_info), plx_workers_read_environment (plx_workers_from_environment),
+ *      plx_loader_get_runs_per_epoch (plx_loader_runs_per_epoch),
+ *      plx_session_get_num_devices (plx_session_num_devices),
+ *      plx_replica_grouping_get_num_groups (plx_replica_grouping_num_groups).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -164,7 +175,7 @@ PLX_API plx_status plx_replica_grouping_create(int64_t replication_factor, int64
                                                plx_replica_grouping* out_grouping);
 
 /** Number of groups, R / g. Errors: PLX_ERR_INVALID_ARGUMENT (NULL), PLX_ERR_INVALID_GROUPING. */
-PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups);
+PLX_API plx_status plx_replica_grouping_get_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups);
 
 /**
  * Members of group `group`, increasing.
@@ -321,10 +332,10 @@ PLX_API plx_status plx_ir_add_remote_replica_sharded_variable(plx_ir* ir, const 
  * it was added, so the scope guarantees what PopXL programs rely on; scopes nest.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (ir NULL).
  */
-PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir);
+PLX_API plx_status plx_ir_begin_sequence(plx_ir* ir);
 
 /** Closes the innermost in_sequence scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
-PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir);
+PLX_API plx_status plx_ir_end_sequence(plx_ir* ir);
 
 /* ---- Blocks (pipelined and sharded execution) ---------------------------------------- */
 
@@ -457,12 +468,14 @@ enum {
  * Versions (struct_size on LP64): 1 device_iterations, device_memory_bytes,
  * threads_per_device (32); 2 collectives_plugin, collective_timeout_ms (48);
  * 4 gradient_accumulation .. profile (112); 5 prefetch_depth, io_threads (128);
- * 8 num_workers, worker_index (144); 9 weight_update_on_host (152).
+ * 8 num_workers, worker_index (144); 9 weight_update_on_host (152); 10 device_memory_bytes
+ * becomes size_t (was int64_t; same size and alignment).
  */
 typedef struct plx_session_options {
   size_t struct_size;            /**< sizeof(plx_session_options), set by _init */
   int64_t device_iterations;     /**< steps per plx_session_run call, >= 1 (default 1) */
-  int64_t device_memory_bytes;   /**< arena capacity per device in bytes; 0 = no limit (default) */
+  size_t device_memory_bytes;    /**< arena capacity per device in bytes; 0 = no limit (default).
+                                       int64_t before version 10 (same size and alignment) */
   int32_t threads_per_device;    /**< BLIS threads per device; 0 = cores / devices (default) */
   /* since PLX_API_VERSION 2 */
   const char* collectives_plugin; /**< collectives plugin name; NULL = $PLEXUS_COLLECTIVES, else "local". Copied. */
@@ -491,7 +504,7 @@ typedef struct plx_session_options {
                                        R must be a multiple of it and the collectives plugin must
                                        serve several processes ("mpi"). Streams then carry the hosted
                                        replicas only. 0: num_workers and worker_index from the
-                                       launcher (plx_workers_from_environment). */
+                                       launcher (plx_workers_read_environment). */
   int64_t worker_index;           /**< this process's worker, in [0, num_workers) (default 0) */
   /* since PLX_API_VERSION 9 */
   int32_t weight_update_on_host;  /**< 1: the weight update runs on the host (seed 002's host_call with
@@ -550,7 +563,7 @@ PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_repl
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, or a variable that is not a number or
  *         out of range, named in the message).
  */
-PLX_API plx_status plx_workers_from_environment(int64_t* out_num_workers, int64_t* out_worker_index);
+PLX_API plx_status plx_workers_read_environment(int64_t* out_num_workers, int64_t* out_worker_index);
 
 /** Destroys a session: cancels its running and queued runs (they end with
  *  PLX_ERR_CANCELLED), waits for them, then frees it; NULL is ignored. */
@@ -626,8 +639,12 @@ typedef struct plx_stream_callback {
 } plx_stream_callback;
 
 /**
- * Called once when an asynchronous run ends, on a session thread: `status` PLX_OK or the
- * run's error, `message` its text (valid during the call). Must not destroy the session.
+ * The one completion callback of the API: called once when an asynchronous operation ends
+ * (a run: plx_run_options.on_complete; a checkpoint save: plx_checkpoint_options.on_complete),
+ * on one of the session's threads, before plx_run_wait() on its plx_run returns: `status`
+ * PLX_OK or the operation's error, `message` its UTF-8 text ("" on success; valid during
+ * the call only), `user_data` as given. Must not destroy the session nor wait for the run.
+ * @since 5 (checkpoint saves: 6, as plx_checkpoint_done, now a deprecated alias)
  */
 typedef void (*plx_run_complete_fn)(void* user_data, plx_status status, const char* message);
 
@@ -685,12 +702,13 @@ PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_opti
 PLX_API plx_status plx_session_cancel(plx_session* session);
 
 /** Streaming figures of the session's last finished run (DESIGN.md "Streaming layer"). Times
- *  in nanoseconds. Versions (struct_size on LP64): 5 every field (72). */
+ *  in nanoseconds. Versions (struct_size on LP64): 5 every field (72); 10 h2d_bytes and
+ *  d2h_bytes become size_t (were int64_t). */
 typedef struct plx_stream_stats {
   size_t struct_size;        /**< set by the caller to sizeof(plx_stream_stats) */
   int64_t run_ns;            /**< wall time of the run */
-  int64_t h2d_bytes;         /**< bytes moved host -> device (all streams and replicas) */
-  int64_t d2h_bytes;         /**< bytes moved device -> host */
+  size_t h2d_bytes;          /**< bytes moved host -> device (all streams and replicas) */
+  size_t d2h_bytes;          /**< bytes moved device -> host */
   int64_t transfer_ns;       /**< io-thread time spent moving them (copies and callbacks), summed over threads;
                                   0 with prefetch_depth 0 (the devices copy) */
   int64_t exposed_wait_ns;   /**< device time spent waiting for a host-to-device buffer that was not ready,
@@ -754,29 +772,30 @@ PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor t
                                               size_t data_bytes);
 
 /** Number of virtual devices of a session (hosted replicas x devices per replica). */
-PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count);
+PLX_API plx_status plx_session_get_num_devices(const plx_session* session, size_t* out_count);
 
 /** Memory of one virtual device, in bytes. Versions (struct_size on LP64): 1 arena_bytes ..
- *  planned_peak_bytes (48); 3 remote_buffer_bytes (56); 4 offloaded_bytes (64). */
+ *  planned_peak_bytes (48); 3 remote_buffer_bytes (56); 4 offloaded_bytes (64); 10 the
+ *  fields become size_t (were int64_t; same size and alignment). */
 typedef struct plx_memory_stats {
   size_t struct_size;          /**< set by the caller to sizeof(plx_memory_stats) */
-  int64_t arena_bytes;         /**< device arena size: what the memory plan needs */
-  int64_t variable_bytes;      /**< variables and constants, resident between runs */
-  int64_t current_bytes;       /**< bytes live now (variable_bytes between runs) */
-  int64_t peak_bytes;          /**< most bytes live at once since the session was created */
-  int64_t planned_peak_bytes;  /**< most bytes live at once in one step, per the plan */
+  size_t arena_bytes;          /**< device arena size: what the memory plan needs */
+  size_t variable_bytes;       /**< variables and constants, resident between runs */
+  size_t current_bytes;        /**< bytes live now (variable_bytes between runs) */
+  size_t peak_bytes;           /**< most bytes live at once since the session was created */
+  size_t planned_peak_bytes;   /**< most bytes live at once in one step, per the plan */
   /* since PLX_API_VERSION 3 */
-  int64_t remote_buffer_bytes; /**< this replica's remote buffers (host memory, not the arena) */
+  size_t remote_buffer_bytes;  /**< this replica's remote buffers (host memory, not the arena) */
   /* since PLX_API_VERSION 4 */
-  int64_t offloaded_bytes;     /**< optimizer state of this device's stages kept in host memory */
+  size_t offloaded_bytes;      /**< optimizer state of this device's stages kept in host memory */
 } plx_memory_stats;
 
 /** Where one replica keeps a variable, in bytes per replica. Versions (struct_size on
- *  LP64): 3 every field (32). */
+ *  LP64): 3 every field (32); 10 device_bytes and remote_bytes become size_t (were int64_t). */
 typedef struct plx_variable_storage {
   size_t struct_size;    /**< set by the caller to sizeof(plx_variable_storage) */
-  int64_t device_bytes;  /**< in the device arena (a replica-sharded variable: its shard) */
-  int64_t remote_bytes;  /**< in a remote buffer slot */
+  size_t device_bytes;   /**< in the device arena (a replica-sharded variable: its shard) */
+  size_t remote_bytes;   /**< in a remote buffer slot */
   int64_t shard_over;    /**< replicas holding shards of one value; 1 when not sharded */
 } plx_variable_storage;
 
@@ -829,7 +848,7 @@ PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffe
  * ("measured per GEMM shape", or "BLIS_ARCH_TYPE=6 (zen3)" when the user forced one).
  * Buffer protocol as plx_session_get_report().
  */
-PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size);
+PLX_API plx_status plx_runtime_get_info(char* buffer, size_t capacity, size_t* out_size);
 
 /* ---- Datasets (IDX files: MNIST, Fashion-MNIST) ------------------------------------- */
 
@@ -934,7 +953,7 @@ PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loade
 PLX_API void plx_loader_destroy(plx_loader* loader);
 
 /** Runs per epoch (see drop_last). @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
-PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs);
+PLX_API plx_status plx_loader_get_runs_per_epoch(const plx_loader* loader, int64_t* out_runs);
 
 /**
  * Makes the callbacks serve run `run` of epoch `epoch` and starts preparing it (and the
@@ -969,12 +988,10 @@ typedef enum plx_shuffle {
   PLX_SHUFFLE_ON = 2
 } plx_shuffle;
 
-/** Completion of an asynchronous save: status PLX_OK or the error, with its message
- *  (valid during the call). Called once, on an io thread, before the plx_run completes. */
-typedef void (*plx_checkpoint_done)(void* user_data, plx_status status, const char* message);
-
 /** Options of saving and loading checkpoints. Initialise with plx_checkpoint_options_init().
- *  Versions (struct_size on LP64): 6 every field (72). */
+ *  Versions (struct_size on LP64): 6 every field (72); 10 on_complete is a
+ *  plx_run_complete_fn (the same signature as plx_checkpoint_done), staging_bytes a size_t
+ *  (was uint64_t). */
 typedef struct plx_checkpoint_options {
   size_t struct_size;  /**< sizeof(plx_checkpoint_options), set by _init */
   int32_t level;       /**< saving: zstd level, 1 .. 19 (default 3) */
@@ -985,9 +1002,10 @@ typedef struct plx_checkpoint_options {
   size_t num_counters; /**< the caller's counters (epoch, data loader position, ...) */
   const char* const* counter_names; /**< num_counters names; borrowed during the call */
   int64_t* counter_values; /**< saving: the values stored; loading: receives the stored values */
-  plx_checkpoint_done on_complete; /**< asynchronous saves: optional completion callback */
+  plx_run_complete_fn on_complete; /**< asynchronous saves: optional completion callback, called on a
+                                        checkpoint thread */
   void* user_data;                 /**< passed to on_complete */
-  uint64_t staging_bytes; /**< asynchronous saves: snapshot bytes held at once before a save
+  size_t staging_bytes;   /**< asynchronous saves: snapshot bytes held at once before a save
                                waits for earlier ones (default 1 GiB); fixed by the session's
                                first asynchronous save, as is `threads` for its checkpoint
                                threads */
@@ -1041,6 +1059,36 @@ PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char*
  *  when training); restored by loading a checkpoint.
  *  @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
 PLX_API plx_status plx_session_get_step(const plx_session* session, int64_t* out_step);
+
+/* ---- Deprecated names (removed at 1.0) ---------------------------------------------- */
+
+/* Names that broke plx_<object>_<verb>, renamed in version 10. Each old symbol is still
+ * exported and calls the new function (same arguments, same result; its error messages
+ * name the new function). Using one warns unless PLX_NO_DEPRECATION_WARNINGS is defined.
+ * Thread safety and @since as their replacements (each old name: @since as listed in the
+ * changelog, deprecated since 10). */
+
+/** Deprecated since 10: use plx_ir_begin_sequence(). */
+PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir) PLX_DEPRECATED("plx_ir_begin_sequence");
+/** Deprecated since 10: use plx_ir_end_sequence(). */
+PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir) PLX_DEPRECATED("plx_ir_end_sequence");
+/** Deprecated since 10: use plx_replica_grouping_get_num_groups(). */
+PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups)
+    PLX_DEPRECATED("plx_replica_grouping_get_num_groups");
+/** Deprecated since 10: use plx_runtime_get_info(). */
+PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size)
+    PLX_DEPRECATED("plx_runtime_get_info");
+/** Deprecated since 10: use plx_workers_read_environment(). */
+PLX_API plx_status plx_workers_from_environment(int64_t* out_num_workers, int64_t* out_worker_index)
+    PLX_DEPRECATED("plx_workers_read_environment");
+/** Deprecated since 10: use plx_loader_get_runs_per_epoch(). */
+PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs)
+    PLX_DEPRECATED("plx_loader_get_runs_per_epoch");
+/** Deprecated since 10: use plx_session_get_num_devices(). */
+PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count)
+    PLX_DEPRECATED("plx_session_get_num_devices");
+/** Deprecated since 10: the completion callback of checkpoint saves is plx_run_complete_fn. */
+typedef plx_run_complete_fn plx_checkpoint_done;
 
 #ifdef __cplusplus
 }

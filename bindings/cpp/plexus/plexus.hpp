@@ -69,7 +69,7 @@ class ReplicaGrouping {
   int64_t stride() const { return g_.stride; }
   int64_t num_groups() const {
     int64_t n = 0;
-    check(plx_replica_grouping_num_groups(&g_, &n));
+    check(plx_replica_grouping_get_num_groups(&g_, &n));
     return n;
   }
   std::vector<int64_t> members(int64_t group) const {
@@ -416,8 +416,8 @@ class Ir {
 /// the order they were added.
 class InSequence {
  public:
-  explicit InSequence(Ir& ir) : ir_(ir) { check(plx_ir_in_sequence_begin(ir.get())); }
-  ~InSequence() { plx_ir_in_sequence_end(ir_.get()); }
+  explicit InSequence(Ir& ir) : ir_(ir) { check(plx_ir_begin_sequence(ir.get())); }
+  ~InSequence() { plx_ir_end_sequence(ir_.get()); }
   InSequence(const InSequence&) = delete;
   InSequence& operator=(const InSequence&) = delete;
 
@@ -569,7 +569,7 @@ class Session {
 
   size_t num_devices() const {
     size_t n = 0;
-    check(plx_session_num_devices(handle_, &n));
+    check(plx_session_get_num_devices(handle_, &n));
     return n;
   }
 
@@ -675,24 +675,24 @@ class Session {
   plx_session* handle_ = nullptr;
 };
 
-/// plx_get_runtime_info() as a string.
+/// plx_runtime_get_info() as a string.
 inline std::string runtime_info() {
   size_t size = 0;
-  plx_get_runtime_info(nullptr, 0, &size);
+  plx_runtime_get_info(nullptr, 0, &size);
   std::string text(size, '\0');
-  check(plx_get_runtime_info(text.data(), text.size(), &size));
+  check(plx_runtime_get_info(text.data(), text.size(), &size));
   text.resize(size - 1);
   return text;
 }
 
-/// This process's worker as its launcher tells it (plx_workers_from_environment).
+/// This process's worker as its launcher tells it (plx_workers_read_environment).
 struct WorkerPlace {
   int64_t count = 1;
   int64_t index = 0;
 };
 inline WorkerPlace workers_from_environment() {
   WorkerPlace place;
-  check(plx_workers_from_environment(&place.count, &place.index));
+  check(plx_workers_read_environment(&place.count, &place.index));
   return place;
 }
 
@@ -777,7 +777,7 @@ class Loader {
 
   int64_t runs_per_epoch() const {
     int64_t runs = 0;
-    check(plx_loader_runs_per_epoch(handle_, &runs));
+    check(plx_loader_get_runs_per_epoch(handle_, &runs));
     return runs;
   }
   /// Serves run `run` of epoch `epoch` next (call before each session run).
