@@ -129,11 +129,16 @@ typedef uint64_t plx_stream;
  *
  * @param out_ir Receives the IR; release it with plx_ir_destroy().
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (out_ir is NULL).
- * Thread safety: an IR must not be used from several threads at once.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_create(plx_ir** out_ir);
 
-/** Releases an IR and its ids; NULL is ignored. Sessions created from it stay valid. */
+/**
+ * Releases an IR and its ids; NULL is ignored. Sessions created from it stay valid.
+ * Thread safety: not concurrently with any other call on `ir`.
+ * @since 1
+ */
 PLX_API void plx_ir_destroy(plx_ir* ir);
 
 /**
@@ -144,10 +149,16 @@ PLX_API void plx_ir_destroy(plx_ir* ir);
  * @param replication_factor >= 1 (default 1).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (ir NULL, R < 1, or the IR already has tensors:
  *         set R first).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 2
  */
 PLX_API plx_status plx_ir_set_replication_factor(plx_ir* ir, int64_t replication_factor);
 
-/** The IR's replication factor. @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+/**
+ * The IR's replication factor. @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 2
+ */
 PLX_API plx_status plx_ir_get_replication_factor(const plx_ir* ir, int64_t* out_replication_factor);
 
 /* ---- Replica groupings (seed 001, 13.2) ---------------------------------------------- */
@@ -170,11 +181,17 @@ typedef struct plx_replica_grouping {
  * @param group_size  g; 0 means R / stride (PopXL's default).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (out NULL); PLX_ERR_INVALID_GROUPING (the
  *         message gives R, g and s). On error *out_grouping is untouched.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
  */
 PLX_API plx_status plx_replica_grouping_create(int64_t replication_factor, int64_t group_size, int64_t stride,
                                                plx_replica_grouping* out_grouping);
 
-/** Number of groups, R / g. Errors: PLX_ERR_INVALID_ARGUMENT (NULL), PLX_ERR_INVALID_GROUPING. */
+/**
+ * Number of groups, R / g. Errors: PLX_ERR_INVALID_ARGUMENT (NULL), PLX_ERR_INVALID_GROUPING.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 10 (as plx_replica_grouping_num_groups() since 2)
+ */
 PLX_API plx_status plx_replica_grouping_get_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups);
 
 /**
@@ -183,17 +200,25 @@ PLX_API plx_status plx_replica_grouping_get_num_groups(const plx_replica_groupin
  * @param out_count Receives g (may be NULL).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL grouping, group out of range);
  *         PLX_ERR_INVALID_GROUPING; PLX_ERR_BUFFER_TOO_SMALL (capacity < g; out_count set).
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
  */
 PLX_API plx_status plx_replica_grouping_get_members(const plx_replica_grouping* grouping, int64_t group,
                                                     int64_t* members, size_t capacity, size_t* out_count);
 
-/** Group of replica `replica` (0 <= replica < R). Errors as above. */
+/**
+ * Group of replica `replica` (0 <= replica < R). Errors as above.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
+ */
 PLX_API plx_status plx_replica_grouping_get_group(const plx_replica_grouping* grouping, int64_t replica,
                                                   int64_t* out_group);
 
 /**
  * The transpose (orthogonal) grouping: the replicas holding the same position in each
  * group. Exists when s == 1 or s*g == R; otherwise PLX_ERR_INVALID_GROUPING.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
  */
 PLX_API plx_status plx_replica_grouping_transpose(const plx_replica_grouping* grouping,
                                                   plx_replica_grouping* out_transpose);
@@ -212,6 +237,8 @@ PLX_API plx_status plx_replica_grouping_transpose(const plx_replica_grouping* gr
  * @param out_tensor Receives the variable's id.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype, rank or dim, duplicate
  *         name, data_bytes wrong). On error nothing is added.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
                                        size_t rank, const void* data, size_t data_bytes, plx_tensor* out_tensor);
@@ -236,7 +263,11 @@ typedef struct plx_variable_options {
   int64_t shard_over; /**< replica-sharded variables: replicas a value is sharded over; 0 = the group size (default) */
 } plx_variable_options;
 
-/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+/**
+ * Fills `options` with defaults and sets struct_size. NULL is ignored.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 2
+ */
 PLX_API void plx_variable_options_init(plx_variable_options* options);
 
 /**
@@ -250,6 +281,8 @@ PLX_API void plx_variable_options_init(plx_variable_options* options);
  * @return as plx_ir_add_variable(), plus PLX_ERR_INVALID_GROUPING (grouping invalid or for
  *         another replication factor) and PLX_ERR_INVALID_ARGUMENT (bad retrieval mode,
  *         struct_size too small, data_bytes not num_groups * numel * dtype size).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 2
  */
 PLX_API plx_status plx_ir_add_variable_with_options(plx_ir* ir, const char* name, plx_dtype dtype,
                                                     const int64_t* shape, size_t rank, const void* data,
@@ -270,6 +303,8 @@ typedef uint64_t plx_remote_buffer;
  * @param shape   Per-replica slot shape, without any group dim. Borrowed.
  * @param entries Slots per replica, >= 1.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype/shape, entries < 1).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_remote_buffer(plx_ir* ir, plx_dtype dtype, const int64_t* shape, size_t rank,
                                             int64_t entries, plx_remote_buffer* out_buffer);
@@ -283,6 +318,8 @@ PLX_API plx_status plx_ir_add_remote_buffer(plx_ir* ir, plx_dtype dtype, const i
  * @return as plx_ir_add_variable_with_options(), plus PLX_ERR_NOT_FOUND (no such buffer),
  *         PLX_ERR_INVALID_ARGUMENT (entry out of range, a buffer of sharded variables),
  *         PLX_ERR_SHAPE_MISMATCH (dtype or shape differs from the buffer's slots).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_remote_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
                                               size_t rank, const void* data, size_t data_bytes,
@@ -306,6 +343,8 @@ PLX_API plx_status plx_ir_add_remote_variable(plx_ir* ir, const char* name, plx_
  *                     its shard on the device, so both ids name the same tensor.
  * @return as plx_ir_add_variable_with_options(), plus PLX_ERR_INVALID_GROUPING (shard_over
  *         does not divide the group size).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_replica_sharded_variable(plx_ir* ir, const char* name, plx_dtype dtype,
                                                        const int64_t* shape, size_t rank, const void* data,
@@ -318,6 +357,8 @@ PLX_API plx_status plx_ir_add_replica_sharded_variable(plx_ir* ir, const char* n
  * [ceil(numel / shard_over)]. remote_load from the buffer then yields this replica's shard,
  * which "replicated_all_gather" turns back into the full tensor.
  * @return as plx_ir_add_replica_sharded_variable() and plx_ir_add_remote_variable().
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_remote_replica_sharded_variable(plx_ir* ir, const char* name, plx_dtype dtype,
                                                               const int64_t* shape, size_t rank, const void* data,
@@ -331,10 +372,16 @@ PLX_API plx_status plx_ir_add_remote_replica_sharded_variable(plx_ir* ir, const 
  * an in-place add and a remote_store of the same tensor. Plexus runs every op in the order
  * it was added, so the scope guarantees what PopXL programs rely on; scopes nest.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (ir NULL).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 10 (as plx_ir_in_sequence_begin() since 3)
  */
 PLX_API plx_status plx_ir_begin_sequence(plx_ir* ir);
 
-/** Closes the innermost in_sequence scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
+/**
+ * Closes the innermost in_sequence scope. PLX_ERR_INVALID_ARGUMENT when none is open.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 10 (as plx_ir_in_sequence_end() since 3)
+ */
 PLX_API plx_status plx_ir_end_sequence(plx_ir* ir);
 
 /* ---- Blocks (pipelined and sharded execution) ---------------------------------------- */
@@ -353,15 +400,23 @@ PLX_API plx_status plx_ir_end_sequence(plx_ir* ir);
  * @param device device index within a replica, or -1 (placed by the session's stages).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, empty name, device < -1, a reopened
  *         block given another device).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 4
  */
 PLX_API plx_status plx_ir_begin_block(plx_ir* ir, const char* name, int64_t device);
 
-/** Closes the innermost block scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
+/**
+ * Closes the innermost block scope. PLX_ERR_INVALID_ARGUMENT when none is open.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 4
+ */
 PLX_API plx_status plx_ir_end_block(plx_ir* ir);
 
 /**
  * Adds a constant tensor (read-only, resident on every device).
  * Parameters and errors as plx_ir_add_variable(), without a name.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_constant(plx_ir* ir, plx_dtype dtype, const int64_t* shape, size_t rank,
                                        const void* data, size_t data_bytes, plx_tensor* out_tensor);
@@ -376,6 +431,8 @@ PLX_API plx_status plx_ir_add_constant(plx_ir* ir, plx_dtype dtype, const int64_
  * @param out_stream Receives the stream id (used to pass host arrays to plx_session_run).
  * @param out_tensor Receives the tensor holding the current step's data.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype/shape, duplicate name).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_h2d_stream(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
                                          size_t rank, plx_stream* out_stream, plx_tensor* out_tensor);
@@ -387,6 +444,8 @@ PLX_API plx_status plx_ir_add_h2d_stream(plx_ir* ir, const char* name, plx_dtype
  *
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, duplicate name, id of another
  *         IR); PLX_ERR_NOT_FOUND (no such tensor).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_d2h_stream(plx_ir* ir, const char* name, plx_tensor tensor, plx_stream* out_stream);
 
@@ -407,6 +466,8 @@ PLX_API plx_status plx_ir_add_d2h_stream(plx_ir* ir, const char* name, plx_tenso
  *         input types and the rule broken). On error nothing is added and `outputs` is
  *         untouched; only when max_outputs is too small is `num_outputs` still set, to the
  *         op's output count.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* inputs, size_t num_inputs,
                                  const plx_attr* attrs, size_t num_attrs, plx_tensor* outputs, size_t max_outputs,
@@ -423,6 +484,8 @@ PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* i
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, non-float tensor, loss not
  *         depending on a wrt tensor, an op on the path without a gradient: the message
  *         names it); PLX_ERR_NOT_FOUND.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_autodiff(plx_ir* ir, plx_tensor loss, const plx_tensor* wrt, size_t num_wrt,
                                    plx_tensor* out_grads);
@@ -435,6 +498,8 @@ PLX_API plx_status plx_ir_autodiff(plx_ir* ir, plx_tensor loss, const plx_tensor
  * @param out_rank  Receives the rank (may be NULL).
  * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT (ir NULL, id of another IR);
  *         PLX_ERR_BUFFER_TOO_SMALL (rank > max_rank; out_rank is still set).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_get_tensor_type(const plx_ir* ir, plx_tensor tensor, plx_dtype* out_dtype,
                                           int64_t* out_shape, size_t max_rank, size_t* out_rank);
@@ -520,7 +585,11 @@ typedef struct plx_session_options {
                                        plx_session_create). Default 0. */
 } plx_session_options;
 
-/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+/**
+ * Fills `options` with defaults and sets struct_size. NULL is ignored.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 1
+ */
 PLX_API void plx_session_options_init(plx_session_options* options);
 
 /**
@@ -533,6 +602,8 @@ PLX_API void plx_session_options_init(plx_session_options* options);
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad option, struct_size too
  *         small); PLX_ERR_OUT_OF_DEVICE_MEMORY (names the device, the bytes needed and
  *         the capacity); PLX_ERR_UNSUPPORTED (BLIS_ARCH_TYPE invalid for this CPU).
+ * Thread safety: safe from any thread; no other thread may change `ir` during the call.
+ * @since 1
  */
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
                                       plx_session** out_session);
@@ -551,8 +622,11 @@ typedef struct plx_replica_info {
 
 /**
  * Fills `out` (struct_size set by the caller; fields past it are not written) with the
- * session's replicas: R, the workers, and which replicas this worker hosts. Thread-safe.
+ * session's replicas: R, the workers, and which replicas this worker hosts.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 8
  */
 PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_replica_info* out);
 
@@ -562,11 +636,18 @@ PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_repl
  * loader's shards (plx_loader_options.num_shards, shard_index) and the session options.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, or a variable that is not a number or
  *         out of range, named in the message).
+ * Thread safety: safe from any thread while no thread changes the environment (setenv).
+ * @since 10 (as plx_workers_from_environment() since 8)
  */
 PLX_API plx_status plx_workers_read_environment(int64_t* out_num_workers, int64_t* out_worker_index);
 
-/** Destroys a session: cancels its running and queued runs (they end with
- *  PLX_ERR_CANCELLED), waits for them, then frees it; NULL is ignored. */
+/**
+ * Destroys a session: cancels its running and queued runs (they end with
+ *  PLX_ERR_CANCELLED), waits for them, then frees it; NULL is ignored.
+ * Thread safety: not concurrently with any other call on `session`, nor from one of its
+ *   callbacks.
+ * @since 1
+ */
 PLX_API void plx_session_destroy(plx_session* session);
 
 /**
@@ -594,7 +675,9 @@ typedef struct plx_host_array {
  *         PLX_ERR_SHAPE_MISMATCH / PLX_ERR_DTYPE_MISMATCH (names the stream, the expected
  *         and the given shape); PLX_ERR_RUNTIME (a kernel failed; the message names the
  *         op). After a run error variables may hold a partly updated step.
- * Thread safety: calls on one session are serialised.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* inputs, size_t num_inputs,
                                    const plx_host_array* outputs, size_t num_outputs);
@@ -663,7 +746,11 @@ typedef struct plx_run_options {
   void* user_data;                     /**< for on_complete */
 } plx_run_options;
 
-/** Fills `options` with an empty run (no arrays, no callbacks) and sets struct_size. */
+/**
+ * Fills `options` with an empty run (no arrays, no callbacks) and sets struct_size.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 5
+ */
 PLX_API void plx_run_options_init(plx_run_options* options);
 
 /** An asynchronous run in flight or finished. */
@@ -676,6 +763,9 @@ typedef struct plx_run plx_run;
  * @param out_run Receives the run; release it with plx_run_destroy().
  * @return PLX_OK; the errors of plx_session_run() for bad arrays or callbacks (checked
  *         before anything starts; no run is created then).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_options* options, plx_run** out_run);
 
@@ -683,21 +773,35 @@ PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_opt
  * Waits for `run` to end, at most `timeout_ms` milliseconds (< 0: no limit).
  * @return the run's status (PLX_OK, or its error with plx_last_error() set to its
  *         message); PLX_ERR_TIMEOUT when still running; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: safe from any thread; plx_run_destroy() must not overlap another call on
+ *   the same `run`.
+ * @since 5
  */
 PLX_API plx_status plx_run_wait(plx_run* run, int64_t timeout_ms);
 
-/** Waits for `run` to end (without a limit) and releases it; NULL is ignored. */
+/**
+ * Waits for `run` to end (without a limit) and releases it; NULL is ignored.
+ * Thread safety: safe from any thread; plx_run_destroy() must not overlap another call on
+ *   the same `run`.
+ * @since 5
+ */
 PLX_API void plx_run_destroy(plx_run* run);
 
 /**
  * Runs like plx_session_run() with callbacks: plx_session_run_async() then plx_run_wait().
  * on_complete, when set, is called before this returns.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_options* options);
 
 /**
  * Cancels the session's running and queued runs: each ends with PLX_ERR_CANCELLED and a
- * message saying it was cancelled. The session stays usable. Thread-safe.
+ * message saying it was cancelled. The session stays usable.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_cancel(plx_session* session);
 
@@ -721,6 +825,9 @@ typedef struct plx_stream_stats {
 /**
  * Fills `out_stats` (set its struct_size first).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_stream_stats* out_stats);
 
@@ -728,6 +835,9 @@ PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_
  * Shape of the host array a stream expects or fills in plx_session_run().
  * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL
  *         (out_rank is still set).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_stream stream, int64_t* out_shape,
                                               size_t max_rank, size_t* out_rank);
@@ -738,6 +848,9 @@ PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_st
  * front for PLX_RETRIEVAL_ALL_REPLICAS.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, id of another IR);
  *         PLX_ERR_NOT_FOUND; PLX_ERR_BUFFER_TOO_SMALL (out_rank is still set).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 2
  */
 PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, plx_tensor tensor,
                                                   int64_t* out_shape, size_t max_rank, size_t* out_rank);
@@ -756,6 +869,9 @@ PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, pl
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, wrong size, id of
  *         another IR); PLX_ERR_NOT_FOUND; for a collective read, what the plugin returns
  *         (PLX_ERR_TIMEOUT naming the missing replicas when a worker does not read).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_tensor tensor, void* data,
                                              size_t data_bytes);
@@ -767,11 +883,19 @@ PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_ten
  * of its row, so with PLX_RETRIEVAL_ALL_REPLICAS the rows of one shard domain should agree.
  * With several workers only the replicas this worker hosts are written (each worker writes
  * the same full data). Errors as reading (never a collective, so never PLX_ERR_TIMEOUT).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
                                               size_t data_bytes);
 
-/** Number of virtual devices of a session (hosted replicas x devices per replica). */
+/**
+ * Number of virtual devices of a session (hosted replicas x devices per replica).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 10 (as plx_session_num_devices() since 1)
+ */
 PLX_API plx_status plx_session_get_num_devices(const plx_session* session, size_t* out_count);
 
 /** Memory of one virtual device, in bytes. Versions (struct_size on LP64): 1 arena_bytes ..
@@ -803,6 +927,9 @@ typedef struct plx_variable_storage {
  * Fills `out_storage` (set its struct_size first) for variable `tensor`.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, struct_size too small,
  *         id of another IR); PLX_ERR_NOT_FOUND.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 3
  */
 PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, plx_tensor tensor,
                                                     plx_variable_storage* out_storage);
@@ -812,6 +939,9 @@ PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, 
  * struct_size's end are not written.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small);
  *         PLX_ERR_NOT_FOUND (no such device).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size_t device,
                                                 plx_memory_stats* out_stats);
@@ -824,6 +954,9 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
  * @param capacity Bytes available in `buffer`.
  * @param out_size Receives the bytes needed including the NUL (may be NULL).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL (out_size tells).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_get_report(const plx_session* session, char* buffer, size_t capacity,
                                           size_t* out_size);
@@ -836,6 +969,9 @@ PLX_API plx_status plx_session_get_report(const plx_session* session, char* buff
  * bubble_fraction (1 - mean busy fraction). Buffer protocol as plx_session_get_report().
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL; the session was created without
  *         `profile`); PLX_ERR_BUFFER_TOO_SMALL.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 4
  */
 PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffer, size_t capacity,
                                          size_t* out_size);
@@ -847,6 +983,8 @@ PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffe
  * CPU features, the BLIS kernel sets Plexus chooses from and how it chooses
  * ("measured per GEMM shape", or "BLIS_ARCH_TYPE=6 (zen3)" when the user forced one).
  * Buffer protocol as plx_session_get_report().
+ * Thread safety: safe from any thread.
+ * @since 10 (as plx_get_runtime_info() since 1)
  */
 PLX_API plx_status plx_runtime_get_info(char* buffer, size_t capacity, size_t* out_size);
 
@@ -864,11 +1002,18 @@ typedef struct plx_dataset plx_dataset;
  *         message names the file); PLX_ERR_BAD_FORMAT (wrong magic number, unsupported
  *         element type, truncated data, trailing bytes, or image and label counts that
  *         disagree: the message names the file(s) and what is wrong).
+ * Thread safety: safe from any thread.
+ * @since 1
  */
 PLX_API plx_status plx_dataset_load_idx(const char* images_path, const char* labels_path,
                                         plx_dataset** out_dataset);
 
-/** Releases a dataset; NULL is ignored. */
+/**
+ * Releases a dataset; NULL is ignored.
+ * Thread safety: not concurrently with any other use of `dataset` (a loader over it
+ *   included).
+ * @since 1
+ */
 PLX_API void plx_dataset_destroy(plx_dataset* dataset);
 
 /**
@@ -879,6 +1024,8 @@ PLX_API void plx_dataset_destroy(plx_dataset* dataset);
  * @param out_image_shape Receives up to `max_rank` dims of ONE image (MNIST: [28, 28]).
  * @param out_image_rank  Receives that rank. May be NULL.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL.
+ * Thread safety: safe from any thread (a dataset is read-only).
+ * @since 1
  */
 PLX_API plx_status plx_dataset_get_info(const plx_dataset* dataset, int64_t* out_num_samples,
                                         plx_dtype* out_image_dtype, int64_t* out_image_shape, size_t max_rank,
@@ -889,6 +1036,8 @@ PLX_API plx_status plx_dataset_get_info(const plx_dataset* dataset, int64_t* out
  * [num_samples] + image shape of the image dtype, labels [num_samples] of the label dtype
  * (MNIST: uint8), row-major, host byte order.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (dataset NULL).
+ * Thread safety: safe from any thread (a dataset is read-only).
+ * @since 1
  */
 PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void** out_images,
                                         const void** out_labels, plx_dtype* out_label_dtype);
@@ -937,7 +1086,11 @@ typedef struct plx_loader_options {
                             so W workers of R replicas see what one process of W x R replicas does */
 } plx_loader_options;
 
-/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+/**
+ * Fills `options` with defaults and sets struct_size. NULL is ignored.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 5
+ */
 PLX_API void plx_loader_options_init(plx_loader_options* options);
 
 /**
@@ -945,14 +1098,26 @@ PLX_API void plx_loader_options_init(plx_loader_options* options);
  * outlive it.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, an option out of range naming it, a
  *         dataset of another element type, fewer samples than one run with drop_last).
+ * Thread safety: safe from any thread; `dataset` must outlive the loader.
+ * @since 5
  */
 PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loader_options* options,
                                      plx_loader** out_loader);
 
-/** Stops the workers and frees the loader; NULL is ignored. No run may still call it. */
+/**
+ * Stops the workers and frees the loader; NULL is ignored. No run may still call it.
+ * Thread safety: not concurrently with any other call on `loader`, nor while a run calls
+ *   its callbacks.
+ * @since 5
+ */
 PLX_API void plx_loader_destroy(plx_loader* loader);
 
-/** Runs per epoch (see drop_last). @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+/**
+ * Runs per epoch (see drop_last). @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: one thread at a time per loader (its fill callbacks may run on several io
+ *   threads at once).
+ * @since 10 (as plx_loader_runs_per_epoch() since 5)
+ */
 PLX_API plx_status plx_loader_get_runs_per_epoch(const plx_loader* loader, int64_t* out_runs);
 
 /**
@@ -963,6 +1128,9 @@ PLX_API plx_status plx_loader_get_runs_per_epoch(const plx_loader* loader, int64
  * at a time, and a callback still waiting for the previous run then fails with
  * PLX_ERR_RUNTIME. The callbacks wait until the run's data is ready.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, epoch < 0, run outside [0, runs)).
+ * Thread safety: one thread at a time per loader (its fill callbacks may run on several io
+ *   threads at once).
+ * @since 5
  */
 PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64_t run);
 
@@ -975,6 +1143,9 @@ PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64
  * plx_last_error() of its thread.
  * The callbacks stay valid until the loader is destroyed.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: one thread at a time per loader (its fill callbacks may run on several io
+ *   threads at once).
+ * @since 5
  */
 PLX_API plx_status plx_loader_get_callbacks(plx_loader* loader, plx_stream images, plx_stream labels,
                                             plx_stream_callback* out_callbacks);
@@ -1011,7 +1182,11 @@ typedef struct plx_checkpoint_options {
                                threads */
 } plx_checkpoint_options;
 
-/** Fills `options` with the defaults and sets struct_size. */
+/**
+ * Fills `options` with the defaults and sets struct_size.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 6
+ */
 PLX_API void plx_checkpoint_options_init(plx_checkpoint_options* options);
 
 /**
@@ -1021,10 +1196,12 @@ PLX_API void plx_checkpoint_options_init(plx_checkpoint_options* options);
  * buffer slots holding no variable as one row per replica, the step counter, and the
  * caller's counters. Written to a temporary file in the target's directory, fsynced,
  * renamed over `path`, directory fsynced: a crash leaves the previous file intact.
- * Thread-safe.
  * @param options NULL for defaults.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small, level, threads,
  *         shuffle, counters); PLX_ERR_IO (naming the file and the system's reason).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
  */
 PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char* path,
                                                const plx_checkpoint_options* options);
@@ -1037,6 +1214,9 @@ PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char*
  * is the save's) and free with plx_run_destroy(). Destroying the session waits for
  * pending saves.
  * @return PLX_OK; the argument errors of plx_session_save_checkpoint() (nothing pending).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
  */
 PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const char* path,
                                                      const plx_checkpoint_options* options, plx_run** out_save);
@@ -1046,45 +1226,79 @@ PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const
  * row (or equal rows) goes to every replica group, with as many rows as the session's
  * groups row by row; RTS shards are cut from the full rows. The file is read and checked
  * in full first, so on any error the session is unchanged. Sets the step counter and,
- * for each of options->counter_names, counter_values. Thread-safe.
+ * for each of options->counter_names, counter_values.
  * @return PLX_OK; PLX_ERR_IO; PLX_ERR_BAD_FORMAT (saying what is damaged: magic, version,
  *         sizes, checksums, manifest, a tensor's frame); PLX_ERR_INVALID_ARGUMENT (listing
  *         tensors missing, extra (strict) or mismatched in dtype, shape or groups);
  *         PLX_ERR_NOT_FOUND (a counter the checkpoint does not hold).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
  */
 PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char* path,
                                                const plx_checkpoint_options* options);
 
-/** Steps the session has completed: device_iterations per successful run (weight updates
+/**
+ * Steps the session has completed: device_iterations per successful run (weight updates
  *  when training); restored by loading a checkpoint.
- *  @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+ *  @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
+ */
 PLX_API plx_status plx_session_get_step(const plx_session* session, int64_t* out_step);
 
 /* ---- Deprecated names (removed at 1.0) ---------------------------------------------- */
 
 /* Names that broke plx_<object>_<verb>, renamed in version 10. Each old symbol is still
  * exported and calls the new function (same arguments, same result; its error messages
- * name the new function). Using one warns unless PLX_NO_DEPRECATION_WARNINGS is defined.
- * Thread safety and @since as their replacements (each old name: @since as listed in the
- * changelog, deprecated since 10). */
+ * name the new function). Using one warns unless PLX_NO_DEPRECATION_WARNINGS is defined. */
 
-/** Deprecated since 10: use plx_ir_begin_sequence(). */
+/**
+ * Deprecated since 10: use plx_ir_begin_sequence().
+ * Thread safety: as plx_ir_begin_sequence().
+ * @since 3; deprecated since 10
+ */
 PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir) PLX_DEPRECATED("plx_ir_begin_sequence");
-/** Deprecated since 10: use plx_ir_end_sequence(). */
+/**
+ * Deprecated since 10: use plx_ir_end_sequence().
+ * Thread safety: as plx_ir_end_sequence().
+ * @since 3; deprecated since 10
+ */
 PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir) PLX_DEPRECATED("plx_ir_end_sequence");
-/** Deprecated since 10: use plx_replica_grouping_get_num_groups(). */
+/**
+ * Deprecated since 10: use plx_replica_grouping_get_num_groups().
+ * Thread safety: as plx_replica_grouping_get_num_groups().
+ * @since 2; deprecated since 10
+ */
 PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups)
     PLX_DEPRECATED("plx_replica_grouping_get_num_groups");
-/** Deprecated since 10: use plx_runtime_get_info(). */
+/**
+ * Deprecated since 10: use plx_runtime_get_info().
+ * Thread safety: as plx_runtime_get_info().
+ * @since 1; deprecated since 10
+ */
 PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size)
     PLX_DEPRECATED("plx_runtime_get_info");
-/** Deprecated since 10: use plx_workers_read_environment(). */
+/**
+ * Deprecated since 10: use plx_workers_read_environment().
+ * Thread safety: as plx_workers_read_environment().
+ * @since 8; deprecated since 10
+ */
 PLX_API plx_status plx_workers_from_environment(int64_t* out_num_workers, int64_t* out_worker_index)
     PLX_DEPRECATED("plx_workers_read_environment");
-/** Deprecated since 10: use plx_loader_get_runs_per_epoch(). */
+/**
+ * Deprecated since 10: use plx_loader_get_runs_per_epoch().
+ * Thread safety: as plx_loader_get_runs_per_epoch().
+ * @since 5; deprecated since 10
+ */
 PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs)
     PLX_DEPRECATED("plx_loader_get_runs_per_epoch");
-/** Deprecated since 10: use plx_session_get_num_devices(). */
+/**
+ * Deprecated since 10: use plx_session_get_num_devices().
+ * Thread safety: as plx_session_get_num_devices().
+ * @since 1; deprecated since 10
+ */
 PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count)
     PLX_DEPRECATED("plx_session_get_num_devices");
 /** Deprecated since 10: the completion callback of checkpoint saves is plx_run_complete_fn. */
