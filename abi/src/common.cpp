@@ -111,6 +111,20 @@ VariableOptions to_variable_options(const plx_variable_options* options, const s
   return out;
 }
 
+std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
+                                          const char* function, const std::string& what) {
+  if (count > 0) require(arrays, function, what.c_str());
+  std::vector<runtime::HostArray> out;
+  for (size_t i = 0; i < count; ++i) {
+    const plx_host_array& a = arrays[i];
+    const std::string label = std::string(function) + " " + what + "[" + std::to_string(i) + "]";
+    const ir::StreamId s = decode_stream(g, a.stream, label);
+    const std::string named = label + " (stream '" + g.stream(s).name + "')";
+    out.push_back({s, a.data, to_dtype(a.dtype, named), to_shape(a.shape, a.rank, named)});
+  }
+  return out;
+}
+
 ir::DType to_dtype(plx_dtype dtype, const std::string& what) {
   if (!ir::is_valid_dtype(dtype)) {
     ir::fail(ir::ErrorCode::InvalidArgument, what + ": dtype " + std::to_string(dtype) +

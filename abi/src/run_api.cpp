@@ -42,20 +42,6 @@ runtime::StreamCallbacks wrap(const plx_stream_callback& c, const std::string& s
   return out;
 }
 
-std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
-                                          const std::string& what) {
-  if (count > 0) require(arrays, "plx_session_run_async", what.c_str());
-  std::vector<runtime::HostArray> out;
-  for (size_t i = 0; i < count; ++i) {
-    const plx_host_array& a = arrays[i];
-    const std::string label = "plx_session_run_async " + what + "[" + std::to_string(i) + "]";
-    const ir::StreamId s = abi::decode_stream(g, a.stream, label);
-    const std::string named = label + " (stream '" + g.stream(s).name + "')";
-    out.push_back({s, a.data, abi::to_dtype(a.dtype, named), abi::to_shape(a.shape, a.rank, named)});
-  }
-  return out;
-}
-
 runtime::RunRequest to_request(const ir::Graph& g, const plx_run_options* options) {
   require(options, "plx_session_run_async", "options");
   plx_run_options defaults;
@@ -64,8 +50,8 @@ runtime::RunRequest to_request(const ir::Graph& g, const plx_run_options* option
                                                 "plx_session_run_async: options", "plx_run_options_init");
   const plx_run_options* o = &read;
   runtime::RunRequest r;
-  r.inputs = to_arrays(g, o->inputs, o->num_inputs, "options->inputs");
-  r.outputs = to_arrays(g, o->outputs, o->num_outputs, "options->outputs");
+  r.inputs = abi::to_arrays(g, o->inputs, o->num_inputs, "plx_session_run_async", "options->inputs");
+  r.outputs = abi::to_arrays(g, o->outputs, o->num_outputs, "plx_session_run_async", "options->outputs");
   if (o->num_callbacks > 0) require(o->callbacks, "plx_session_run_async", "options->callbacks");
   for (size_t i = 0; i < o->num_callbacks; ++i) {
     const std::string label = "plx_session_run_async options->callbacks[" + std::to_string(i) + "]";

@@ -60,20 +60,6 @@ runtime::SessionOptions to_options(const plx_session_options* options) {
   return out;
 }
 
-std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
-                                          const char* what) {
-  if (count > 0) require(arrays, "plx_session_run", what);
-  std::vector<runtime::HostArray> out;
-  for (size_t i = 0; i < count; ++i) {
-    const plx_host_array& a = arrays[i];
-    const std::string label = std::string("plx_session_run ") + what + "[" + std::to_string(i) + "]";
-    const ir::StreamId s = abi::decode_stream(g, a.stream, label);
-    const std::string named = label + " (stream '" + g.stream(s).name + "')";
-    out.push_back({s, a.data, abi::to_dtype(a.dtype, named), abi::to_shape(a.shape, a.rank, named)});
-  }
-  return out;
-}
-
 std::string report(const runtime::Session& s) {
   nlohmann::json j;
   j["device_iterations"] = s.options().device_iterations;
@@ -172,8 +158,8 @@ PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* i
   return guarded([&] {
     require(session, "plx_session_run", "session");
     const ir::Graph& g = session->session->graph();
-    const auto ins = to_arrays(g, inputs, num_inputs, "inputs");
-    const auto outs = to_arrays(g, outputs, num_outputs, "outputs");
+    const auto ins = abi::to_arrays(g, inputs, num_inputs, "plx_session_run", "inputs");
+    const auto outs = abi::to_arrays(g, outputs, num_outputs, "plx_session_run", "outputs");
     session->session->run(ins, outs);
   });
 }
