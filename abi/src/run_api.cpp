@@ -142,7 +142,8 @@ PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_
     full.mean_occupancy =
         s.micro_batches > 0 ? static_cast<double>(s.occupancy_sum) / static_cast<double>(s.micro_batches) : 0.0;
     full.prefetch_depth = s.prefetch_depth;
-    abi::write_struct(*out_stats, full, abi::end_of(&plx_stream_stats::prefetch_depth), std::string(fn) + ": out_stats");
+    abi::write_struct(*out_stats, full, abi::end_of(&plx_stream_stats::prefetch_depth),
+                      std::string(fn) + ": out_stats");
   });
 }
 

@@ -44,8 +44,9 @@ runtime::SessionOptions to_options(const plx_session_options* options) {
   if (options == nullptr) return out;
   plx_session_options defaults;
   plx_session_options_init(&defaults);
-  const plx_session_options o = abi::read_struct(*options, defaults, abi::end_of(&plx_session_options::threads_per_device),
-                                                 "plx_session_create: options", "plx_session_options_init");
+  const plx_session_options o =
+      abi::read_struct(*options, defaults, abi::end_of(&plx_session_options::threads_per_device),
+                       "plx_session_create: options", "plx_session_options_init");
   out.device_iterations = o.device_iterations;
   out.device_memory_bytes = o.device_memory_bytes;
   out.threads_per_device = o.threads_per_device;
