@@ -1,5 +1,6 @@
 // C API: checkpoints (DESIGN.md "Checkpoints"; core/checkpoint).
 #include "abi/src/handles.h"
+#include "abi/src/struct_size.h"
 #include "core/session/async_saver.h"
 #include "core/session/session_checkpoint.h"
 
@@ -9,24 +10,23 @@ using abi::require;
 
 namespace {
 
-constexpr uint64_t kDefaultStagingBytes = uint64_t{1} << 30;
+constexpr size_t kDefaultStagingBytes = size_t{1} << 30;
 
-const plx_checkpoint_options& options_or_defaults(const plx_checkpoint_options* o, plx_checkpoint_options& defaults,
-                                                  const char* fn) {
-  plx_checkpoint_options_init(&defaults);
-  if (o == nullptr) return defaults;
-  if (o->struct_size < sizeof(plx_checkpoint_options)) {
-    ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": options->struct_size is " + std::to_string(o->struct_size) +
-                                                 ", " + std::to_string(sizeof(plx_checkpoint_options)) + " expected");
-  }
-  if (o->num_counters > 0) {
-    require(o->counter_names, fn, "options->counter_names");
-    require(o->counter_values, fn, "options->counter_values");
-    for (size_t i = 0; i < o->num_counters; ++i) {
-      require(o->counter_names[i], fn, ("options->counter_names[" + std::to_string(i) + "]").c_str());
+// The caller's options over the defaults (NULL: the defaults), counters checked.
+plx_checkpoint_options options_or_defaults(const plx_checkpoint_options* options, const char* fn) {
+  plx_checkpoint_options o;
+  plx_checkpoint_options_init(&o);
+  if (options == nullptr) return o;
+  o = abi::read_struct(*options, o, abi::end_of(&plx_checkpoint_options::staging_bytes), std::string(fn) + ": options",
+                       "plx_checkpoint_options_init");
+  if (o.num_counters > 0) {
+    require(o.counter_names, fn, "options->counter_names");
+    require(o.counter_values, fn, "options->counter_values");
+    for (size_t i = 0; i < o.num_counters; ++i) {
+      require(o.counter_names[i], fn, ("options->counter_names[" + std::to_string(i) + "]").c_str());
     }
   }
-  return *o;
+  return o;
 }
 
 runtime::SaveOptions to_save(const plx_checkpoint_options& o, const char* fn) {
@@ -84,8 +84,7 @@ PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char*
     const char* fn = "plx_session_save_checkpoint";
     require(session, fn, "session");
     const std::string file = path_of(path, fn);
-    plx_checkpoint_options defaults;
-    runtime::save_session(*session->session, file, to_save(options_or_defaults(options, defaults, fn), fn));
+    runtime::save_session(*session->session, file, to_save(options_or_defaults(options, fn), fn));
   });
 }
 
@@ -96,8 +95,7 @@ PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const
     require(session, fn, "session");
     require(out_save, fn, "out_save");
     const std::string file = path_of(path, fn);
-    plx_checkpoint_options defaults;
-    const plx_checkpoint_options& o = options_or_defaults(options, defaults, fn);
+    const plx_checkpoint_options o = options_or_defaults(options, fn);
     const runtime::SaveOptions save = to_save(o, fn);
     runtime::AsyncSaver* saver = nullptr;
     {
@@ -125,8 +123,7 @@ PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char*
     const char* fn = "plx_session_load_checkpoint";
     require(session, fn, "session");
     const std::string file = path_of(path, fn);
-    plx_checkpoint_options defaults;
-    const plx_checkpoint_options& o = options_or_defaults(options, defaults, fn);
+    const plx_checkpoint_options o = options_or_defaults(options, fn);
     runtime::LoadOptions load;
     load.strict = o.strict != 0;
     for (size_t i = 0; i < o.num_counters; ++i) load.required_counters.emplace_back(o.counter_names[i]);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "abi/src/handles.h"
+#include "abi/src/struct_size.h"
 
 namespace plexus::abi {
 
@@ -99,19 +100,27 @@ std::vector<std::byte> copy_bytes(const void* data, size_t bytes) {
 VariableOptions to_variable_options(const plx_variable_options* options, const std::string& what) {
   VariableOptions out;
   if (options == nullptr) return out;
-  const size_t min_size = offsetof(plx_variable_options, retrieval_mode) + sizeof(plx_retrieval_mode);
-  if (options->struct_size < min_size) {
-    ir::fail(ir::ErrorCode::InvalidArgument, what + ": options->struct_size is " + std::to_string(options->struct_size) +
-                                                 ", at least " + std::to_string(min_size) +
-                                                 " expected (call plx_variable_options_init)");
-  }
-  if (options->grouping != nullptr) {
-    const plx_replica_grouping& g = *options->grouping;
-    out.grouping = make_grouping(g.replication_factor, g.group_size, g.stride);
-  }
-  out.retrieval = static_cast<ir::RetrievalMode>(options->retrieval_mode);
-  if (options->struct_size >= offsetof(plx_variable_options, shard_over) + sizeof(int64_t)) {  // version 3
-    out.shard_over = options->shard_over;
+  plx_variable_options defaults;
+  plx_variable_options_init(&defaults);
+  const plx_variable_options o = read_struct(*options, defaults, end_of(&plx_variable_options::retrieval_mode),
+                                             what + ": options", "plx_variable_options_init");
+  if (o.grouping != nullptr) out.grouping = make_grouping(o.grouping->replication_factor, o.grouping->group_size,
+                                                          o.grouping->stride);
+  out.retrieval = static_cast<ir::RetrievalMode>(o.retrieval_mode);
+  out.shard_over = o.shard_over;
+  return out;
+}
+
+std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
+                                          const char* function, const std::string& what) {
+  if (count > 0) require(arrays, function, what.c_str());
+  std::vector<runtime::HostArray> out;
+  for (size_t i = 0; i < count; ++i) {
+    const plx_host_array& a = arrays[i];
+    const std::string label = std::string(function) + " " + what + "[" + std::to_string(i) + "]";
+    const ir::StreamId s = decode_stream(g, a.stream, label);
+    const std::string named = label + " (stream '" + g.stream(s).name + "')";
+    out.push_back({s, a.data, to_dtype(a.dtype, named), to_shape(a.shape, a.rank, named)});
   }
   return out;
 }

@@ -97,6 +97,12 @@ VariableOptions to_variable_options(const plx_variable_options* options, const s
 std::vector<std::byte> copy_bytes(const void* data, size_t bytes);
 
 ir::DType to_dtype(plx_dtype dtype, const std::string& what);
+
+/// The core's view of a caller's host arrays: each stream id decoded, dtype and shape
+/// checked; errors name "<function> <what>[i]" and the stream. `arrays` may be NULL only
+/// when count is 0. The data stays the caller's (borrowed).
+std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
+                                          const char* function, const std::string& what);
 ir::Shape to_shape(const int64_t* shape, size_t rank, const std::string& what);
 
 /// Copies `shape` into a caller's buffer: BufferTooSmall when it does not fit (out_rank

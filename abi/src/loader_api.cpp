@@ -3,6 +3,7 @@
 #include <string>
 
 #include "abi/src/handles.h"
+#include "abi/src/struct_size.h"
 
 using namespace plexus;
 using abi::guarded;
@@ -30,13 +31,12 @@ bool to_flag(int32_t value, const char* name) {
   return value == 1;
 }
 
-data::LoaderOptions to_loader_options(const plx_loader_options& o) {
-  const size_t min_size = offsetof(plx_loader_options, workers) + sizeof(int32_t);  // version 5
-  if (o.struct_size < min_size) {
-    ir::fail(ir::ErrorCode::InvalidArgument, "options->struct_size is " + std::to_string(o.struct_size) +
-                                                 ", at least " + std::to_string(min_size) +
-                                                 " expected (call plx_loader_options_init)");
-  }
+// The caller's options over the defaults: fields past its struct_size keep their defaults.
+data::LoaderOptions to_loader_options(const plx_loader_options& options) {
+  plx_loader_options defaults;
+  plx_loader_options_init(&defaults);
+  const plx_loader_options o = abi::read_struct(options, defaults, abi::end_of(&plx_loader_options::workers),
+                                                "options", "plx_loader_options_init");
   data::LoaderOptions out;
   out.batch_size = o.batch_size;
   out.replicas = o.replicas;
@@ -47,10 +47,8 @@ data::LoaderOptions to_loader_options(const plx_loader_options& o) {
   out.std = o.std;
   out.drop_last = to_flag(o.drop_last, "drop_last");
   out.workers = o.workers;
-  if (o.struct_size >= offsetof(plx_loader_options, shard_index) + sizeof(int64_t)) {  // version 7
-    out.num_shards = o.num_shards;
-    out.shard_index = o.shard_index;
-  }
+  out.num_shards = o.num_shards;
+  out.shard_index = o.shard_index;
   return out;
 }
 
@@ -100,10 +98,10 @@ PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loade
 
 PLX_API void plx_loader_destroy(plx_loader* loader) { delete loader; }
 
-PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs) {
+PLX_API plx_status plx_loader_get_runs_per_epoch(const plx_loader* loader, int64_t* out_runs) {
   return guarded([&] {
-    require(loader, "plx_loader_runs_per_epoch", "loader");
-    require(out_runs, "plx_loader_runs_per_epoch", "out_runs");
+    require(loader, "plx_loader_get_runs_per_epoch", "loader");
+    require(out_runs, "plx_loader_get_runs_per_epoch", "out_runs");
     *out_runs = loader->loader.runs_per_epoch();
   });
 }

@@ -79,16 +79,16 @@ PLX_API plx_status plx_ir_add_remote_replica_sharded_variable(plx_ir* ir, const 
   });
 }
 
-PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir) {
+PLX_API plx_status plx_ir_begin_sequence(plx_ir* ir) {
   return guarded([&] {
-    require(ir, "plx_ir_in_sequence_begin", "ir");
+    require(ir, "plx_ir_begin_sequence", "ir");
     ir->graph.begin_in_sequence();
   });
 }
 
-PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir) {
+PLX_API plx_status plx_ir_end_sequence(plx_ir* ir) {
   return guarded([&] {
-    require(ir, "plx_ir_in_sequence_end", "ir");
+    require(ir, "plx_ir_end_sequence", "ir");
     ir->graph.end_in_sequence();
   });
 }

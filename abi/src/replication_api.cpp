@@ -54,10 +54,10 @@ PLX_API plx_status plx_replica_grouping_create(int64_t replication_factor, int64
   });
 }
 
-PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups) {
+PLX_API plx_status plx_replica_grouping_get_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups) {
   return guarded([&] {
-    const ir::ReplicaGrouping g = from_c(grouping, "plx_replica_grouping_num_groups");
-    require(out_num_groups, "plx_replica_grouping_num_groups", "out_num_groups");
+    const ir::ReplicaGrouping g = from_c(grouping, "plx_replica_grouping_get_num_groups");
+    require(out_num_groups, "plx_replica_grouping_get_num_groups", "out_num_groups");
     *out_num_groups = g.num_groups();
   });
 }

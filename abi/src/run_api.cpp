@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "abi/src/handles.h"
+#include "abi/src/struct_size.h"
 
 using namespace plexus;
 using abi::guarded;
@@ -41,31 +42,16 @@ runtime::StreamCallbacks wrap(const plx_stream_callback& c, const std::string& s
   return out;
 }
 
-std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
-                                          const std::string& what) {
-  if (count > 0) require(arrays, "plx_session_run_async", what.c_str());
-  std::vector<runtime::HostArray> out;
-  for (size_t i = 0; i < count; ++i) {
-    const plx_host_array& a = arrays[i];
-    const std::string label = "plx_session_run_async " + what + "[" + std::to_string(i) + "]";
-    const ir::StreamId s = abi::decode_stream(g, a.stream, label);
-    const std::string named = label + " (stream '" + g.stream(s).name + "')";
-    out.push_back({s, a.data, abi::to_dtype(a.dtype, named), abi::to_shape(a.shape, a.rank, named)});
-  }
-  return out;
-}
-
-runtime::RunRequest to_request(const ir::Graph& g, const plx_run_options* o) {
-  require(o, "plx_session_run_async", "options");
-  const size_t min_size = offsetof(plx_run_options, user_data) + sizeof(void*);
-  if (o->struct_size < min_size) {
-    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_run_async: options->struct_size is " +
-                                                 std::to_string(o->struct_size) + ", at least " +
-                                                 std::to_string(min_size) + " expected (call plx_run_options_init)");
-  }
+runtime::RunRequest to_request(const ir::Graph& g, const plx_run_options* options) {
+  require(options, "plx_session_run_async", "options");
+  plx_run_options defaults;
+  plx_run_options_init(&defaults);
+  const plx_run_options read = abi::read_struct(*options, defaults, abi::end_of(&plx_run_options::user_data),
+                                                "plx_session_run_async: options", "plx_run_options_init");
+  const plx_run_options* o = &read;
   runtime::RunRequest r;
-  r.inputs = to_arrays(g, o->inputs, o->num_inputs, "options->inputs");
-  r.outputs = to_arrays(g, o->outputs, o->num_outputs, "options->outputs");
+  r.inputs = abi::to_arrays(g, o->inputs, o->num_inputs, "plx_session_run_async", "options->inputs");
+  r.outputs = abi::to_arrays(g, o->outputs, o->num_outputs, "plx_session_run_async", "options->outputs");
   if (o->num_callbacks > 0) require(o->callbacks, "plx_session_run_async", "options->callbacks");
   for (size_t i = 0; i < o->num_callbacks; ++i) {
     const std::string label = "plx_session_run_async options->callbacks[" + std::to_string(i) + "]";
@@ -145,21 +131,19 @@ PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_
     const char* fn = "plx_session_get_stream_stats";
     require(session, fn, "session");
     require(out_stats, fn, "out_stats");
-    if (out_stats->struct_size < sizeof(plx_stream_stats)) {
-      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_stats->struct_size is " +
-                                                   std::to_string(out_stats->struct_size) + ", " +
-                                                   std::to_string(sizeof(plx_stream_stats)) + " expected");
-    }
     const runtime::StreamStats s = session->session->last_stream_stats();
-    out_stats->run_ns = s.run_ns;
-    out_stats->h2d_bytes = s.h2d_bytes;
-    out_stats->d2h_bytes = s.d2h_bytes;
-    out_stats->transfer_ns = s.transfer_ns;
-    out_stats->exposed_wait_ns = s.exposed_wait_ns;
-    out_stats->micro_batches = s.micro_batches;
-    out_stats->mean_occupancy =
+    plx_stream_stats full{};
+    full.run_ns = s.run_ns;
+    full.h2d_bytes = static_cast<size_t>(s.h2d_bytes);
+    full.d2h_bytes = static_cast<size_t>(s.d2h_bytes);
+    full.transfer_ns = s.transfer_ns;
+    full.exposed_wait_ns = s.exposed_wait_ns;
+    full.micro_batches = s.micro_batches;
+    full.mean_occupancy =
         s.micro_batches > 0 ? static_cast<double>(s.occupancy_sum) / static_cast<double>(s.micro_batches) : 0.0;
-    out_stats->prefetch_depth = s.prefetch_depth;
+    full.prefetch_depth = s.prefetch_depth;
+    abi::write_struct(*out_stats, full, abi::end_of(&plx_stream_stats::prefetch_depth),
+                      std::string(fn) + ": out_stats");
   });
 }
 

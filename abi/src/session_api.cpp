@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "abi/src/handles.h"
+#include "abi/src/struct_size.h"
 #include "core/ops/blis_runtime.h"
 
 using namespace plexus;
@@ -37,55 +38,26 @@ void read_pipelining(const plx_session_options& o, runtime::SessionOptions& out)
   out.profile = o.profile != 0;
 }
 
-// Reads the fields the caller's struct has; later fields keep their defaults.
-runtime::SessionOptions to_options(const plx_session_options* o) {
+// The caller's options over the defaults: fields past its struct_size keep their defaults.
+runtime::SessionOptions to_options(const plx_session_options* options) {
   runtime::SessionOptions out;
-  if (o == nullptr) return out;
-  const size_t min_size = offsetof(plx_session_options, threads_per_device) + sizeof(int32_t);
-  if (o->struct_size < min_size) {
-    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: options->struct_size is " +
-                                                 std::to_string(o->struct_size) + ", at least " +
-                                                 std::to_string(min_size) + " expected (call plx_session_options_init)");
-  }
-  if (o->device_memory_bytes < 0) {
-    ir::fail(ir::ErrorCode::InvalidArgument, "plx_session_create: options->device_memory_bytes is " +
-                                                 std::to_string(o->device_memory_bytes) + ", must be >= 0");
-  }
-  out.device_iterations = o->device_iterations;
-  out.device_memory_bytes = static_cast<size_t>(o->device_memory_bytes);
-  out.threads_per_device = o->threads_per_device;
-  if (o->struct_size >= offsetof(plx_session_options, collective_timeout_ms) + sizeof(int64_t)) {  // version 2
-    if (o->collectives_plugin != nullptr) out.collectives_plugin = o->collectives_plugin;
-    out.collective_timeout_ms = o->collective_timeout_ms;
-  }
-  if (o->struct_size >= offsetof(plx_session_options, profile) + sizeof(int32_t)) {  // version 4
-    read_pipelining(*o, out);
-  }
-  if (o->struct_size >= offsetof(plx_session_options, io_threads) + sizeof(int32_t)) {  // version 5
-    out.prefetch_depth = o->prefetch_depth;
-    out.io_threads = o->io_threads;
-  }
-  if (o->struct_size >= offsetof(plx_session_options, worker_index) + sizeof(int64_t)) {  // version 8
-    out.num_workers = o->num_workers;
-    out.worker_index = o->worker_index;
-  }
-  if (o->struct_size >= offsetof(plx_session_options, weight_update_on_host) + sizeof(int32_t)) {  // version 9
-    out.weight_update_on_host = o->weight_update_on_host != 0;
-  }
-  return out;
-}
-
-std::vector<runtime::HostArray> to_arrays(const ir::Graph& g, const plx_host_array* arrays, size_t count,
-                                          const char* what) {
-  if (count > 0) require(arrays, "plx_session_run", what);
-  std::vector<runtime::HostArray> out;
-  for (size_t i = 0; i < count; ++i) {
-    const plx_host_array& a = arrays[i];
-    const std::string label = std::string("plx_session_run ") + what + "[" + std::to_string(i) + "]";
-    const ir::StreamId s = abi::decode_stream(g, a.stream, label);
-    const std::string named = label + " (stream '" + g.stream(s).name + "')";
-    out.push_back({s, a.data, abi::to_dtype(a.dtype, named), abi::to_shape(a.shape, a.rank, named)});
-  }
+  if (options == nullptr) return out;
+  plx_session_options defaults;
+  plx_session_options_init(&defaults);
+  const plx_session_options o =
+      abi::read_struct(*options, defaults, abi::end_of(&plx_session_options::threads_per_device),
+                       "plx_session_create: options", "plx_session_options_init");
+  out.device_iterations = o.device_iterations;
+  out.device_memory_bytes = o.device_memory_bytes;
+  out.threads_per_device = o.threads_per_device;
+  if (o.collectives_plugin != nullptr) out.collectives_plugin = o.collectives_plugin;
+  out.collective_timeout_ms = o.collective_timeout_ms;
+  read_pipelining(o, out);
+  out.prefetch_depth = o.prefetch_depth;
+  out.io_threads = o.io_threads;
+  out.num_workers = o.num_workers;
+  out.worker_index = o.worker_index;
+  out.weight_update_on_host = o.weight_update_on_host != 0;
   return out;
 }
 
@@ -149,7 +121,7 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   const runtime::SessionOptions defaults;
   options->struct_size = sizeof(plx_session_options);
   options->device_iterations = defaults.device_iterations;
-  options->device_memory_bytes = static_cast<int64_t>(defaults.device_memory_bytes);
+  options->device_memory_bytes = defaults.device_memory_bytes;
   options->threads_per_device = defaults.threads_per_device;
   options->collectives_plugin = nullptr;
   options->collective_timeout_ms = defaults.collective_timeout_ms;
@@ -187,8 +159,8 @@ PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* i
   return guarded([&] {
     require(session, "plx_session_run", "session");
     const ir::Graph& g = session->session->graph();
-    const auto ins = to_arrays(g, inputs, num_inputs, "inputs");
-    const auto outs = to_arrays(g, outputs, num_outputs, "outputs");
+    const auto ins = abi::to_arrays(g, inputs, num_inputs, "plx_session_run", "inputs");
+    const auto outs = abi::to_arrays(g, outputs, num_outputs, "plx_session_run", "outputs");
     session->session->run(ins, outs);
   });
 }
@@ -231,10 +203,10 @@ PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor t
   });
 }
 
-PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count) {
+PLX_API plx_status plx_session_get_num_devices(const plx_session* session, size_t* out_count) {
   return guarded([&] {
-    require(session, "plx_session_num_devices", "session");
-    require(out_count, "plx_session_num_devices", "out_count");
+    require(session, "plx_session_get_num_devices", "session");
+    require(out_count, "plx_session_get_num_devices", "out_count");
     *out_count = session->session->num_devices();
   });
 }
@@ -245,24 +217,17 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
     const char* fn = "plx_session_get_memory_stats";
     require(session, fn, "session");
     require(out_stats, fn, "out_stats");
-    const size_t min_size = offsetof(plx_memory_stats, planned_peak_bytes) + sizeof(int64_t);  // version 1
-    if (out_stats->struct_size < min_size) {
-      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_stats->struct_size is " +
-                                                   std::to_string(out_stats->struct_size) + ", at least " +
-                                                   std::to_string(min_size) + " expected");
-    }
     const runtime::DeviceMemoryStats m = session->session->memory_stats(device);
-    out_stats->arena_bytes = static_cast<int64_t>(m.arena_bytes);
-    out_stats->variable_bytes = static_cast<int64_t>(m.variable_bytes);
-    out_stats->current_bytes = static_cast<int64_t>(m.current_bytes);
-    out_stats->peak_bytes = static_cast<int64_t>(m.peak_bytes);
-    out_stats->planned_peak_bytes = static_cast<int64_t>(m.planned_peak_bytes);
-    if (out_stats->struct_size >= offsetof(plx_memory_stats, remote_buffer_bytes) + sizeof(int64_t)) {  // version 3
-      out_stats->remote_buffer_bytes = static_cast<int64_t>(m.remote_buffer_bytes);
-    }
-    if (out_stats->struct_size >= offsetof(plx_memory_stats, offloaded_bytes) + sizeof(int64_t)) {  // version 4
-      out_stats->offloaded_bytes = static_cast<int64_t>(m.offloaded_bytes);
-    }
+    plx_memory_stats full{};
+    full.arena_bytes = m.arena_bytes;
+    full.variable_bytes = m.variable_bytes;
+    full.current_bytes = m.current_bytes;
+    full.peak_bytes = m.peak_bytes;
+    full.planned_peak_bytes = m.planned_peak_bytes;
+    full.remote_buffer_bytes = m.remote_buffer_bytes;
+    full.offloaded_bytes = m.offloaded_bytes;
+    abi::write_struct(*out_stats, full, abi::end_of(&plx_memory_stats::planned_peak_bytes),
+                      std::string(fn) + ": out_stats");
   });
 }
 
@@ -272,17 +237,14 @@ PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, 
     const char* fn = "plx_session_get_variable_storage";
     require(session, fn, "session");
     require(out_storage, fn, "out_storage");
-    const size_t min_size = offsetof(plx_variable_storage, shard_over) + sizeof(int64_t);
-    if (out_storage->struct_size < min_size) {
-      ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": out_storage->struct_size is " +
-                                                   std::to_string(out_storage->struct_size) + ", at least " +
-                                                   std::to_string(min_size) + " expected");
-    }
     const runtime::VariableStorage s =
         session->session->variable_storage(abi::decode_tensor(session->session->graph(), tensor, fn));
-    out_storage->device_bytes = static_cast<int64_t>(s.device_bytes);
-    out_storage->remote_bytes = static_cast<int64_t>(s.remote_bytes);
-    out_storage->shard_over = s.shard_over;
+    plx_variable_storage full{};
+    full.device_bytes = s.device_bytes;
+    full.remote_bytes = s.remote_bytes;
+    full.shard_over = s.shard_over;
+    abi::write_struct(*out_storage, full, abi::end_of(&plx_variable_storage::shard_over),
+                      std::string(fn) + ": out_storage");
   });
 }
 
@@ -308,9 +270,9 @@ PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffe
   });
 }
 
-PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size) {
+PLX_API plx_status plx_runtime_get_info(char* buffer, size_t capacity, size_t* out_size) {
   return guarded([&] {
-    if (capacity > 0) require(buffer, "plx_get_runtime_info", "buffer");
+    if (capacity > 0) require(buffer, "plx_runtime_get_info", "buffer");
     const ops::BlisInfo b = ops::blis_info();
     std::string candidates;
     for (const auto& c : b.candidates) candidates += (candidates.empty() ? "" : ",") + c;

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "plexus/plexus.h"
+#include "plexus/types.h"
 
 namespace plexus::collectives {
 

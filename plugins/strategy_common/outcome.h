@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "plexus/plexus.h"
+#include "plexus/types.h"
 
 namespace plexus::strategy_common {
 

@@ -98,7 +98,7 @@ TEST_F(CApiLoader, NullArgumentsAreRefused) {
   EXPECT_PLX_ERROR(plx_loader_create(dataset_.get(), &options_, nullptr), PLX_ERR_INVALID_ARGUMENT,
                    "plx_loader_create", "out_loader is NULL");
   int64_t runs = -7;
-  EXPECT_PLX_ERROR(plx_loader_runs_per_epoch(nullptr, &runs), PLX_ERR_INVALID_ARGUMENT, "plx_loader_runs_per_epoch",
+  EXPECT_PLX_ERROR(plx_loader_get_runs_per_epoch(nullptr, &runs), PLX_ERR_INVALID_ARGUMENT, "plx_loader_get_runs_per_epoch",
                    "loader is NULL");
   EXPECT_EQ(runs, -7);
   EXPECT_PLX_ERROR(plx_loader_begin_run(nullptr, 0, 0), PLX_ERR_INVALID_ARGUMENT, "plx_loader_begin_run",
@@ -107,8 +107,8 @@ TEST_F(CApiLoader, NullArgumentsAreRefused) {
   EXPECT_PLX_ERROR(plx_loader_get_callbacks(nullptr, 1, 2, callbacks), PLX_ERR_INVALID_ARGUMENT,
                    "plx_loader_get_callbacks", "loader is NULL");
   LoaderPtr loader = make_loader();
-  EXPECT_PLX_ERROR(plx_loader_runs_per_epoch(loader.get(), nullptr), PLX_ERR_INVALID_ARGUMENT,
-                   "plx_loader_runs_per_epoch", "out_runs is NULL");
+  EXPECT_PLX_ERROR(plx_loader_get_runs_per_epoch(loader.get(), nullptr), PLX_ERR_INVALID_ARGUMENT,
+                   "plx_loader_get_runs_per_epoch", "out_runs is NULL");
   EXPECT_PLX_ERROR(plx_loader_get_callbacks(loader.get(), 1, 2, nullptr), PLX_ERR_INVALID_ARGUMENT,
                    "plx_loader_get_callbacks", "out_callbacks is NULL");
 }
@@ -153,7 +153,7 @@ TEST_F(CApiLoader, OptionsOutOfRangeAreNamed) {
 TEST_F(CApiLoader, BeginRunOutOfRangeIsRefused) {
   LoaderPtr loader = make_loader();
   int64_t runs = 0;
-  ASSERT_PLX_OK(plx_loader_runs_per_epoch(loader.get(), &runs));
+  ASSERT_PLX_OK(plx_loader_get_runs_per_epoch(loader.get(), &runs));
   EXPECT_EQ(runs, 1);
   EXPECT_PLX_ERROR(plx_loader_begin_run(loader.get(), -1, 0), PLX_ERR_INVALID_ARGUMENT, "plx_loader_begin_run",
                    "epoch is -1");

@@ -71,7 +71,7 @@ TEST(CApiPipeline, StagesRunOnTheirDevicesAndTheTraceNamesThem) {
   ASSERT_PLX_OK(plx_session_create(m.ir.get(), &o, &raw));
   SessionPtr s(raw);
   size_t devices = 0;
-  ASSERT_PLX_OK(plx_session_num_devices(s.get(), &devices));
+  ASSERT_PLX_OK(plx_session_get_num_devices(s.get(), &devices));
   EXPECT_EQ(devices, 2u);
   int64_t shape[4] = {};
   size_t rank = 0;

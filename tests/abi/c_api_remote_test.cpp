@@ -64,12 +64,12 @@ TEST(CApiRemote, BufferIdsAreCheckedLikeOtherIds) {
 
 TEST(CApiRemote, InSequenceScopesMustBalance) {
   IrPtr ir = make_ir();
-  EXPECT_PLX_ERROR(plx_ir_in_sequence_end(ir.get()), PLX_ERR_INVALID_ARGUMENT, "end without a matching begin");
-  ASSERT_PLX_OK(plx_ir_in_sequence_begin(ir.get()));
-  ASSERT_PLX_OK(plx_ir_in_sequence_begin(ir.get()));
-  ASSERT_PLX_OK(plx_ir_in_sequence_end(ir.get()));
-  ASSERT_PLX_OK(plx_ir_in_sequence_end(ir.get()));
-  EXPECT_PLX_ERROR(plx_ir_in_sequence_begin(nullptr), PLX_ERR_INVALID_ARGUMENT, "ir is NULL");
+  EXPECT_PLX_ERROR(plx_ir_end_sequence(ir.get()), PLX_ERR_INVALID_ARGUMENT, "end without a matching begin");
+  ASSERT_PLX_OK(plx_ir_begin_sequence(ir.get()));
+  ASSERT_PLX_OK(plx_ir_begin_sequence(ir.get()));
+  ASSERT_PLX_OK(plx_ir_end_sequence(ir.get()));
+  ASSERT_PLX_OK(plx_ir_end_sequence(ir.get()));
+  EXPECT_PLX_ERROR(plx_ir_begin_sequence(nullptr), PLX_ERR_INVALID_ARGUMENT, "ir is NULL");
 }
 
 // R=2: W (5 elements) sharded in 3-element shards, W1-like remote shards, read back in full.

@@ -35,7 +35,7 @@ TEST(CApiReplication, GroupingsOfTheSeedsTables) {
   EXPECT_EQ(members(t2, 2), (std::vector<int64_t>{2, 6, 10, 14}));
   EXPECT_EQ(members(t3, 15), (std::vector<int64_t>{15}));
   int64_t n = 0, group = 0;
-  ASSERT_PLX_OK(plx_replica_grouping_num_groups(&t3, &n));
+  ASSERT_PLX_OK(plx_replica_grouping_get_num_groups(&t3, &n));
   EXPECT_EQ(n, 16);
   ASSERT_PLX_OK(plx_replica_grouping_get_group(&t2, 13, &group));
   EXPECT_EQ(group, 1);
@@ -60,7 +60,7 @@ TEST(CApiReplication, InvalidGroupingsAreClearErrors) {
   EXPECT_PLX_ERROR(plx_replica_grouping_create(8, 2, 1, nullptr), PLX_ERR_INVALID_ARGUMENT, "out_grouping is NULL");
   const plx_replica_grouping forged{8, 3, 1};  // never went through _create
   int64_t n = 0;
-  EXPECT_PLX_ERROR(plx_replica_grouping_num_groups(&forged, &n), PLX_ERR_INVALID_GROUPING, "group_size 3");
+  EXPECT_PLX_ERROR(plx_replica_grouping_get_num_groups(&forged, &n), PLX_ERR_INVALID_GROUPING, "group_size 3");
   const plx_replica_grouping g = grouping(8, 2, 2);
   plx_replica_grouping t{};
   EXPECT_PLX_ERROR(plx_replica_grouping_transpose(&g, &t), PLX_ERR_INVALID_GROUPING, "does not exist");

@@ -1,5 +1,5 @@
 // Workers through the C API only (PLX_API_VERSION 8; seed 002): num_workers / worker_index
-// session options, plx_session_get_replicas, plx_workers_from_environment, and callers
+// session options, plx_session_get_replicas, plx_workers_read_environment, and callers
 // built against an older plx_session_options.
 #include <plexus/plexus.h>
 
@@ -89,19 +89,19 @@ TEST(CApiWorkers, AnOlderCallersOptionsMeanOneWorker) {
 
 TEST(CApiWorkers, TheLaunchersEnvironment) {
   int64_t count = 0, index = 0;
-  ASSERT_PLX_OK(plx_workers_from_environment(&count, &index));
+  ASSERT_PLX_OK(plx_workers_read_environment(&count, &index));
   EXPECT_EQ(count, 1);
   EXPECT_EQ(index, 0);
   ::setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
   ::setenv("OMPI_COMM_WORLD_RANK", "2", 1);
-  ASSERT_PLX_OK(plx_workers_from_environment(&count, &index));
+  ASSERT_PLX_OK(plx_workers_read_environment(&count, &index));
   EXPECT_EQ(count, 3);
   EXPECT_EQ(index, 2);
   ::setenv("OMPI_COMM_WORLD_RANK", "x", 1);
-  EXPECT_PLX_ERROR(plx_workers_from_environment(&count, &index), PLX_ERR_INVALID_ARGUMENT, "OMPI_COMM_WORLD_RANK");
+  EXPECT_PLX_ERROR(plx_workers_read_environment(&count, &index), PLX_ERR_INVALID_ARGUMENT, "OMPI_COMM_WORLD_RANK");
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
   ::unsetenv("OMPI_COMM_WORLD_RANK");
-  EXPECT_PLX_ERROR(plx_workers_from_environment(nullptr, &index), PLX_ERR_INVALID_ARGUMENT, "out_num_workers");
+  EXPECT_PLX_ERROR(plx_workers_read_environment(nullptr, &index), PLX_ERR_INVALID_ARGUMENT, "out_num_workers");
 }
 
 }  // namespace

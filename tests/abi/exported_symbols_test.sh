@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# libplexus.so exports only plx_* symbols, and exactly the functions plexus.h declares
-# with PLX_API (STYLE.md, "C ABI").
-#   exported_symbols_test.sh <libplexus.so> <plexus.h> [C compiler, to strip comments]
+# libplexus.so exports only plx_* symbols, and exactly the functions its public headers
+# (plexus.h and types.h) declare with PLX_API (STYLE.md, "C ABI"): the headers are the
+# allow-list, deprecated aliases included.
+#   exported_symbols_test.sh <libplexus.so> <C compiler, to strip comments> <header>...
 set -euo pipefail
 export LC_ALL=C
 
-lib=${1:?usage: exported_symbols_test.sh <libplexus.so> <plexus.h> [cc]}
-header=${2:?usage: exported_symbols_test.sh <libplexus.so> <plexus.h> [cc]}
-cc=${3:-cc}
+usage="usage: exported_symbols_test.sh <libplexus.so> <cc> <header>..."
+lib=${1:?$usage}
+cc=${2:?$usage}
+shift 2
+[[ $# -ge 1 ]] || { echo "$usage"; exit 1; }
 [[ -f $lib ]] || { echo "FAIL: no library at $lib"; exit 1; }
-[[ -f $header ]] || { echo "FAIL: no header at $header"; exit 1; }
+for header in "$@"; do
+  [[ -f $header ]] || { echo "FAIL: no header at $header"; exit 1; }
+done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -21,11 +26,13 @@ nm -D --defined-only "$lib" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | sort 
 # The header's PLX_API declarations: comments stripped by the preprocessor (directives kept
 # but not expanded), directive lines dropped, the rest joined so a declaration spanning
 # lines reads as one; the name is the identifier right before the parameter list.
-"$cc" -w -fpreprocessed -dD -E -P -x c "$header" > "$tmp/stripped"
+for header in "$@"; do
+  "$cc" -w -fpreprocessed -dD -E -P -x c "$header"
+done > "$tmp/stripped"
 grep -v '^[[:space:]]*#' "$tmp/stripped" | tr '\n' ' ' | tr ';' '\n' |
   grep -oE '(^|[^A-Za-z0-9_])PLX_API[[:space:]][^(]*\(' |
   sed -E 's/[[:space:]]*\($//; s/.*[^A-Za-z0-9_]//' | sort -u > "$tmp/declared"
-[[ -s $tmp/declared ]] || { echo "FAIL: found no PLX_API declarations in $header"; exit 1; }
+[[ -s $tmp/declared ]] || { echo "FAIL: found no PLX_API declarations in $*"; exit 1; }
 
 # report <title> <file>: prints the file's lines under the title; fails when there are any.
 report() {
@@ -39,9 +46,9 @@ comm -23 "$tmp/exported" "$tmp/declared" > "$tmp/undeclared"
 comm -13 "$tmp/exported" "$tmp/declared" > "$tmp/missing"
 status=0
 report "$lib exports symbols without the plx_ prefix:" "$tmp/not_plx" || status=1
-report "exported by $lib but not declared with PLX_API in $header:" "$tmp/undeclared" || status=1
-report "declared with PLX_API in $header but not exported by $lib:" "$tmp/missing" || status=1
+report "exported by $lib but not declared with PLX_API in $*:" "$tmp/undeclared" || status=1
+report "declared with PLX_API in $* but not exported by $lib:" "$tmp/missing" || status=1
 if [[ $status -eq 0 ]]; then
-  echo "ok: $(wc -l < "$tmp/exported") symbols exported, all plx_*, exactly the PLX_API functions of $(basename "$header")"
+  echo "ok: $(wc -l < "$tmp/exported") symbols exported, all plx_*, exactly the PLX_API functions of the headers"
 fi
 exit $status

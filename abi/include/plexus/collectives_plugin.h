@@ -11,7 +11,7 @@
  * in $PLEXUS_PLUGIN_PATH (colon-separated folders), then next to libplexus.so, then in the
  * install's library folder, and picks it by the session option `collectives_plugin` or
  * the environment variable PLEXUS_COLLECTIVES (default "local"). A plugin compiles against
- * this header and <plexus/plexus.h> only (for plx_status and plx_dtype); it never links
+ * this header and <plexus/types.h> only (for plx_status and plx_dtype); it never links
  * libplexus.
  *
  * Model
@@ -85,7 +85,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plexus/plexus.h"
+#include "plexus/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -109,7 +109,7 @@ enum { PLX_BUFFER_DEVICE = 0, PLX_BUFFER_HOST = 1 };
 /** A communicator, owned by the plugin. */
 typedef struct plx_comm plx_comm;
 
-/** What a communicator serves. */
+/** What a communicator serves. Versions (plugin ABI): 1 every field. */
 typedef struct plx_comm_config {
   size_t struct_size;            /**< sizeof(plx_comm_config) as the caller knows it */
   int64_t replication_factor;    /**< global replicas R >= 1 */
@@ -124,7 +124,8 @@ typedef struct plx_coll_group {
   size_t size;             /**< number of members, >= 1 */
 } plx_coll_group;
 
-/** Arguments of one collective call (see "Element layout" above for each collective). */
+/** Arguments of one collective call (see "Element layout" above for each collective).
+ *  Versions (plugin ABI): 1 every field. */
 typedef struct plx_coll_args {
   size_t struct_size;           /**< sizeof(plx_coll_args) as the caller knows it */
   plx_coll_group group;         /**< members; the caller is one of them */
@@ -143,7 +144,7 @@ typedef struct plx_coll_args {
 /** One collective call; returns PLX_OK or an error as described under "Errors". */
 typedef plx_status (*plx_coll_fn)(plx_comm* comm, const plx_coll_args* args);
 
-/** The table a plugin returns. */
+/** The table a plugin returns. Versions (plugin ABI): 1 every field. */
 typedef struct plx_collectives_plugin {
   size_t struct_size;     /**< sizeof(plx_collectives_plugin) as the plugin knows it */
   uint32_t abi_version;   /**< PLX_COLLECTIVES_ABI_VERSION */

@@ -12,8 +12,17 @@
  * - Handles are opaque pointers made by plx_<object>_create and released by
  *   plx_<object>_destroy, which accepts NULL. Tensors and streams are 64-bit ids owned by
  *   their IR; an id from another IR is rejected.
- * - Options structs begin with `size_t struct_size`; fill them with their _init function.
- *   Fields are only ever appended, so callers built against older headers keep working.
+ * - Structs that may grow begin with `size_t struct_size`: options structs (fill them with
+ *   their _init function) and out-structs (set struct_size to sizeof the struct). Fields
+ *   are only ever appended, each at or after the previous version's sizeof, so a
+ *   struct_size from any older header names a whole prefix: Plexus reads an options
+ *   struct's fields within struct_size and gives the rest their defaults, and writes an
+ *   out-struct's fields within struct_size only. A struct_size larger than today's (a
+ *   newer header) is accepted; one short of the struct's first version is
+ *   PLX_ERR_INVALID_ARGUMENT naming it. Each such struct lists its version history.
+ *   Structs without struct_size (plx_attr, plx_replica_grouping, plx_stage,
+ *   plx_host_array, plx_stream_callback: plain values and array elements) have a fixed
+ *   layout and never grow; a need for more fields gets a new struct.
  * - Enum values are fixed-width integers with explicit values, never reused.
  * - Dims are int64_t, counts size_t, byte sizes size_t, strings UTF-8 and NUL-terminated.
  * - No C++ exception and no abort() crosses this boundary; bad input never crashes.
@@ -37,6 +46,20 @@
  *   8  workers: num_workers and worker_index in plx_session_options,
  *      plx_session_get_replicas, plx_workers_from_environment.
  *   9  the weight update on the host: weight_update_on_host in plx_session_options.
+ *  10  <plexus/types.h>: PLX_API, plx_status, plx_dtype, plx_last_error, plx_status_name,
+ *      plx_version and the version macros, which the plugin headers include instead of
+ *      this header. struct_size: every growable struct accepts every older (and newer)
+ *      struct_size; each lists its versions. Byte counts are size_t everywhere
+ *      (device_memory_bytes, plx_memory_stats, plx_variable_storage, plx_stream_stats'
+ *      h2d/d2h_bytes, staging_bytes were int64_t/uint64_t: same size and alignment on the
+ *      64-bit targets Plexus supports). One completion callback, plx_run_complete_fn
+ *      (plx_checkpoint_done is its deprecated alias). Regular plx_<object>_<verb> names,
+ *      the old ones deprecated aliases until 1.0: plx_ir_begin_sequence /
+ *      plx_ir_end_sequence (plx_ir_in_sequence_begin / _end), plx_runtime_get_info
+ *      (plx_get_runtime_info), plx_workers_read_environment (plx_workers_from_environment),
+ *      plx_loader_get_runs_per_epoch (plx_loader_runs_per_epoch),
+ *      plx_session_get_num_devices (plx_session_num_devices),
+ *      plx_replica_grouping_get_num_groups (plx_replica_grouping_num_groups).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -44,68 +67,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_WIN32)
-#define PLX_API __declspec(dllexport)
-#else
-#define PLX_API __attribute__((visibility("default")))
-#endif
+#include "plexus/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Version of this header's API; compare with plx_version() at run time. */
-#define PLX_API_VERSION 9
-
-/** Largest tensor rank. */
-#define PLX_MAX_RANK 8
-
-/* ---- Status and errors ------------------------------------------------------------ */
-
-/** Result of every fallible call. */
-typedef int32_t plx_status;
-enum {
-  PLX_OK = 0,
-  PLX_ERR_INVALID_ARGUMENT = 1,  /**< NULL pointer, bad value, wrong buffer size, ... */
-  PLX_ERR_UNKNOWN_OP = 2,        /**< no op registered under that name */
-  PLX_ERR_SHAPE_MISMATCH = 3,    /**< shapes break an op's rule or a host array's shape */
-  PLX_ERR_DTYPE_MISMATCH = 4,    /**< dtypes break an op's rule */
-  PLX_ERR_NOT_FOUND = 5,         /**< id of a tensor, stream or device that does not exist */
-  PLX_ERR_OUT_OF_DEVICE_MEMORY = 6, /**< the memory plan exceeds a device's capacity */
-  PLX_ERR_INVALID_GROUPING = 7,  /**< a replica grouping does not fit the replication factor */
-  PLX_ERR_IO = 8,                /**< a file could not be opened, read or written */
-  PLX_ERR_BAD_FORMAT = 9,        /**< a file's content is not what its format requires */
-  PLX_ERR_RUNTIME = 10,          /**< a kernel failed while running (e.g. label out of range) */
-  PLX_ERR_PLUGIN = 11,           /**< a plugin is missing, incompatible or failed */
-  PLX_ERR_TIMEOUT = 12,          /**< a wait exceeded its limit */
-  PLX_ERR_CANCELLED = 13,        /**< the operation was cancelled */
-  PLX_ERR_UNSUPPORTED = 14,      /**< valid request this build or machine cannot serve */
-  PLX_ERR_BUFFER_TOO_SMALL = 15, /**< an output buffer is too small; the size needed is returned */
-  PLX_ERR_INTERNAL = 99          /**< a bug in Plexus; please report the message */
-};
-
-/**
- * Message of the last failed call on this thread ("" when none failed yet).
- *
- * @return UTF-8 text owned by Plexus, valid until the next Plexus call on this thread.
- * Thread safety: per thread.
- */
-PLX_API const char* plx_last_error(void);
-
-/**
- * Short name of a status ("PLX_ERR_SHAPE_MISMATCH"); "PLX_ERR_UNKNOWN_STATUS" for others.
- * @return Static string.
- */
-PLX_API const char* plx_status_name(plx_status status);
-
-/** PLX_API_VERSION of the library loaded at run time. Never fails. */
-PLX_API uint32_t plx_version(void);
-
 /* ---- Data types and attributes ------------------------------------------------------ */
-
-/** Element type of a tensor. */
-typedef int32_t plx_dtype;
-enum { PLX_DTYPE_FLOAT32 = 1, PLX_DTYPE_INT32 = 2, PLX_DTYPE_UINT8 = 3 };
 
 /** Kind of an op attribute value. */
 typedef int32_t plx_attr_kind;
@@ -161,11 +129,16 @@ typedef uint64_t plx_stream;
  *
  * @param out_ir Receives the IR; release it with plx_ir_destroy().
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (out_ir is NULL).
- * Thread safety: an IR must not be used from several threads at once.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_create(plx_ir** out_ir);
 
-/** Releases an IR and its ids; NULL is ignored. Sessions created from it stay valid. */
+/**
+ * Releases an IR and its ids; NULL is ignored. Sessions created from it stay valid.
+ * Thread safety: not concurrently with any other call on `ir`.
+ * @since 1
+ */
 PLX_API void plx_ir_destroy(plx_ir* ir);
 
 /**
@@ -176,10 +149,16 @@ PLX_API void plx_ir_destroy(plx_ir* ir);
  * @param replication_factor >= 1 (default 1).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (ir NULL, R < 1, or the IR already has tensors:
  *         set R first).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 2
  */
 PLX_API plx_status plx_ir_set_replication_factor(plx_ir* ir, int64_t replication_factor);
 
-/** The IR's replication factor. @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+/**
+ * The IR's replication factor. @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 2
+ */
 PLX_API plx_status plx_ir_get_replication_factor(const plx_ir* ir, int64_t* out_replication_factor);
 
 /* ---- Replica groupings (seed 001, 13.2) ---------------------------------------------- */
@@ -202,12 +181,18 @@ typedef struct plx_replica_grouping {
  * @param group_size  g; 0 means R / stride (PopXL's default).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (out NULL); PLX_ERR_INVALID_GROUPING (the
  *         message gives R, g and s). On error *out_grouping is untouched.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
  */
 PLX_API plx_status plx_replica_grouping_create(int64_t replication_factor, int64_t group_size, int64_t stride,
                                                plx_replica_grouping* out_grouping);
 
-/** Number of groups, R / g. Errors: PLX_ERR_INVALID_ARGUMENT (NULL), PLX_ERR_INVALID_GROUPING. */
-PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups);
+/**
+ * Number of groups, R / g. Errors: PLX_ERR_INVALID_ARGUMENT (NULL), PLX_ERR_INVALID_GROUPING.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 10 (as plx_replica_grouping_num_groups() since 2)
+ */
+PLX_API plx_status plx_replica_grouping_get_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups);
 
 /**
  * Members of group `group`, increasing.
@@ -215,17 +200,25 @@ PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* g
  * @param out_count Receives g (may be NULL).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL grouping, group out of range);
  *         PLX_ERR_INVALID_GROUPING; PLX_ERR_BUFFER_TOO_SMALL (capacity < g; out_count set).
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
  */
 PLX_API plx_status plx_replica_grouping_get_members(const plx_replica_grouping* grouping, int64_t group,
                                                     int64_t* members, size_t capacity, size_t* out_count);
 
-/** Group of replica `replica` (0 <= replica < R). Errors as above. */
+/**
+ * Group of replica `replica` (0 <= replica < R). Errors as above.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
+ */
 PLX_API plx_status plx_replica_grouping_get_group(const plx_replica_grouping* grouping, int64_t replica,
                                                   int64_t* out_group);
 
 /**
  * The transpose (orthogonal) grouping: the replicas holding the same position in each
  * group. Exists when s == 1 or s*g == R; otherwise PLX_ERR_INVALID_GROUPING.
+ * Thread safety: safe from any thread (reads only its arguments).
+ * @since 2
  */
 PLX_API plx_status plx_replica_grouping_transpose(const plx_replica_grouping* grouping,
                                                   plx_replica_grouping* out_transpose);
@@ -244,6 +237,8 @@ PLX_API plx_status plx_replica_grouping_transpose(const plx_replica_grouping* gr
  * @param out_tensor Receives the variable's id.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype, rank or dim, duplicate
  *         name, data_bytes wrong). On error nothing is added.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
                                        size_t rank, const void* data, size_t data_bytes, plx_tensor* out_tensor);
@@ -255,7 +250,11 @@ enum {
   PLX_RETRIEVAL_ALL_REPLICAS = 1   /**< [R] + shape, row r from replica r */
 };
 
-/** Options of a variable. Initialise with plx_variable_options_init(). */
+/**
+ * Options of a variable. Initialise with plx_variable_options_init().
+ * Versions (struct_size): 2 struct_size, grouping, retrieval_mode (24 bytes on LP64);
+ * 3 shard_over (32).
+ */
 typedef struct plx_variable_options {
   size_t struct_size;                   /**< sizeof(plx_variable_options), set by _init */
   const plx_replica_grouping* grouping; /**< replicas sharing a value; NULL = one group of all (default). Borrowed. */
@@ -264,7 +263,11 @@ typedef struct plx_variable_options {
   int64_t shard_over; /**< replica-sharded variables: replicas a value is sharded over; 0 = the group size (default) */
 } plx_variable_options;
 
-/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+/**
+ * Fills `options` with defaults and sets struct_size. NULL is ignored.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 2
+ */
 PLX_API void plx_variable_options_init(plx_variable_options* options);
 
 /**
@@ -278,6 +281,8 @@ PLX_API void plx_variable_options_init(plx_variable_options* options);
  * @return as plx_ir_add_variable(), plus PLX_ERR_INVALID_GROUPING (grouping invalid or for
  *         another replication factor) and PLX_ERR_INVALID_ARGUMENT (bad retrieval mode,
  *         struct_size too small, data_bytes not num_groups * numel * dtype size).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 2
  */
 PLX_API plx_status plx_ir_add_variable_with_options(plx_ir* ir, const char* name, plx_dtype dtype,
                                                     const int64_t* shape, size_t rank, const void* data,
@@ -298,6 +303,8 @@ typedef uint64_t plx_remote_buffer;
  * @param shape   Per-replica slot shape, without any group dim. Borrowed.
  * @param entries Slots per replica, >= 1.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype/shape, entries < 1).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_remote_buffer(plx_ir* ir, plx_dtype dtype, const int64_t* shape, size_t rank,
                                             int64_t entries, plx_remote_buffer* out_buffer);
@@ -311,6 +318,8 @@ PLX_API plx_status plx_ir_add_remote_buffer(plx_ir* ir, plx_dtype dtype, const i
  * @return as plx_ir_add_variable_with_options(), plus PLX_ERR_NOT_FOUND (no such buffer),
  *         PLX_ERR_INVALID_ARGUMENT (entry out of range, a buffer of sharded variables),
  *         PLX_ERR_SHAPE_MISMATCH (dtype or shape differs from the buffer's slots).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_remote_variable(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
                                               size_t rank, const void* data, size_t data_bytes,
@@ -334,6 +343,8 @@ PLX_API plx_status plx_ir_add_remote_variable(plx_ir* ir, const char* name, plx_
  *                     its shard on the device, so both ids name the same tensor.
  * @return as plx_ir_add_variable_with_options(), plus PLX_ERR_INVALID_GROUPING (shard_over
  *         does not divide the group size).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_replica_sharded_variable(plx_ir* ir, const char* name, plx_dtype dtype,
                                                        const int64_t* shape, size_t rank, const void* data,
@@ -346,6 +357,8 @@ PLX_API plx_status plx_ir_add_replica_sharded_variable(plx_ir* ir, const char* n
  * [ceil(numel / shard_over)]. remote_load from the buffer then yields this replica's shard,
  * which "replicated_all_gather" turns back into the full tensor.
  * @return as plx_ir_add_replica_sharded_variable() and plx_ir_add_remote_variable().
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 3
  */
 PLX_API plx_status plx_ir_add_remote_replica_sharded_variable(plx_ir* ir, const char* name, plx_dtype dtype,
                                                               const int64_t* shape, size_t rank, const void* data,
@@ -359,11 +372,17 @@ PLX_API plx_status plx_ir_add_remote_replica_sharded_variable(plx_ir* ir, const 
  * an in-place add and a remote_store of the same tensor. Plexus runs every op in the order
  * it was added, so the scope guarantees what PopXL programs rely on; scopes nest.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (ir NULL).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 10 (as plx_ir_in_sequence_begin() since 3)
  */
-PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir);
+PLX_API plx_status plx_ir_begin_sequence(plx_ir* ir);
 
-/** Closes the innermost in_sequence scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
-PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir);
+/**
+ * Closes the innermost in_sequence scope. PLX_ERR_INVALID_ARGUMENT when none is open.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 10 (as plx_ir_in_sequence_end() since 3)
+ */
+PLX_API plx_status plx_ir_end_sequence(plx_ir* ir);
 
 /* ---- Blocks (pipelined and sharded execution) ---------------------------------------- */
 
@@ -381,15 +400,23 @@ PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir);
  * @param device device index within a replica, or -1 (placed by the session's stages).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, empty name, device < -1, a reopened
  *         block given another device).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 4
  */
 PLX_API plx_status plx_ir_begin_block(plx_ir* ir, const char* name, int64_t device);
 
-/** Closes the innermost block scope. PLX_ERR_INVALID_ARGUMENT when none is open. */
+/**
+ * Closes the innermost block scope. PLX_ERR_INVALID_ARGUMENT when none is open.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 4
+ */
 PLX_API plx_status plx_ir_end_block(plx_ir* ir);
 
 /**
  * Adds a constant tensor (read-only, resident on every device).
  * Parameters and errors as plx_ir_add_variable(), without a name.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_constant(plx_ir* ir, plx_dtype dtype, const int64_t* shape, size_t rank,
                                        const void* data, size_t data_bytes, plx_tensor* out_tensor);
@@ -404,6 +431,8 @@ PLX_API plx_status plx_ir_add_constant(plx_ir* ir, plx_dtype dtype, const int64_
  * @param out_stream Receives the stream id (used to pass host arrays to plx_session_run).
  * @param out_tensor Receives the tensor holding the current step's data.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad dtype/shape, duplicate name).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_h2d_stream(plx_ir* ir, const char* name, plx_dtype dtype, const int64_t* shape,
                                          size_t rank, plx_stream* out_stream, plx_tensor* out_tensor);
@@ -415,6 +444,8 @@ PLX_API plx_status plx_ir_add_h2d_stream(plx_ir* ir, const char* name, plx_dtype
  *
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, duplicate name, id of another
  *         IR); PLX_ERR_NOT_FOUND (no such tensor).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_d2h_stream(plx_ir* ir, const char* name, plx_tensor tensor, plx_stream* out_stream);
 
@@ -435,6 +466,8 @@ PLX_API plx_status plx_ir_add_d2h_stream(plx_ir* ir, const char* name, plx_tenso
  *         input types and the rule broken). On error nothing is added and `outputs` is
  *         untouched; only when max_outputs is too small is `num_outputs` still set, to the
  *         op's output count.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* inputs, size_t num_inputs,
                                  const plx_attr* attrs, size_t num_attrs, plx_tensor* outputs, size_t max_outputs,
@@ -451,6 +484,8 @@ PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* i
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, non-float tensor, loss not
  *         depending on a wrt tensor, an op on the path without a gradient: the message
  *         names it); PLX_ERR_NOT_FOUND.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_autodiff(plx_ir* ir, plx_tensor loss, const plx_tensor* wrt, size_t num_wrt,
                                    plx_tensor* out_grads);
@@ -463,6 +498,8 @@ PLX_API plx_status plx_ir_autodiff(plx_ir* ir, plx_tensor loss, const plx_tensor
  * @param out_rank  Receives the rank (may be NULL).
  * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT (ir NULL, id of another IR);
  *         PLX_ERR_BUFFER_TOO_SMALL (rank > max_rank; out_rank is still set).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 1
  */
 PLX_API plx_status plx_ir_get_tensor_type(const plx_ir* ir, plx_tensor tensor, plx_dtype* out_dtype,
                                           int64_t* out_shape, size_t max_rank, size_t* out_rank);
@@ -491,11 +528,19 @@ enum {
   PLX_OUTPUT_SUM = 3      /**< the sum over the run: [R] + S */
 };
 
-/** Session options. Initialise with plx_session_options_init(), then change fields. */
+/**
+ * Session options. Initialise with plx_session_options_init(), then change fields.
+ * Versions (struct_size on LP64): 1 device_iterations, device_memory_bytes,
+ * threads_per_device (32); 2 collectives_plugin, collective_timeout_ms (48);
+ * 4 gradient_accumulation .. profile (112); 5 prefetch_depth, io_threads (128);
+ * 8 num_workers, worker_index (144); 9 weight_update_on_host (152); 10 device_memory_bytes
+ * becomes size_t (was int64_t; same size and alignment).
+ */
 typedef struct plx_session_options {
   size_t struct_size;            /**< sizeof(plx_session_options), set by _init */
   int64_t device_iterations;     /**< steps per plx_session_run call, >= 1 (default 1) */
-  int64_t device_memory_bytes;   /**< arena capacity per device in bytes; 0 = no limit (default) */
+  size_t device_memory_bytes;    /**< arena capacity per device in bytes; 0 = no limit (default).
+                                       int64_t before version 10 (same size and alignment) */
   int32_t threads_per_device;    /**< BLIS threads per device; 0 = cores / devices (default) */
   /* since PLX_API_VERSION 2 */
   const char* collectives_plugin; /**< collectives plugin name; NULL = $PLEXUS_COLLECTIVES, else "local". Copied. */
@@ -524,7 +569,7 @@ typedef struct plx_session_options {
                                        R must be a multiple of it and the collectives plugin must
                                        serve several processes ("mpi"). Streams then carry the hosted
                                        replicas only. 0: num_workers and worker_index from the
-                                       launcher (plx_workers_from_environment). */
+                                       launcher (plx_workers_read_environment). */
   int64_t worker_index;           /**< this process's worker, in [0, num_workers) (default 0) */
   /* since PLX_API_VERSION 9 */
   int32_t weight_update_on_host;  /**< 1: the weight update runs on the host (seed 002's host_call with
@@ -540,7 +585,11 @@ typedef struct plx_session_options {
                                        plx_session_create). Default 0. */
 } plx_session_options;
 
-/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+/**
+ * Fills `options` with defaults and sets struct_size. NULL is ignored.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 1
+ */
 PLX_API void plx_session_options_init(plx_session_options* options);
 
 /**
@@ -553,11 +602,14 @@ PLX_API void plx_session_options_init(plx_session_options* options);
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad option, struct_size too
  *         small); PLX_ERR_OUT_OF_DEVICE_MEMORY (names the device, the bytes needed and
  *         the capacity); PLX_ERR_UNSUPPORTED (BLIS_ARCH_TYPE invalid for this CPU).
+ * Thread safety: safe from any thread; no other thread may change `ir` during the call.
+ * @since 1
  */
 PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_options* options,
                                       plx_session** out_session);
 
-/** Where a session's replicas are in a job of several workers (seed 002). */
+/** Where a session's replicas are in a job of several workers (seed 002). Versions
+ *  (struct_size on LP64): 8 every field (48). */
 typedef struct plx_replica_info {
   size_t struct_size;           /**< sizeof(plx_replica_info) as the caller knows it */
   int64_t replication_factor;   /**< global replicas R of the job */
@@ -570,8 +622,11 @@ typedef struct plx_replica_info {
 
 /**
  * Fills `out` (struct_size set by the caller; fields past it are not written) with the
- * session's replicas: R, the workers, and which replicas this worker hosts. Thread-safe.
+ * session's replicas: R, the workers, and which replicas this worker hosts.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 8
  */
 PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_replica_info* out);
 
@@ -581,11 +636,18 @@ PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_repl
  * loader's shards (plx_loader_options.num_shards, shard_index) and the session options.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, or a variable that is not a number or
  *         out of range, named in the message).
+ * Thread safety: safe from any thread while no thread changes the environment (setenv).
+ * @since 10 (as plx_workers_from_environment() since 8)
  */
-PLX_API plx_status plx_workers_from_environment(int64_t* out_num_workers, int64_t* out_worker_index);
+PLX_API plx_status plx_workers_read_environment(int64_t* out_num_workers, int64_t* out_worker_index);
 
-/** Destroys a session: cancels its running and queued runs (they end with
- *  PLX_ERR_CANCELLED), waits for them, then frees it; NULL is ignored. */
+/**
+ * Destroys a session: cancels its running and queued runs (they end with
+ *  PLX_ERR_CANCELLED), waits for them, then frees it; NULL is ignored.
+ * Thread safety: not concurrently with any other call on `session`, nor from one of its
+ *   callbacks.
+ * @since 1
+ */
 PLX_API void plx_session_destroy(plx_session* session);
 
 /**
@@ -613,7 +675,9 @@ typedef struct plx_host_array {
  *         PLX_ERR_SHAPE_MISMATCH / PLX_ERR_DTYPE_MISMATCH (names the stream, the expected
  *         and the given shape); PLX_ERR_RUNTIME (a kernel failed; the message names the
  *         op). After a run error variables may hold a partly updated step.
- * Thread safety: calls on one session are serialised.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* inputs, size_t num_inputs,
                                    const plx_host_array* outputs, size_t num_outputs);
@@ -658,8 +722,12 @@ typedef struct plx_stream_callback {
 } plx_stream_callback;
 
 /**
- * Called once when an asynchronous run ends, on a session thread: `status` PLX_OK or the
- * run's error, `message` its text (valid during the call). Must not destroy the session.
+ * The one completion callback of the API: called once when an asynchronous operation ends
+ * (a run: plx_run_options.on_complete; a checkpoint save: plx_checkpoint_options.on_complete),
+ * on one of the session's threads, before plx_run_wait() on its plx_run returns: `status`
+ * PLX_OK or the operation's error, `message` its UTF-8 text ("" on success; valid during
+ * the call only), `user_data` as given. Must not destroy the session nor wait for the run.
+ * @since 5 (checkpoint saves: 6, as plx_checkpoint_done, now a deprecated alias)
  */
 typedef void (*plx_run_complete_fn)(void* user_data, plx_status status, const char* message);
 
@@ -667,7 +735,7 @@ typedef void (*plx_run_complete_fn)(void* user_data, plx_status status, const ch
  *  callback (not both); device-to-host streams may have an output array or a deliver
  *  callback (or neither: discarded). */
 typedef struct plx_run_options {
-  size_t struct_size;                  /**< sizeof(plx_run_options) */
+  size_t struct_size;                  /**< sizeof(plx_run_options), set by _init. Versions: 5 every field (72) */
   const plx_host_array* inputs;        /**< borrowed until the run completes */
   size_t num_inputs;
   const plx_host_array* outputs;       /**< borrowed until the run completes */
@@ -678,7 +746,11 @@ typedef struct plx_run_options {
   void* user_data;                     /**< for on_complete */
 } plx_run_options;
 
-/** Fills `options` with an empty run (no arrays, no callbacks) and sets struct_size. */
+/**
+ * Fills `options` with an empty run (no arrays, no callbacks) and sets struct_size.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 5
+ */
 PLX_API void plx_run_options_init(plx_run_options* options);
 
 /** An asynchronous run in flight or finished. */
@@ -691,6 +763,9 @@ typedef struct plx_run plx_run;
  * @param out_run Receives the run; release it with plx_run_destroy().
  * @return PLX_OK; the errors of plx_session_run() for bad arrays or callbacks (checked
  *         before anything starts; no run is created then).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_options* options, plx_run** out_run);
 
@@ -698,30 +773,46 @@ PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_opt
  * Waits for `run` to end, at most `timeout_ms` milliseconds (< 0: no limit).
  * @return the run's status (PLX_OK, or its error with plx_last_error() set to its
  *         message); PLX_ERR_TIMEOUT when still running; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: safe from any thread; plx_run_destroy() must not overlap another call on
+ *   the same `run`.
+ * @since 5
  */
 PLX_API plx_status plx_run_wait(plx_run* run, int64_t timeout_ms);
 
-/** Waits for `run` to end (without a limit) and releases it; NULL is ignored. */
+/**
+ * Waits for `run` to end (without a limit) and releases it; NULL is ignored.
+ * Thread safety: safe from any thread; plx_run_destroy() must not overlap another call on
+ *   the same `run`.
+ * @since 5
+ */
 PLX_API void plx_run_destroy(plx_run* run);
 
 /**
  * Runs like plx_session_run() with callbacks: plx_session_run_async() then plx_run_wait().
  * on_complete, when set, is called before this returns.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_options* options);
 
 /**
  * Cancels the session's running and queued runs: each ends with PLX_ERR_CANCELLED and a
- * message saying it was cancelled. The session stays usable. Thread-safe.
+ * message saying it was cancelled. The session stays usable.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_cancel(plx_session* session);
 
-/** Streaming figures of the session's last finished run (DESIGN.md "Streaming layer"). */
+/** Streaming figures of the session's last finished run (DESIGN.md "Streaming layer"). Times
+ *  in nanoseconds. Versions (struct_size on LP64): 5 every field (72); 10 h2d_bytes and
+ *  d2h_bytes become size_t (were int64_t). */
 typedef struct plx_stream_stats {
   size_t struct_size;        /**< set by the caller to sizeof(plx_stream_stats) */
   int64_t run_ns;            /**< wall time of the run */
-  int64_t h2d_bytes;         /**< bytes moved host -> device (all streams and replicas) */
-  int64_t d2h_bytes;         /**< bytes moved device -> host */
+  size_t h2d_bytes;          /**< bytes moved host -> device (all streams and replicas) */
+  size_t d2h_bytes;          /**< bytes moved device -> host */
   int64_t transfer_ns;       /**< io-thread time spent moving them (copies and callbacks), summed over threads;
                                   0 with prefetch_depth 0 (the devices copy) */
   int64_t exposed_wait_ns;   /**< device time spent waiting for a host-to-device buffer that was not ready,
@@ -734,6 +825,9 @@ typedef struct plx_stream_stats {
 /**
  * Fills `out_stats` (set its struct_size first).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 5
  */
 PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_stream_stats* out_stats);
 
@@ -741,6 +835,9 @@ PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_
  * Shape of the host array a stream expects or fills in plx_session_run().
  * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL
  *         (out_rank is still set).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_stream stream, int64_t* out_shape,
                                               size_t max_rank, size_t* out_rank);
@@ -751,6 +848,9 @@ PLX_API plx_status plx_session_get_host_shape(const plx_session* session, plx_st
  * front for PLX_RETRIEVAL_ALL_REPLICAS.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, id of another IR);
  *         PLX_ERR_NOT_FOUND; PLX_ERR_BUFFER_TOO_SMALL (out_rank is still set).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 2
  */
 PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, plx_tensor tensor,
                                                   int64_t* out_shape, size_t max_rank, size_t* out_rank);
@@ -769,6 +869,9 @@ PLX_API plx_status plx_session_get_variable_shape(const plx_session* session, pl
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, wrong size, id of
  *         another IR); PLX_ERR_NOT_FOUND; for a collective read, what the plugin returns
  *         (PLX_ERR_TIMEOUT naming the missing replicas when a worker does not read).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_tensor tensor, void* data,
                                              size_t data_bytes);
@@ -780,32 +883,43 @@ PLX_API plx_status plx_session_read_variable(const plx_session* session, plx_ten
  * of its row, so with PLX_RETRIEVAL_ALL_REPLICAS the rows of one shard domain should agree.
  * With several workers only the replicas this worker hosts are written (each worker writes
  * the same full data). Errors as reading (never a collective, so never PLX_ERR_TIMEOUT).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_write_variable(plx_session* session, plx_tensor tensor, const void* data,
                                               size_t data_bytes);
 
-/** Number of virtual devices of a session (hosted replicas x devices per replica). */
-PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count);
+/**
+ * Number of virtual devices of a session (hosted replicas x devices per replica).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 10 (as plx_session_num_devices() since 1)
+ */
+PLX_API plx_status plx_session_get_num_devices(const plx_session* session, size_t* out_count);
 
-/** Memory of one virtual device, in bytes. */
+/** Memory of one virtual device, in bytes. Versions (struct_size on LP64): 1 arena_bytes ..
+ *  planned_peak_bytes (48); 3 remote_buffer_bytes (56); 4 offloaded_bytes (64); 10 the
+ *  fields become size_t (were int64_t; same size and alignment). */
 typedef struct plx_memory_stats {
   size_t struct_size;          /**< set by the caller to sizeof(plx_memory_stats) */
-  int64_t arena_bytes;         /**< device arena size: what the memory plan needs */
-  int64_t variable_bytes;      /**< variables and constants, resident between runs */
-  int64_t current_bytes;       /**< bytes live now (variable_bytes between runs) */
-  int64_t peak_bytes;          /**< most bytes live at once since the session was created */
-  int64_t planned_peak_bytes;  /**< most bytes live at once in one step, per the plan */
+  size_t arena_bytes;          /**< device arena size: what the memory plan needs */
+  size_t variable_bytes;       /**< variables and constants, resident between runs */
+  size_t current_bytes;        /**< bytes live now (variable_bytes between runs) */
+  size_t peak_bytes;           /**< most bytes live at once since the session was created */
+  size_t planned_peak_bytes;   /**< most bytes live at once in one step, per the plan */
   /* since PLX_API_VERSION 3 */
-  int64_t remote_buffer_bytes; /**< this replica's remote buffers (host memory, not the arena) */
+  size_t remote_buffer_bytes;  /**< this replica's remote buffers (host memory, not the arena) */
   /* since PLX_API_VERSION 4 */
-  int64_t offloaded_bytes;     /**< optimizer state of this device's stages kept in host memory */
+  size_t offloaded_bytes;      /**< optimizer state of this device's stages kept in host memory */
 } plx_memory_stats;
 
-/** Where one replica keeps a variable, in bytes per replica. */
+/** Where one replica keeps a variable, in bytes per replica. Versions (struct_size on
+ *  LP64): 3 every field (32); 10 device_bytes and remote_bytes become size_t (were int64_t). */
 typedef struct plx_variable_storage {
   size_t struct_size;    /**< set by the caller to sizeof(plx_variable_storage) */
-  int64_t device_bytes;  /**< in the device arena (a replica-sharded variable: its shard) */
-  int64_t remote_bytes;  /**< in a remote buffer slot */
+  size_t device_bytes;   /**< in the device arena (a replica-sharded variable: its shard) */
+  size_t remote_bytes;   /**< in a remote buffer slot */
   int64_t shard_over;    /**< replicas holding shards of one value; 1 when not sharded */
 } plx_variable_storage;
 
@@ -813,6 +927,9 @@ typedef struct plx_variable_storage {
  * Fills `out_storage` (set its struct_size first) for variable `tensor`.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, not a variable, struct_size too small,
  *         id of another IR); PLX_ERR_NOT_FOUND.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 3
  */
 PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, plx_tensor tensor,
                                                     plx_variable_storage* out_storage);
@@ -822,6 +939,9 @@ PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, 
  * struct_size's end are not written.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small);
  *         PLX_ERR_NOT_FOUND (no such device).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size_t device,
                                                 plx_memory_stats* out_stats);
@@ -834,6 +954,9 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
  * @param capacity Bytes available in `buffer`.
  * @param out_size Receives the bytes needed including the NUL (may be NULL).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL (out_size tells).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 1
  */
 PLX_API plx_status plx_session_get_report(const plx_session* session, char* buffer, size_t capacity,
                                           size_t* out_size);
@@ -846,6 +969,9 @@ PLX_API plx_status plx_session_get_report(const plx_session* session, char* buff
  * bubble_fraction (1 - mean busy fraction). Buffer protocol as plx_session_get_report().
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL; the session was created without
  *         `profile`); PLX_ERR_BUFFER_TOO_SMALL.
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 4
  */
 PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffer, size_t capacity,
                                          size_t* out_size);
@@ -857,8 +983,10 @@ PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffe
  * CPU features, the BLIS kernel sets Plexus chooses from and how it chooses
  * ("measured per GEMM shape", or "BLIS_ARCH_TYPE=6 (zen3)" when the user forced one).
  * Buffer protocol as plx_session_get_report().
+ * Thread safety: safe from any thread.
+ * @since 10 (as plx_get_runtime_info() since 1)
  */
-PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size);
+PLX_API plx_status plx_runtime_get_info(char* buffer, size_t capacity, size_t* out_size);
 
 /* ---- Datasets (IDX files: MNIST, Fashion-MNIST) ------------------------------------- */
 
@@ -874,11 +1002,18 @@ typedef struct plx_dataset plx_dataset;
  *         message names the file); PLX_ERR_BAD_FORMAT (wrong magic number, unsupported
  *         element type, truncated data, trailing bytes, or image and label counts that
  *         disagree: the message names the file(s) and what is wrong).
+ * Thread safety: safe from any thread.
+ * @since 1
  */
 PLX_API plx_status plx_dataset_load_idx(const char* images_path, const char* labels_path,
                                         plx_dataset** out_dataset);
 
-/** Releases a dataset; NULL is ignored. */
+/**
+ * Releases a dataset; NULL is ignored.
+ * Thread safety: not concurrently with any other use of `dataset` (a loader over it
+ *   included).
+ * @since 1
+ */
 PLX_API void plx_dataset_destroy(plx_dataset* dataset);
 
 /**
@@ -889,6 +1024,8 @@ PLX_API void plx_dataset_destroy(plx_dataset* dataset);
  * @param out_image_shape Receives up to `max_rank` dims of ONE image (MNIST: [28, 28]).
  * @param out_image_rank  Receives that rank. May be NULL.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT; PLX_ERR_BUFFER_TOO_SMALL.
+ * Thread safety: safe from any thread (a dataset is read-only).
+ * @since 1
  */
 PLX_API plx_status plx_dataset_get_info(const plx_dataset* dataset, int64_t* out_num_samples,
                                         plx_dtype* out_image_dtype, int64_t* out_image_shape, size_t max_rank,
@@ -899,6 +1036,8 @@ PLX_API plx_status plx_dataset_get_info(const plx_dataset* dataset, int64_t* out
  * [num_samples] + image shape of the image dtype, labels [num_samples] of the label dtype
  * (MNIST: uint8), row-major, host byte order.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (dataset NULL).
+ * Thread safety: safe from any thread (a dataset is read-only).
+ * @since 1
  */
 PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void** out_images,
                                         const void** out_labels, plx_dtype* out_label_dtype);
@@ -924,6 +1063,8 @@ PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void**
  */
 typedef struct plx_loader plx_loader;
 
+/** Options of a loader. Initialise with plx_loader_options_init(). Versions (struct_size on
+ *  LP64): 5 batch_size .. workers (64); 7 num_shards, shard_index (80). */
 typedef struct plx_loader_options {
   size_t struct_size;     /**< sizeof(plx_loader_options), set by _init */
   int64_t batch_size;     /**< samples per micro-batch per replica, >= 1 (default 1) */
@@ -945,7 +1086,11 @@ typedef struct plx_loader_options {
                             so W workers of R replicas see what one process of W x R replicas does */
 } plx_loader_options;
 
-/** Fills `options` with defaults and sets struct_size. NULL is ignored. */
+/**
+ * Fills `options` with defaults and sets struct_size. NULL is ignored.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 5
+ */
 PLX_API void plx_loader_options_init(plx_loader_options* options);
 
 /**
@@ -953,15 +1098,27 @@ PLX_API void plx_loader_options_init(plx_loader_options* options);
  * outlive it.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, an option out of range naming it, a
  *         dataset of another element type, fewer samples than one run with drop_last).
+ * Thread safety: safe from any thread; `dataset` must outlive the loader.
+ * @since 5
  */
 PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loader_options* options,
                                      plx_loader** out_loader);
 
-/** Stops the workers and frees the loader; NULL is ignored. No run may still call it. */
+/**
+ * Stops the workers and frees the loader; NULL is ignored. No run may still call it.
+ * Thread safety: not concurrently with any other call on `loader`, nor while a run calls
+ *   its callbacks.
+ * @since 5
+ */
 PLX_API void plx_loader_destroy(plx_loader* loader);
 
-/** Runs per epoch (see drop_last). @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
-PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs);
+/**
+ * Runs per epoch (see drop_last). @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: one thread at a time per loader (its fill callbacks may run on several io
+ *   threads at once).
+ * @since 10 (as plx_loader_runs_per_epoch() since 5)
+ */
+PLX_API plx_status plx_loader_get_runs_per_epoch(const plx_loader* loader, int64_t* out_runs);
 
 /**
  * Makes the callbacks serve run `run` of epoch `epoch` and starts preparing it (and the
@@ -971,6 +1128,9 @@ PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* 
  * at a time, and a callback still waiting for the previous run then fails with
  * PLX_ERR_RUNTIME. The callbacks wait until the run's data is ready.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, epoch < 0, run outside [0, runs)).
+ * Thread safety: one thread at a time per loader (its fill callbacks may run on several io
+ *   threads at once).
+ * @since 5
  */
 PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64_t run);
 
@@ -983,6 +1143,9 @@ PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64
  * plx_last_error() of its thread.
  * The callbacks stay valid until the loader is destroyed.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: one thread at a time per loader (its fill callbacks may run on several io
+ *   threads at once).
+ * @since 5
  */
 PLX_API plx_status plx_loader_get_callbacks(plx_loader* loader, plx_stream images, plx_stream labels,
                                             plx_stream_callback* out_callbacks);
@@ -996,11 +1159,10 @@ typedef enum plx_shuffle {
   PLX_SHUFFLE_ON = 2
 } plx_shuffle;
 
-/** Completion of an asynchronous save: status PLX_OK or the error, with its message
- *  (valid during the call). Called once, on an io thread, before the plx_run completes. */
-typedef void (*plx_checkpoint_done)(void* user_data, plx_status status, const char* message);
-
-/** Options of saving and loading checkpoints. Initialise with plx_checkpoint_options_init(). */
+/** Options of saving and loading checkpoints. Initialise with plx_checkpoint_options_init().
+ *  Versions (struct_size on LP64): 6 every field (72); 10 on_complete is a
+ *  plx_run_complete_fn (the same signature as plx_checkpoint_done), staging_bytes a size_t
+ *  (was uint64_t). */
 typedef struct plx_checkpoint_options {
   size_t struct_size;  /**< sizeof(plx_checkpoint_options), set by _init */
   int32_t level;       /**< saving: zstd level, 1 .. 19 (default 3) */
@@ -1011,15 +1173,20 @@ typedef struct plx_checkpoint_options {
   size_t num_counters; /**< the caller's counters (epoch, data loader position, ...) */
   const char* const* counter_names; /**< num_counters names; borrowed during the call */
   int64_t* counter_values; /**< saving: the values stored; loading: receives the stored values */
-  plx_checkpoint_done on_complete; /**< asynchronous saves: optional completion callback */
+  plx_run_complete_fn on_complete; /**< asynchronous saves: optional completion callback, called on a
+                                        checkpoint thread */
   void* user_data;                 /**< passed to on_complete */
-  uint64_t staging_bytes; /**< asynchronous saves: snapshot bytes held at once before a save
+  size_t staging_bytes;   /**< asynchronous saves: snapshot bytes held at once before a save
                                waits for earlier ones (default 1 GiB); fixed by the session's
                                first asynchronous save, as is `threads` for its checkpoint
                                threads */
 } plx_checkpoint_options;
 
-/** Fills `options` with the defaults and sets struct_size. */
+/**
+ * Fills `options` with the defaults and sets struct_size.
+ * Thread safety: safe from any thread (writes only `options`).
+ * @since 6
+ */
 PLX_API void plx_checkpoint_options_init(plx_checkpoint_options* options);
 
 /**
@@ -1029,10 +1196,12 @@ PLX_API void plx_checkpoint_options_init(plx_checkpoint_options* options);
  * buffer slots holding no variable as one row per replica, the step counter, and the
  * caller's counters. Written to a temporary file in the target's directory, fsynced,
  * renamed over `path`, directory fsynced: a crash leaves the previous file intact.
- * Thread-safe.
  * @param options NULL for defaults.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, struct_size too small, level, threads,
  *         shuffle, counters); PLX_ERR_IO (naming the file and the system's reason).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
  */
 PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char* path,
                                                const plx_checkpoint_options* options);
@@ -1045,6 +1214,9 @@ PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char*
  * is the save's) and free with plx_run_destroy(). Destroying the session waits for
  * pending saves.
  * @return PLX_OK; the argument errors of plx_session_save_checkpoint() (nothing pending).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
  */
 PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const char* path,
                                                      const plx_checkpoint_options* options, plx_run** out_save);
@@ -1054,19 +1226,83 @@ PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const
  * row (or equal rows) goes to every replica group, with as many rows as the session's
  * groups row by row; RTS shards are cut from the full rows. The file is read and checked
  * in full first, so on any error the session is unchanged. Sets the step counter and,
- * for each of options->counter_names, counter_values. Thread-safe.
+ * for each of options->counter_names, counter_values.
  * @return PLX_OK; PLX_ERR_IO; PLX_ERR_BAD_FORMAT (saying what is damaged: magic, version,
  *         sizes, checksums, manifest, a tensor's frame); PLX_ERR_INVALID_ARGUMENT (listing
  *         tensors missing, extra (strict) or mismatched in dtype, shape or groups);
  *         PLX_ERR_NOT_FOUND (a counter the checkpoint does not hold).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
  */
 PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char* path,
                                                const plx_checkpoint_options* options);
 
-/** Steps the session has completed: device_iterations per successful run (weight updates
+/**
+ * Steps the session has completed: device_iterations per successful run (weight updates
  *  when training); restored by loading a checkpoint.
- *  @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL). */
+ *  @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL).
+ * Thread safety: safe from any thread; runs of one session execute one at a time, in the
+ *   order they were started.
+ * @since 6
+ */
 PLX_API plx_status plx_session_get_step(const plx_session* session, int64_t* out_step);
+
+/* ---- Deprecated names (removed at 1.0) ---------------------------------------------- */
+
+/* Names that broke plx_<object>_<verb>, renamed in version 10. Each old symbol is still
+ * exported and calls the new function (same arguments, same result; its error messages
+ * name the new function). Using one warns unless PLX_NO_DEPRECATION_WARNINGS is defined. */
+
+/**
+ * Deprecated since 10: use plx_ir_begin_sequence().
+ * Thread safety: as plx_ir_begin_sequence().
+ * @since 3; deprecated since 10
+ */
+PLX_API plx_status plx_ir_in_sequence_begin(plx_ir* ir) PLX_DEPRECATED("plx_ir_begin_sequence");
+/**
+ * Deprecated since 10: use plx_ir_end_sequence().
+ * Thread safety: as plx_ir_end_sequence().
+ * @since 3; deprecated since 10
+ */
+PLX_API plx_status plx_ir_in_sequence_end(plx_ir* ir) PLX_DEPRECATED("plx_ir_end_sequence");
+/**
+ * Deprecated since 10: use plx_replica_grouping_get_num_groups().
+ * Thread safety: as plx_replica_grouping_get_num_groups().
+ * @since 2; deprecated since 10
+ */
+PLX_API plx_status plx_replica_grouping_num_groups(const plx_replica_grouping* grouping, int64_t* out_num_groups)
+    PLX_DEPRECATED("plx_replica_grouping_get_num_groups");
+/**
+ * Deprecated since 10: use plx_runtime_get_info().
+ * Thread safety: as plx_runtime_get_info().
+ * @since 1; deprecated since 10
+ */
+PLX_API plx_status plx_get_runtime_info(char* buffer, size_t capacity, size_t* out_size)
+    PLX_DEPRECATED("plx_runtime_get_info");
+/**
+ * Deprecated since 10: use plx_workers_read_environment().
+ * Thread safety: as plx_workers_read_environment().
+ * @since 8; deprecated since 10
+ */
+PLX_API plx_status plx_workers_from_environment(int64_t* out_num_workers, int64_t* out_worker_index)
+    PLX_DEPRECATED("plx_workers_read_environment");
+/**
+ * Deprecated since 10: use plx_loader_get_runs_per_epoch().
+ * Thread safety: as plx_loader_get_runs_per_epoch().
+ * @since 5; deprecated since 10
+ */
+PLX_API plx_status plx_loader_runs_per_epoch(const plx_loader* loader, int64_t* out_runs)
+    PLX_DEPRECATED("plx_loader_get_runs_per_epoch");
+/**
+ * Deprecated since 10: use plx_session_get_num_devices().
+ * Thread safety: as plx_session_get_num_devices().
+ * @since 1; deprecated since 10
+ */
+PLX_API plx_status plx_session_num_devices(const plx_session* session, size_t* out_count)
+    PLX_DEPRECATED("plx_session_get_num_devices");
+/** Deprecated since 10: the completion callback of checkpoint saves is plx_run_complete_fn. */
+typedef plx_run_complete_fn plx_checkpoint_done;
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@
  * returning a table that lives as long as the library is loaded. Plexus finds it like a
  * collectives plugin ($PLEXUS_PLUGIN_PATH, next to libplexus.so, <libdir>/plexus) and picks
  * it by the session option `execution_strategy`. A plugin compiles against this header and
- * <plexus/plexus.h> only; it never links libplexus.
+ * <plexus/types.h> only (for plx_status); it never links libplexus.
  *
  * Model
  * -----
@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plexus/plexus.h"
+#include "plexus/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,7 +76,8 @@ typedef struct plx_schedule_step {
   plx_step_kind kind;
 } plx_schedule_step;
 
-/** The problem a strategy solves. All pointers are borrowed for the call. */
+/** The problem a strategy solves. All pointers are borrowed for the call. Versions (plugin
+ *  ABI): 1 every field. */
 typedef struct plx_schedule_problem {
   size_t struct_size;          /**< sizeof(plx_schedule_problem) as the caller knows it */
   int64_t num_stages;          /**< S >= 1 */
@@ -100,7 +101,7 @@ typedef plx_status (*plx_make_schedule_fn)(const plx_schedule_problem* problem, 
                                            size_t capacity, size_t* device_step_counts, char* message,
                                            size_t message_capacity);
 
-/** The table a plugin returns. */
+/** The table a plugin returns. Versions (plugin ABI): 1 every field. */
 typedef struct plx_strategy_plugin {
   size_t struct_size;    /**< sizeof(plx_strategy_plugin) as the plugin knows it */
   uint32_t abi_version;  /**< PLX_STRATEGY_ABI_VERSION */

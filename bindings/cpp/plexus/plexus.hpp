@@ -1,15 +1,20 @@
 // Header-only C++17 wrapper over the Plexus C API (<plexus/plexus.h>), in the style of
 // onnxruntime_cxx_api.h: move-only RAII handles, exceptions carrying the status and the
 // message, typed helpers for every op. It uses nothing but the C API, so it works with any
-// libplexus.so of the same PLX_API_VERSION.
+// libplexus.so of PLX_API_VERSION or later, and covers all of it: Ir (plx_ir_*), InSequence
+// and Block (scopes), ReplicaGrouping (plx_replica_grouping_*), Session (plx_session_*,
+// checkpoints included), Run (plx_run_*: asynchronous runs and saves), Dataset and Loader,
+// version(), status_name(), runtime_info(), workers_read_environment().
 //
-// Thread safety: as the C API (an Ir from one thread at a time; Session calls serialise).
+// Thread safety: as the C API (an Ir from one thread at a time; Session methods from any
+// thread, runs one at a time; a Run from any thread).
 #ifndef PLEXUS_PLEXUS_HPP
 #define PLEXUS_PLEXUS_HPP
 
 #include <plexus/plexus.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -38,6 +43,13 @@ inline void check(plx_status status) {
 }
 
 using Shape = std::vector<int64_t>;
+
+/// PLX_API_VERSION of the library loaded at run time (plx_version); compare with the
+/// header's PLX_API_VERSION. Never throws.
+inline uint32_t version() noexcept { return plx_version(); }
+
+/// The name of a status, e.g. "PLX_ERR_TIMEOUT" (plx_status_name). Never throws.
+inline const char* status_name(plx_status status) noexcept { return plx_status_name(status); }
 
 /// The plx_dtype of a C++ element type.
 template <class T>
@@ -69,7 +81,7 @@ class ReplicaGrouping {
   int64_t stride() const { return g_.stride; }
   int64_t num_groups() const {
     int64_t n = 0;
-    check(plx_replica_grouping_num_groups(&g_, &n));
+    check(plx_replica_grouping_get_num_groups(&g_, &n));
     return n;
   }
   std::vector<int64_t> members(int64_t group) const {
@@ -382,6 +394,13 @@ class Ir {
     return out;
   }
 
+  /// The element type of `t` (plx_ir_get_tensor_type).
+  plx_dtype dtype(Tensor t) const {
+    plx_dtype d = 0;
+    check(plx_ir_get_tensor_type(handle_, t.id, &d, nullptr, 0, nullptr));
+    return d;
+  }
+
   Shape shape(Tensor t) const {
     Shape s(PLX_MAX_RANK);
     size_t rank = 0;
@@ -416,8 +435,8 @@ class Ir {
 /// the order they were added.
 class InSequence {
  public:
-  explicit InSequence(Ir& ir) : ir_(ir) { check(plx_ir_in_sequence_begin(ir.get())); }
-  ~InSequence() { plx_ir_in_sequence_end(ir_.get()); }
+  explicit InSequence(Ir& ir) : ir_(ir) { check(plx_ir_begin_sequence(ir.get())); }
+  ~InSequence() { plx_ir_end_sequence(ir_.get()); }
   InSequence(const InSequence&) = delete;
   InSequence& operator=(const InSequence&) = delete;
 
@@ -498,6 +517,45 @@ class HostArray {
   Shape shape_;
 };
 
+/// An asynchronous run or checkpoint save (plx_run), from Session::run_async or
+/// Session::save_checkpoint_async. Move-only; destroying it waits for the operation
+/// (plx_run_destroy). Thread safety: wait() from any thread; not moved or destroyed while
+/// another thread waits on it.
+class Run {
+ public:
+  Run(plx_run* handle, plx_session* session) noexcept : handle_(handle), session_(session) {}
+  ~Run() { plx_run_destroy(handle_); }
+  Run(Run&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), session_(std::exchange(other.session_, nullptr)) {}
+  Run& operator=(Run&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    std::swap(session_, other.session_);
+    return *this;
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  /// Waits at most `timeout` (plx_run_wait): true once the operation has ended well, false
+  /// while it still goes on; throws Error with the operation's status when it failed
+  /// (PLX_ERR_CANCELLED after cancel()).
+  bool wait(std::chrono::milliseconds timeout) {
+    const plx_status status = plx_run_wait(handle_, static_cast<int64_t>(timeout.count()));
+    if (status == PLX_ERR_TIMEOUT) return false;
+    check(status);
+    return true;
+  }
+  /// Waits without a limit; throws Error with the operation's status when it failed.
+  void wait() { check(plx_run_wait(handle_, -1)); }
+  /// Cancels the session's running and queued runs, this one included (plx_session_cancel:
+  /// the C API cancels per session). A checkpoint save is not cancelled.
+  void cancel() { check(plx_session_cancel(session_)); }
+  plx_run* get() const { return handle_; }
+
+ private:
+  plx_run* handle_ = nullptr;
+  plx_session* session_ = nullptr;
+};
+
 /// A compiled session (plx_session). Move-only.
 class Session {
  public:
@@ -525,6 +583,15 @@ class Session {
   /// Runs with arrays and/or stream callbacks (plx_session_run_with): blocks until the run
   /// ends; throws Error with the run's status (PLX_ERR_CANCELLED after cancel()).
   void run_with(const plx_run_options& options) { check(plx_session_run_with(handle_, &options)); }
+
+  /// Starts a run and returns at once (plx_session_run_async); `options` and the arrays it
+  /// points to must stay valid until the run ends. Throws Error for bad arrays or callbacks
+  /// (nothing starts then).
+  Run run_async(const plx_run_options& options) {
+    plx_run* run = nullptr;
+    check(plx_session_run_async(handle_, &options, &run));
+    return Run(run, handle_);
+  }
 
   /// Cancels the running and queued runs (plx_session_cancel); callable from any thread.
   void cancel() { check(plx_session_cancel(handle_)); }
@@ -569,7 +636,7 @@ class Session {
 
   size_t num_devices() const {
     size_t n = 0;
-    check(plx_session_num_devices(handle_, &n));
+    check(plx_session_get_num_devices(handle_, &n));
     return n;
   }
 
@@ -595,6 +662,17 @@ class Session {
     CounterArrays c(counters);
     c.point(options);
     check(plx_session_save_checkpoint(handle_, path.c_str(), &options));
+  }
+
+  /// Starts saving a checkpoint (plx_session_save_checkpoint_async): returns once the state
+  /// is copied to host memory; Run::wait() gives the save's outcome. `counters` are copied.
+  Run save_checkpoint_async(const std::string& path, const std::map<std::string, int64_t>& counters = {},
+                            plx_checkpoint_options options = checkpoint_defaults()) {
+    CounterArrays c(counters);
+    c.point(options);
+    plx_run* save = nullptr;
+    check(plx_session_save_checkpoint_async(handle_, path.c_str(), &options, &save));
+    return Run(save, handle_);
   }
 
   /// Loads a checkpoint (plx_session_load_checkpoint) and returns the counters named in
@@ -675,26 +753,28 @@ class Session {
   plx_session* handle_ = nullptr;
 };
 
-/// plx_get_runtime_info() as a string.
+/// plx_runtime_get_info() as a string.
 inline std::string runtime_info() {
   size_t size = 0;
-  plx_get_runtime_info(nullptr, 0, &size);
+  plx_runtime_get_info(nullptr, 0, &size);
   std::string text(size, '\0');
-  check(plx_get_runtime_info(text.data(), text.size(), &size));
+  check(plx_runtime_get_info(text.data(), text.size(), &size));
   text.resize(size - 1);
   return text;
 }
 
-/// This process's worker as its launcher tells it (plx_workers_from_environment).
+/// This process's worker as its launcher tells it (plx_workers_read_environment).
 struct WorkerPlace {
   int64_t count = 1;
   int64_t index = 0;
 };
-inline WorkerPlace workers_from_environment() {
+inline WorkerPlace workers_read_environment() {
   WorkerPlace place;
-  check(plx_workers_from_environment(&place.count, &place.index));
+  check(plx_workers_read_environment(&place.count, &place.index));
   return place;
 }
+/// Deprecated (until 1.0): the old name of workers_read_environment().
+inline WorkerPlace workers_from_environment() { return workers_read_environment(); }
 
 /// An IDX images + labels pair (plx_dataset). Move-only.
 class Dataset {
@@ -777,7 +857,7 @@ class Loader {
 
   int64_t runs_per_epoch() const {
     int64_t runs = 0;
-    check(plx_loader_runs_per_epoch(handle_, &runs));
+    check(plx_loader_get_runs_per_epoch(handle_, &runs));
     return runs;
   }
   /// Serves run `run` of epoch `epoch` next (call before each session run).
