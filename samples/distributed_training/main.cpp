@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   }
   plx::WorkerPlace place;
   try {
-    place = plx::workers_from_environment();
+    place = plx::workers_read_environment();
     resolve_replicas(o, place);
   } catch (const samples::UsageError& e) {
     std::fprintf(stderr, "distributed_training: error: %s (see --help)\n", e.what());

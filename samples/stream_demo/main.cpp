@@ -130,8 +130,8 @@ struct Figures {
   static Figures of(const plx_stream_stats& s, int64_t batches) {
     return {batches,
             s.run_ns,
-            s.h2d_bytes,
-            s.d2h_bytes,
+            static_cast<int64_t>(s.h2d_bytes),
+            static_cast<int64_t>(s.d2h_bytes),
             s.transfer_ns,
             s.exposed_wait_ns,
             s.micro_batches,

@@ -8,8 +8,8 @@
  *     const plx_collectives_plugin* plx_collectives_plugin_v1(void);
  *
  * returning a table that lives as long as the library is loaded. Plexus finds the library
- * in $PLEXUS_PLUGIN_PATH (colon-separated folders), then next to libplexus.so, then in the
- * install's library folder, and picks it by the session option `collectives_plugin` or
+ * in $PLEXUS_PLUGIN_PATH (colon-separated folders), then in <folder of libplexus.so>/plexus
+ * (an install, under any prefix), then next to libplexus.so (a build tree), and picks it by the session option `collectives_plugin` or
  * the environment variable PLEXUS_COLLECTIVES (default "local"). A plugin compiles against
  * this header and <plexus/types.h> only (for plx_status and plx_dtype); it never links
  * libplexus.

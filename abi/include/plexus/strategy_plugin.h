@@ -14,7 +14,7 @@
  *     const plx_strategy_plugin* plx_strategy_plugin_v1(void);
  *
  * returning a table that lives as long as the library is loaded. Plexus finds it like a
- * collectives plugin ($PLEXUS_PLUGIN_PATH, next to libplexus.so, <libdir>/plexus) and picks
+ * collectives plugin ($PLEXUS_PLUGIN_PATH, <folder of libplexus.so>/plexus, next to libplexus.so) and picks
  * it by the session option `execution_strategy`. A plugin compiles against this header and
  * <plexus/types.h> only (for plx_status); it never links libplexus.
  *
