@@ -26,6 +26,59 @@ std::vector<StageSpec> resolve_stages(const ir::Graph& graph, const std::vector<
   return out;
 }
 
+// Every device 0..num_devices-1 must hold a stage.
+void check_devices_used(const Placement& p) {
+  for (int64_t d = 0; d < p.num_devices; ++d) {
+    if (std::find(p.stage_device.begin(), p.stage_device.end(), d) == p.stage_device.end()) {
+      ir::fail(ErrorCode::InvalidArgument, "device " + std::to_string(d) + " of " + std::to_string(p.num_devices) +
+                                               " has no stage (stages must use devices 0.." +
+                                               std::to_string(p.num_devices - 1) + ")");
+    }
+  }
+}
+
+// Assigns the blocks of stage `s` to it (each block in one stage only) and returns the
+// stage's name, its blocks joined by '+'.
+std::string assign_blocks(const std::vector<ir::Block>& blocks, const StageSpec& stage, size_t s,
+                          std::vector<int32_t>& block_stage) {
+  if (stage.blocks.empty()) ir::fail(ErrorCode::InvalidArgument, "stage " + std::to_string(s) + " has no blocks");
+  std::string name;
+  for (const std::string& block : stage.blocks) {
+    const auto it = std::find_if(blocks.begin(), blocks.end(), [&](const ir::Block& b) { return b.name == block; });
+    if (it == blocks.end()) {
+      ir::fail(ErrorCode::InvalidArgument, "stage " + std::to_string(s) + " names block '" + block +
+                                               "', which the IR does not have");
+    }
+    int32_t& assigned = block_stage[static_cast<size_t>(it - blocks.begin())];
+    if (assigned >= 0) {
+      ir::fail(ErrorCode::InvalidArgument, "block '" + block + "' is in stage " + std::to_string(assigned) +
+                                               " and in stage " + std::to_string(s));
+    }
+    assigned = static_cast<int32_t>(s);
+    name += (name.empty() ? "" : "+") + block;
+  }
+  return name;
+}
+
+// Puts every op in its block's stage; the forward pass must flow from stage 0 to S-1.
+void place_ops(const ir::Graph& graph, const std::vector<int32_t>& block_stage, Placement& p) {
+  for (size_t o = 0; o < graph.num_ops(); ++o) {
+    const ir::Op& op = graph.op(static_cast<ir::OpId>(o));
+    p.op_stage[o] = op.block < 0 ? 0 : block_stage[static_cast<size_t>(op.block)];
+    if (op.phase != ir::Phase::Forward) continue;
+    for (ir::TensorId in : op.inputs) {
+      const ir::OpId producer = graph.tensor(in).producer;
+      if (producer >= 0 && graph.op(producer).phase == ir::Phase::Forward &&
+          p.op_stage[static_cast<size_t>(producer)] > p.op_stage[o]) {
+        ir::fail(ErrorCode::InvalidArgument, "op '" + op.name + "' in stage " + std::to_string(p.op_stage[o]) + " (" +
+                                                 p.stage_names[static_cast<size_t>(p.op_stage[o])] +
+                                                 ") uses a tensor of the later stage " +
+                                                 std::to_string(p.op_stage[static_cast<size_t>(producer)]));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Placement place(const ir::Graph& graph, const std::vector<StageSpec>& stage_specs) {
@@ -42,52 +95,15 @@ Placement place(const ir::Graph& graph, const std::vector<StageSpec>& stage_spec
   std::vector<int32_t> block_stage(blocks.size(), -1);
   p.num_stages = static_cast<int64_t>(stages.size());
   for (size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].blocks.empty()) ir::fail(ErrorCode::InvalidArgument, "stage " + std::to_string(s) + " has no blocks");
-    std::string name;
-    for (const std::string& block : stages[s].blocks) {
-      const auto it = std::find_if(blocks.begin(), blocks.end(), [&](const ir::Block& b) { return b.name == block; });
-      if (it == blocks.end()) {
-        ir::fail(ErrorCode::InvalidArgument, "stage " + std::to_string(s) + " names block '" + block +
-                                                 "', which the IR does not have");
-      }
-      int32_t& assigned = block_stage[static_cast<size_t>(it - blocks.begin())];
-      if (assigned >= 0) {
-        ir::fail(ErrorCode::InvalidArgument, "block '" + block + "' is in stage " + std::to_string(assigned) +
-                                                 " and in stage " + std::to_string(s));
-      }
-      assigned = static_cast<int32_t>(s);
-      name += (name.empty() ? "" : "+") + block;
-    }
-    const int64_t device = stages[s].device < 0 ? static_cast<int64_t>(s) : stages[s].device;
-    p.stage_device.push_back(device);
-    p.stage_names.push_back(name);
+    p.stage_names.push_back(assign_blocks(blocks, stages[s], s, block_stage));
+    p.stage_device.push_back(stages[s].device < 0 ? static_cast<int64_t>(s) : stages[s].device);
   }
   for (size_t b = 0; b < blocks.size(); ++b) {
     if (block_stage[b] < 0) ir::fail(ErrorCode::InvalidArgument, "block '" + blocks[b].name + "' is in no stage");
   }
   p.num_devices = *std::max_element(p.stage_device.begin(), p.stage_device.end()) + 1;
-  for (int64_t d = 0; d < p.num_devices; ++d) {
-    if (std::find(p.stage_device.begin(), p.stage_device.end(), d) == p.stage_device.end()) {
-      ir::fail(ErrorCode::InvalidArgument, "device " + std::to_string(d) + " of " + std::to_string(p.num_devices) +
-                                               " has no stage (stages must use devices 0.." +
-                                               std::to_string(p.num_devices - 1) + ")");
-    }
-  }
-  for (size_t o = 0; o < graph.num_ops(); ++o) {
-    const ir::Op& op = graph.op(static_cast<ir::OpId>(o));
-    p.op_stage[o] = op.block < 0 ? 0 : block_stage[static_cast<size_t>(op.block)];
-    if (op.phase != ir::Phase::Forward) continue;
-    for (ir::TensorId in : op.inputs) {  // the forward pass flows from stage 0 to stage S-1
-      const ir::OpId producer = graph.tensor(in).producer;
-      if (producer >= 0 && graph.op(producer).phase == ir::Phase::Forward &&
-          p.op_stage[static_cast<size_t>(producer)] > p.op_stage[o]) {
-        ir::fail(ErrorCode::InvalidArgument, "op '" + op.name + "' in stage " + std::to_string(p.op_stage[o]) + " (" +
-                                                 p.stage_names[static_cast<size_t>(p.op_stage[o])] +
-                                                 ") uses a tensor of the later stage " +
-                                                 std::to_string(p.op_stage[static_cast<size_t>(producer)]));
-      }
-    }
-  }
+  check_devices_used(p);
+  place_ops(graph, block_stage, p);
   return p;
 }
 

@@ -241,9 +241,9 @@ class Builder {
     }
   }
 
-  // Memory plan of the stage's slot region over its timeline [forward | backward | update].
-  void plan_stage(int32_t s) {
-    StagePlan& plan = p_.stages[static_cast<size_t>(s)];
+  // The stage's actions in the order they run, [forward | backward | update]; records each
+  // phase's actions and first position in `plan`.
+  std::vector<Action> stage_timeline(int32_t s, StagePlan& plan) const {
     std::vector<Action> timeline;
     for (Phase x : {Phase::Forward, Phase::Backward, Phase::Update}) {
       const int i = phase_index(x);
@@ -254,14 +254,27 @@ class Builder {
         timeline.insert(timeline.end(), part->begin(), part->end());
       }
     }
-    std::vector<memory::BufferRequest> requests;
-    std::map<TensorId, size_t> request_of;
-    std::map<TensorId, int32_t> in_place_stream;  // loaded here and read in place -> stream
+    return timeline;
+  }
+
+  // Streams the timeline loads and then reads in place: root tensor -> stream.
+  std::map<TensorId, int32_t> in_place_streams(const std::vector<Action>& timeline) const {
+    std::map<TensorId, int32_t> in_place_stream;
     for (const Action& a : timeline) {
       if (a.kind == ActionKind::LoadStream && o_.in_place.count(root(g_.stream(a.index).tensor))) {
         in_place_stream.emplace(root(g_.stream(a.index).tensor), a.index);
       }
     }
+    return in_place_stream;
+  }
+
+  // Memory plan of the stage's slot region over its timeline [forward | backward | update].
+  void plan_stage(int32_t s) {
+    StagePlan& plan = p_.stages[static_cast<size_t>(s)];
+    const std::vector<Action> timeline = stage_timeline(s, plan);
+    const std::map<TensorId, int32_t> in_place_stream = in_place_streams(timeline);
+    std::vector<memory::BufferRequest> requests;
+    std::map<TensorId, size_t> request_of;
     auto touch = [&](TensorId t, int64_t position, Phase x) {
       const TensorId r = root(t);
       const ir::TensorInfo& ti = info(r);

@@ -25,19 +25,10 @@ std::vector<std::byte> ones_f32(const Shape& shape) {
   return bytes;
 }
 
-}  // namespace
 
-std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const TensorId> wrt) {
-  const TensorInfo loss_info = graph.tensor(loss);  // a copy: the ops added below reallocate the tensor list
-  if (loss_info.dtype != DType::Float32) {
-    fail(ErrorCode::InvalidArgument, "autodiff: loss '" + loss_info.name + "' is " + loss_info.type_string() +
-                                         ", must be float32");
-  }
-  const size_t num_tensors = graph.num_tensors();
-  const auto forward_ops = static_cast<OpId>(graph.num_ops());
-
-  // Tensors that depend on some wrt tensor, and tensors the loss depends on.
-  std::vector<bool> from_wrt(num_tensors, false);
+/// Tensors that depend on some tensor of `wrt` (float32 only: others have no gradient).
+std::vector<bool> depends_on_wrt(const Graph& graph, std::span<const TensorId> wrt, OpId forward_ops) {
+  std::vector<bool> from_wrt(graph.num_tensors(), false);
   for (TensorId t : wrt) {
     const TensorInfo& info = graph.tensor(t);
     if (info.dtype != DType::Float32) {
@@ -54,7 +45,12 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
       for (TensorId out : op.outputs) from_wrt[out] = true;
     }
   }
-  std::vector<bool> to_loss(num_tensors, false);
+  return from_wrt;
+}
+
+/// Tensors the loss depends on.
+std::vector<bool> loss_depends_on(const Graph& graph, TensorId loss, OpId forward_ops) {
+  std::vector<bool> to_loss(graph.num_tensors(), false);
   to_loss[loss] = true;
   for (OpId o = forward_ops; o-- > 0;) {
     const Op& op = graph.op(o);
@@ -64,57 +60,91 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
       for (TensorId in : op.inputs) to_loss[in] = true;
     }
   }
+  return to_loss;
+}
 
+/// Backward state: which tensors lie between wrt and the loss, and the gradient
+/// contributions collected so far for each tensor (summed when first read).
+struct Backward {
+  Graph& graph;
+  std::vector<bool> from_wrt;
+  std::vector<bool> to_loss;
   std::map<TensorId, std::vector<TensorId>> contributions;
-  contributions[loss].push_back(graph.add_constant(DType::Float32, loss_info.shape, ones_f32(loss_info.shape)));
-  graph.set_phase(Phase::Backward);
 
-  for (OpId o = forward_ops; o-- > 0;) {
-    const Op op = graph.op(o);  // copy: add_op below may reallocate the op list
-    std::vector<bool> needs(op.inputs.size(), false);
-    bool any_needed = false;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const TensorInfo& in = graph.tensor(op.inputs[i]);
-      needs[i] = from_wrt[op.inputs[i]] && to_loss[op.inputs[i]] && in.dtype == DType::Float32;
-      any_needed = any_needed || needs[i];
-    }
-    if (!any_needed) continue;
-    std::vector<TensorId> out_grads;
-    bool any_grad = false;
-    for (TensorId out : op.outputs) {
-      auto it = contributions.find(out);
-      out_grads.push_back(it == contributions.end() ? kNoTensor : sum_contributions(graph, it->second));
-      any_grad = any_grad || out_grads.back() != kNoTensor;
-    }
-    if (!any_grad) continue;
-    if (!op.def->grad) {
-      fail(ErrorCode::InvalidArgument, "autodiff: op '" + op.name + "' lies between the loss and a requested tensor "
-                                       "but has no gradient");
-    }
-    GradContext ctx{graph, op, out_grads, needs};
-    graph.set_implicit_block(op.block);  // gradient ops join the block of the op they differentiate
-    const std::vector<TensorId> in_grads = op.def->grad(ctx);
-    graph.set_implicit_block(-1);
-    if (in_grads.size() != op.inputs.size()) {
+  /// Runs the gradient rule of forward op `o` when some input needs a gradient and some
+  /// output has one; records the input gradients as contributions.
+  void differentiate(OpId o);
+  /// The rule's gradients must be one per input, shaped as the input.
+  void check_rule_result(const Op& op, const std::vector<bool>& needs, const std::vector<TensorId>& in_grads) const;
+};
+
+void Backward::differentiate(OpId o) {
+  const Op op = graph.op(o);  // copy: add_op below may reallocate the op list
+  std::vector<bool> needs(op.inputs.size(), false);
+  bool any_needed = false;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const TensorInfo& in = graph.tensor(op.inputs[i]);
+    needs[i] = from_wrt[op.inputs[i]] && to_loss[op.inputs[i]] && in.dtype == DType::Float32;
+    any_needed = any_needed || needs[i];
+  }
+  if (!any_needed) return;
+  std::vector<TensorId> out_grads;
+  bool any_grad = false;
+  for (TensorId out : op.outputs) {
+    auto it = contributions.find(out);
+    out_grads.push_back(it == contributions.end() ? kNoTensor : sum_contributions(graph, it->second));
+    any_grad = any_grad || out_grads.back() != kNoTensor;
+  }
+  if (!any_grad) return;
+  if (!op.def->grad) {
+    fail(ErrorCode::InvalidArgument, "autodiff: op '" + op.name + "' lies between the loss and a requested tensor "
+                                     "but has no gradient");
+  }
+  GradContext ctx{graph, op, out_grads, needs};
+  graph.set_implicit_block(op.block);  // gradient ops join the block of the op they differentiate
+  const std::vector<TensorId> in_grads = op.def->grad(ctx);
+  graph.set_implicit_block(-1);
+  check_rule_result(op, needs, in_grads);
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (needs[i] && in_grads[i] != kNoTensor) contributions[op.inputs[i]].push_back(in_grads[i]);
+  }
+}
+
+void Backward::check_rule_result(const Op& op, const std::vector<bool>& needs,
+                                 const std::vector<TensorId>& in_grads) const {
+  if (in_grads.size() != op.inputs.size()) {
+    fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " + std::to_string(in_grads.size()) +
+                                  " gradients for " + std::to_string(op.inputs.size()) + " inputs");
+  }
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (!needs[i] || in_grads[i] == kNoTensor) continue;
+    if (graph.tensor(in_grads[i]).shape != graph.tensor(op.inputs[i]).shape) {
       fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " +
-                                    std::to_string(in_grads.size()) + " gradients for " +
-                                    std::to_string(op.inputs.size()) + " inputs");
-    }
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      if (!needs[i] || in_grads[i] == kNoTensor) continue;
-      if (graph.tensor(in_grads[i]).shape != graph.tensor(op.inputs[i]).shape) {
-        fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " +
-                                      graph.tensor(in_grads[i]).type_string() + " for input " +
-                                      graph.tensor(op.inputs[i]).type_string());
-      }
-      contributions[op.inputs[i]].push_back(in_grads[i]);
+                                    graph.tensor(in_grads[i]).type_string() + " for input " +
+                                    graph.tensor(op.inputs[i]).type_string());
     }
   }
+}
+
+}  // namespace
+
+std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const TensorId> wrt) {
+  const TensorInfo loss_info = graph.tensor(loss);  // a copy: the ops added below reallocate the tensor list
+  if (loss_info.dtype != DType::Float32) {
+    fail(ErrorCode::InvalidArgument, "autodiff: loss '" + loss_info.name + "' is " + loss_info.type_string() +
+                                         ", must be float32");
+  }
+  const auto forward_ops = static_cast<OpId>(graph.num_ops());
+  Backward backward{graph, depends_on_wrt(graph, wrt, forward_ops), loss_depends_on(graph, loss, forward_ops), {}};
+  backward.contributions[loss].push_back(
+      graph.add_constant(DType::Float32, loss_info.shape, ones_f32(loss_info.shape)));
+  graph.set_phase(Phase::Backward);
+  for (OpId o = forward_ops; o-- > 0;) backward.differentiate(o);
 
   std::vector<TensorId> result;
   for (TensorId t : wrt) {
-    auto it = contributions.find(t);
-    if (it == contributions.end()) {
+    auto it = backward.contributions.find(t);
+    if (it == backward.contributions.end()) {
       fail(ErrorCode::InvalidArgument, "autodiff: the loss '" + loss_info.name + "' does not depend on '" +
                                            graph.tensor(t).name + "'");
     }

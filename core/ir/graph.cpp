@@ -255,39 +255,78 @@ StreamId Graph::add_d2h_stream(const std::string& name, TensorId tensor_id) {
   return static_cast<StreamId>(streams_.size() - 1);
 }
 
-std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId> inputs, Attributes attrs) {
+namespace {
+
+/// The op type `type`, checked to take `inputs` inputs.
+const OpDef& find_op_def(std::string_view type, size_t inputs) {
   const OpDef* def = OpRegistry::instance().find(type);
   if (!def) fail(ErrorCode::UnknownOp, "unknown op '" + std::string(type) + "'");
-  if (inputs.size() < def->min_inputs || inputs.size() > def->max_inputs) {
+  if (inputs < def->min_inputs || inputs > def->max_inputs) {
     const std::string expected = def->min_inputs == def->max_inputs
                                      ? std::to_string(def->min_inputs)
                                      : std::to_string(def->min_inputs) + " to " + std::to_string(def->max_inputs);
     fail(ErrorCode::InvalidArgument, "op '" + def->name + "' takes " + expected + " inputs, got " +
-                                         std::to_string(inputs.size()));
+                                         std::to_string(inputs));
   }
-  Op op;
-  op.def = def;
-  op.name = def->name + "#" + std::to_string(ops_.size());
+  return *def;
+}
+
+/// The inputs' tensors, checked to exist and to be readable by an op (a remote variable
+/// must be remote_load-ed first).
+std::vector<const TensorInfo*> input_infos(const OpDef& def, const std::vector<TensorId>& inputs,
+                                           const std::vector<TensorInfo>& tensors) {
   std::vector<const TensorInfo*> infos;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] < 0 || static_cast<size_t>(inputs[i]) >= tensors_.size()) {
-      fail(ErrorCode::NotFound, "op '" + def->name + "': input " + std::to_string(i) + " is tensor " +
+    if (inputs[i] < 0 || static_cast<size_t>(inputs[i]) >= tensors.size()) {
+      fail(ErrorCode::NotFound, "op '" + def.name + "': input " + std::to_string(i) + " is tensor " +
                                     std::to_string(inputs[i]) + ", which does not exist");
     }
-    if (tensors_[inputs[i]].kind == TensorKind::RemoteVariable) {
-      fail(ErrorCode::InvalidArgument, "op '" + def->name + "': input " + std::to_string(i) + " is the remote variable '" +
-                                           tensors_[inputs[i]].name + "', which lives in remote buffer " +
-                                           std::to_string(tensors_[inputs[i]].remote_buffer) + ": remote_load it first");
+    const TensorInfo& t = tensors[static_cast<size_t>(inputs[i])];
+    if (t.kind == TensorKind::RemoteVariable) {
+      fail(ErrorCode::InvalidArgument, "op '" + def.name + "': input " + std::to_string(i) + " is the remote variable '" +
+                                           t.name + "', which lives in remote buffer " +
+                                           std::to_string(t.remote_buffer) + ": remote_load it first");
     }
-    infos.push_back(&tensors_[inputs[i]]);
+    infos.push_back(&t);
   }
-  attrs.validate(def->name, def->attrs);
-  InferContext ctx{def->name, infos, attrs, replication_factor_, this};
-  if (def->resolve_attrs) def->resolve_attrs(ctx, attrs);
-  InferResult result = def->infer(ctx);
-  for (int input : def->inplace_inputs) {
+  return infos;
+}
+
+/// Output k of `op` (op id `op_id`), from the shape inference's `out`: named after the op,
+/// an alias of the input it updates in place or views.
+TensorInfo output_tensor(const Op& op, OpId op_id, size_t k, size_t num_outputs, TensorType out,
+                         const std::vector<TensorInfo>& tensors) {
+  const OpDef& def = *op.def;
+  TensorInfo t;
+  t.name = op.name;
+  if (num_outputs > 1) t.name.append(":").append(std::to_string(k));
+  t.dtype = out.dtype;
+  t.shape = std::move(out.shape);
+  t.sharding = std::move(out.sharding);
+  t.kind = TensorKind::OpOutput;
+  t.producer = op_id;
+  if (k < def.inplace_inputs.size() && def.inplace_inputs[k] >= 0) {
+    t.alias_of = op.inputs[static_cast<size_t>(def.inplace_inputs[k])];
+    t.sharding = tensors[static_cast<size_t>(t.alias_of)].sharding;  // an in-place update keeps the shard a shard
+  }
+  if (k == 0 && def.is_view) t.alias_of = op.inputs[0];
+  return t;
+}
+
+}  // namespace
+
+std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId> inputs, Attributes attrs) {
+  const OpDef& def = find_op_def(type, inputs.size());
+  Op op;
+  op.def = &def;
+  op.name = def.name + "#" + std::to_string(ops_.size());
+  attrs.validate(def.name, def.attrs);
+  InferContext ctx{def.name, input_infos(def, inputs, tensors_), attrs, replication_factor_, this};
+  if (def.resolve_attrs) def.resolve_attrs(ctx, attrs);
+  InferResult result = def.infer(ctx);
+  for (int input : def.inplace_inputs) {
     if (input < 0) continue;
-    const TensorInfo& target = tensors_[inputs[static_cast<size_t>(input)]];
+    const TensorInfo& target = tensors_[static_cast<size_t>(inputs[static_cast<size_t>(input)])];
     if (target.kind == TensorKind::Constant) {
       ctx.fail(ErrorCode::InvalidArgument, "an in-place op cannot modify the constant '" + target.name + "'");
     }
@@ -299,20 +338,8 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   op.scratch_bytes = result.scratch_bytes;
   const auto op_id = static_cast<OpId>(ops_.size());
   for (size_t k = 0; k < result.outputs.size(); ++k) {
-    TensorInfo t;
-    t.name = op.name;
-    if (result.outputs.size() > 1) t.name.append(":").append(std::to_string(k));
-    t.dtype = result.outputs[k].dtype;
-    t.shape = std::move(result.outputs[k].shape);
-    t.sharding = std::move(result.outputs[k].sharding);
-    t.kind = TensorKind::OpOutput;
-    t.producer = op_id;
-    if (k < def->inplace_inputs.size() && def->inplace_inputs[k] >= 0) {
-      t.alias_of = op.inputs[static_cast<size_t>(def->inplace_inputs[k])];
-      t.sharding = tensors_[t.alias_of].sharding;  // an in-place update keeps the shard a shard
-    }
-    if (k == 0 && def->is_view) t.alias_of = op.inputs[0];
-    op.outputs.push_back(add_tensor(std::move(t)));
+    op.outputs.push_back(
+        add_tensor(output_tensor(op, op_id, k, result.outputs.size(), std::move(result.outputs[k]), tensors_)));
   }
   ops_.push_back(std::move(op));
   return ops_.back().outputs;

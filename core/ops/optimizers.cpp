@@ -68,6 +68,95 @@ std::string number(double value) {
   return out.str();
 }
 
+// adamw_'s inputs: float32, m and v shaped as w, step one element.
+void check_adamw_inputs(const ir::InferContext& ctx) {
+  for (size_t i = 0; i < 5; ++i) {
+    if (ctx.dtype(i) != DType::Float32) {
+      ctx.fail(ir::ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " (" + kAdamWInputs[i] + ") must be float32");
+    }
+  }
+  for (size_t i = 1; i < 4; ++i) {
+    if (ctx.shape(i) != ctx.shape(0)) {
+      ctx.fail(ir::ErrorCode::ShapeMismatch, std::string(kAdamWInputs[i]) + " " + ir::shape_string(ctx.shape(i)) +
+                                                 " must have w's shape " + ir::shape_string(ctx.shape(0)));
+    }
+  }
+  if (ir::numel(ctx.shape(4)) != 1 || ctx.rank(4) > 1) {
+    ctx.fail(ir::ErrorCode::ShapeMismatch,
+             "step " + ir::shape_string(ctx.shape(4)) + " must be a float32 [] or [1] tensor (the update count)");
+  }
+}
+
+// adamw_'s hyper-parameters: betas in [0, 1), the others >= 0.
+void check_adamw_attrs(const ir::InferContext& ctx) {
+  for (const char* beta : {"beta1", "beta2"}) {
+    const double value = ctx.attrs.get_float(beta);
+    if (!(value >= 0.0 && value < 1.0)) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, std::string(beta) + " is " + number(value) + ", must be in [0, 1)");
+    }
+  }
+  for (const char* name : {"lr", "eps", "weight_decay"}) {
+    const double value = ctx.attrs.get_float(name);
+    if (!(value >= 0.0)) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, std::string(name) + " is " + number(value) + ", must be >= 0");
+    }
+  }
+}
+
+// w, m, v and step are updated in place: no two may share storage.
+void check_adamw_distinct(const ir::InferContext& ctx) {
+  if (!ctx.graph) return;
+  const size_t updated[] = {0, 2, 3, 4};
+  for (size_t a = 0; a < 4; ++a) {
+    for (size_t b = a + 1; b < 4; ++b) {
+      if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
+        ctx.fail(ir::ErrorCode::InvalidArgument, std::string(kAdamWInputs[updated[a]]) + " and " +
+                                                     kAdamWInputs[updated[b]] +
+                                                     " share storage: w, m, v and step are updated in place "
+                                                     "and must be distinct tensors");
+      }
+    }
+  }
+}
+
+ir::InferResult adamw_infer(const ir::InferContext& ctx) {
+  check_adamw_inputs(ctx);
+  check_adamw_attrs(ctx);
+  check_adamw_distinct(ctx);
+  ir::InferResult r;
+  for (size_t i : {0, 2, 3, 4}) r.outputs.push_back({DType::Float32, ctx.shape(i)});
+  return r;
+}
+
+// AdamW (Loshchilov & Hutter, decoupled weight decay; PyTorch's AdamW): step += 1,
+// m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+// w = w (1 - lr wd) - lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+ir::Kernel adamw_kernel(const ir::KernelContext& ctx) {
+  const ir::Attributes& a = ctx.op.attrs;
+  const double lr = a.get_float("lr"), beta1 = a.get_float("beta1"), beta2 = a.get_float("beta2");
+  const auto eps = static_cast<float>(a.get_float("eps"));
+  const auto decay = static_cast<float>(1.0 - lr * a.get_float("weight_decay"));
+  return [w = ctx.output<float>(0), g = ctx.input<float>(1), m = ctx.output<float>(1), v = ctx.output<float>(2),
+          step = ctx.output<float>(3), n = ir::numel(ctx.outputs[0]->shape), lr, beta1, beta2, eps, decay] {
+    const float t = *step + 1.0f;
+    *step = t;
+    const double bias1 = 1.0 - std::pow(beta1, static_cast<double>(t));
+    const double bias2 = 1.0 - std::pow(beta2, static_cast<double>(t));
+    const auto step_size = static_cast<float>(lr / bias1);
+    const auto bias2_sqrt = static_cast<float>(std::sqrt(bias2));
+    const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
+    const auto c1 = static_cast<float>(1.0 - beta1), c2 = static_cast<float>(1.0 - beta2);
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i];  // read before any write, in case grad shares w's storage
+      const float mi = b1 * m[i] + c1 * gi;
+      const float vi = b2 * v[i] + c2 * (gi * gi);
+      m[i] = mi;
+      v[i] = vi;
+      w[i] = w[i] * decay - step_size * mi / (std::sqrt(vi) / bias2_sqrt + eps);
+    }
+  };
+}
+
 ir::OpDef adamw_def() {
   ir::OpDef d;
   d.name = "adamw_";
@@ -80,76 +169,8 @@ ir::OpDef adamw_def() {
   d.inplace_inputs = {0, 2, 3, 4};
   d.optimizer_state_inputs = {2, 3, 4};  // m, v and step: offloadable (seed 003)
   d.gradient_input = 1;
-  d.infer = [](const ir::InferContext& ctx) {
-    for (size_t i = 0; i < 5; ++i) {
-      if (ctx.dtype(i) != DType::Float32) {
-        ctx.fail(ir::ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " (" + kAdamWInputs[i] + ") must be float32");
-      }
-    }
-    for (size_t i = 1; i < 4; ++i) {
-      if (ctx.shape(i) != ctx.shape(0)) {
-        ctx.fail(ir::ErrorCode::ShapeMismatch, std::string(kAdamWInputs[i]) + " " + ir::shape_string(ctx.shape(i)) +
-                                                   " must have w's shape " + ir::shape_string(ctx.shape(0)));
-      }
-    }
-    if (ir::numel(ctx.shape(4)) != 1 || ctx.rank(4) > 1) {
-      ctx.fail(ir::ErrorCode::ShapeMismatch,
-               "step " + ir::shape_string(ctx.shape(4)) + " must be a float32 [] or [1] tensor (the update count)");
-    }
-    for (const char* beta : {"beta1", "beta2"}) {
-      const double value = ctx.attrs.get_float(beta);
-      if (!(value >= 0.0 && value < 1.0)) {
-        ctx.fail(ir::ErrorCode::InvalidArgument, std::string(beta) + " is " + number(value) + ", must be in [0, 1)");
-      }
-    }
-    for (const char* name : {"lr", "eps", "weight_decay"}) {
-      const double value = ctx.attrs.get_float(name);
-      if (!(value >= 0.0)) {
-        ctx.fail(ir::ErrorCode::InvalidArgument, std::string(name) + " is " + number(value) + ", must be >= 0");
-      }
-    }
-    if (ctx.graph) {
-      const size_t updated[] = {0, 2, 3, 4};
-      for (size_t a = 0; a < 4; ++a) {
-        for (size_t b = a + 1; b < 4; ++b) {
-          if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
-            ctx.fail(ir::ErrorCode::InvalidArgument, std::string(kAdamWInputs[updated[a]]) + " and " +
-                                                         kAdamWInputs[updated[b]] +
-                                                         " share storage: w, m, v and step are updated in place "
-                                                         "and must be distinct tensors");
-          }
-        }
-      }
-    }
-    ir::InferResult r;
-    for (size_t i : {0, 2, 3, 4}) r.outputs.push_back({DType::Float32, ctx.shape(i)});
-    return r;
-  };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
-    const ir::Attributes& a = ctx.op.attrs;
-    const double lr = a.get_float("lr"), beta1 = a.get_float("beta1"), beta2 = a.get_float("beta2");
-    const auto eps = static_cast<float>(a.get_float("eps"));
-    const auto decay = static_cast<float>(1.0 - lr * a.get_float("weight_decay"));
-    return [w = ctx.output<float>(0), g = ctx.input<float>(1), m = ctx.output<float>(1), v = ctx.output<float>(2),
-            step = ctx.output<float>(3), n = ir::numel(ctx.outputs[0]->shape), lr, beta1, beta2, eps, decay] {
-      const float t = *step + 1.0f;
-      *step = t;
-      const double bias1 = 1.0 - std::pow(beta1, static_cast<double>(t));
-      const double bias2 = 1.0 - std::pow(beta2, static_cast<double>(t));
-      const auto step_size = static_cast<float>(lr / bias1);
-      const auto bias2_sqrt = static_cast<float>(std::sqrt(bias2));
-      const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-      const auto c1 = static_cast<float>(1.0 - beta1), c2 = static_cast<float>(1.0 - beta2);
-      for (int64_t i = 0; i < n; ++i) {
-        const float gi = g[i];  // read before any write, in case grad shares w's storage
-        const float mi = b1 * m[i] + c1 * gi;
-        const float vi = b2 * v[i] + c2 * (gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        w[i] = w[i] * decay - step_size * mi / (std::sqrt(vi) / bias2_sqrt + eps);
-      }
-    };
-  };
+  d.infer = adamw_infer;
+  d.kernel = adamw_kernel;
   return d;
 }
 
