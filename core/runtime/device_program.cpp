@@ -254,11 +254,9 @@ DeviceProgram::Item DeviceProgram::store_stream(DeviceState& st, const StepPlace
   Item item;
   item.traced = true;
   item.fn = [&st, streams = &r_.streams, src = tensor_address(st, p, r_.graph.stream(stream).tensor),
-             s = static_cast<size_t>(stream), layout = r_.outputs[static_cast<size_t>(stream)],
-             micro_batches = r_.program.micro_batches, update = p.phase == Phase::Update] {
+             s = static_cast<size_t>(stream), micro_batches = r_.program.micro_batches, update = p.phase == Phase::Update] {
     if (!streams->active(s)) return;
-    const int64_t k = update ? st.iteration : st.iteration * micro_batches + st.micro_batch;
-    streams->store(s, st.replica, layout.row(k / layout.micro_batches, k % layout.micro_batches, st.replica), src);
+    streams->store(s, st.replica, update ? st.iteration : st.iteration * micro_batches + st.micro_batch, src);
   };
   return item;
 }

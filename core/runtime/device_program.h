@@ -19,7 +19,6 @@
 #include "core/ir/graph.h"
 #include "core/plugin_host/collectives.h"
 #include "core/runtime/host_update.h"
-#include "core/runtime/output_mode.h"
 #include "core/runtime/replica_storage.h"
 #include "core/runtime/stream_binding.h"
 #include "core/runtime/trace.h"
@@ -33,8 +32,6 @@ struct DeviceResources {
   const Program& program;
   ReplicaStorage& storage;
   StreamBinding& streams;
-  /// Per device-to-host stream (index = stream id): where its values go in the host array.
-  const std::vector<OutputLayout>& outputs;
   std::vector<std::unique_ptr<Collectives>>& collectives;  ///< per device index; empty when none is needed
   HostUpdate* host_update;  ///< null unless the weight update runs on the host
   HostedReplicas hosted;

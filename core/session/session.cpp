@@ -36,7 +36,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
   storage_ = std::make_unique<ReplicaStorage>(graph_, program_, hosted_, host_update_.get(), spin);
   bind_streams(spin);
   devices_ = std::make_unique<DeviceProgram>(
-      DeviceResources{graph_, program_, *storage_, *streams_, output_layouts_, collectives_, host_update_.get(), hosted_,
+      DeviceResources{graph_, program_, *storage_, *streams_, collectives_, host_update_.get(), hosted_,
                       options_.threads_per_device, options_.profile, spin},
       schedule_, iterations_);
   variables_ = std::make_unique<VariableAccess>(graph_, program_, hosted_, options_.num_workers, *storage_,
@@ -130,23 +130,18 @@ void Session::bind_streams(bool spin) {
     for (const auto& [stream, last] : sp.in_place_last_use) held[static_cast<size_t>(stream)] = sp.slots;
   }
   streams_ = std::make_unique<StreamBinding>(graph_, hosted_.count, options_.prefetch_depth, options_.io_threads, spin, held);
-  for (size_t i = 0; i < graph_.num_streams(); ++i) {
-    const auto id = static_cast<ir::StreamId>(i);
-    const bool d2h = graph_.stream(id).direction == ir::StreamDirection::DeviceToHost;
-    output_layouts_.push_back(output_layout(id));
-    stream_items_.push_back(d2h && output_layouts_.back().micro_batches == 1
-                                ? options_.device_iterations
-                                : options_.device_iterations * options_.gradient_accumulation);
-    stream_accumulates_.push_back(d2h && options_.output_mode == OutputMode::Sum);
-  }
+  for (size_t i = 0; i < graph_.num_streams(); ++i) layouts_.push_back(stream_layout(static_cast<ir::StreamId>(i)));
 }
 
-OutputLayout Session::output_layout(ir::StreamId stream) const {
-  const ir::TensorId root = program_.root_of[static_cast<size_t>(graph_.stream(stream).tensor)];
-  const ir::OpId producer = graph_.tensor(root).producer;
+streams::HostArrayLayout Session::stream_layout(ir::StreamId stream) const {
+  const streams::RunDims dims{options_.device_iterations, options_.gradient_accumulation, hosted_.count,
+                              options_.output_mode, options_.output_return_period, options_.num_workers > 1};
+  const ir::Stream& s = graph_.stream(stream);
+  const ir::TensorInfo& t = graph_.tensor(s.tensor);
+  if (s.direction == ir::StreamDirection::HostToDevice) return streams::HostArrayLayout::input(dims, t.dtype, t.shape);
+  const ir::OpId producer = graph_.tensor(program_.root_of[static_cast<size_t>(s.tensor)]).producer;
   const bool per_update = producer >= 0 && graph_.op(producer).phase == Phase::Update;
-  return OutputLayout{options_.output_mode, options_.output_return_period, options_.device_iterations,
-                      per_update ? 1 : options_.gradient_accumulation, hosted_.count};
+  return streams::HostArrayLayout::output(dims, per_update, t.dtype, t.shape);
 }
 
 void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> outputs) {
@@ -186,7 +181,7 @@ std::exception_ptr Session::execute(const RunRequest& request, const std::functi
   } catch (...) {  // the initial broadcast of the weights failed: nothing ran
     return std::current_exception();
   }
-  streams_->bind(request, stream_items_, stream_accumulates_);
+  streams_->bind(request, layouts_);
   std::mutex error_mutex;
   std::exception_ptr stream_error;
   streams_->start([&](std::exception_ptr e) {
@@ -236,10 +231,8 @@ RunTrace Session::last_trace() const {
 }
 
 ir::Shape Session::host_shape(ir::StreamId stream) const {
-  const ir::Stream& s = graph_.stream(stream);
-  const ir::Shape& shape = graph_.tensor(s.tensor).shape;
-  if (s.direction == ir::StreamDirection::DeviceToHost) return output_layout(stream).host_shape(shape);
-  return with_leading_dims({options_.device_iterations * options_.gradient_accumulation, hosted_.count}, shape);
+  graph_.stream(stream);  // checks the id
+  return layouts_[static_cast<size_t>(stream)].host_shape();
 }
 
 void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
@@ -257,21 +250,7 @@ void Session::check_arrays(std::span<const HostArray> arrays, ir::StreamDirectio
     if (seen[static_cast<size_t>(a.stream)]) ir::fail(ErrorCode::InvalidArgument, what() + " is given twice");
     seen[static_cast<size_t>(a.stream)] = true;
     if (a.data == nullptr) ir::fail(ErrorCode::InvalidArgument, what() + ": host data pointer is NULL");
-    const ir::TensorInfo& t = graph_.tensor(s.tensor);
-    if (a.dtype != t.dtype) {
-      ir::fail(ErrorCode::DTypeMismatch, what() + ": host array is " + std::string(ir::dtype_name(a.dtype)) +
-                                             ", expected " + std::string(ir::dtype_name(t.dtype)));
-    }
-    const ir::Shape expected = host_shape(a.stream);
-    if (a.shape != expected) {
-      ir::fail(ErrorCode::ShapeMismatch,
-               what() + ": host array has shape " + ir::shape_string(a.shape) + ", expected " +
-                   ir::shape_string(expected) + " (device_iterations=" + std::to_string(options_.device_iterations) +
-                   ", gradient_accumulation=" + std::to_string(options_.gradient_accumulation) +
-                   (options_.num_workers > 1 ? ", replicas hosted by this worker=" : ", replication_factor=") +
-                   std::to_string(hosted_.count) + ", stream shape " +
-                   ir::shape_string(t.shape) + "; leading dims of 1 left out)");
-    }
+    layouts_[static_cast<size_t>(a.stream)].check(what(), a.dtype, a.shape);
   }
   if (!required) return;
   for (size_t s = 0; s < graph_.num_streams(); ++s) {

@@ -30,7 +30,6 @@
 #include "core/compile/schedule.h"
 #include "core/ir/graph.h"
 #include "core/plugin_host/collectives.h"
-#include "core/runtime/output_mode.h"
 #include "core/runtime/replica_storage.h"
 #include "core/runtime/run_handle.h"
 #include "core/runtime/stream_binding.h"
@@ -81,10 +80,10 @@ class Session {
   /// Streaming figures of the last finished run.
   StreamStats last_stream_stats() const;
 
-  /// Shape of the host array for `stream`: inputs [device_iterations *
-  /// gradient_accumulation, R] + S; outputs per the output mode (output_mode.h); leading
-  /// dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics"). With
-  /// several workers R is the replicas this worker hosts.
+  /// Shape of the host array for `stream` (streams/host_array_layout.h): inputs
+  /// [device_iterations * gradient_accumulation, R] + S; outputs per the output mode;
+  /// leading dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics").
+  /// With several workers R is the replicas this worker hosts.
   ir::Shape host_shape(ir::StreamId stream) const;
   /// Shape of the host data of variable `tensor` (device, remote or replica-sharded) when
   /// read or written: see replication/variable_layout.h (retrieval modes, full tensors for
@@ -150,14 +149,15 @@ class Session {
   void check_memory() const;
   /// The device collectives (R > 1 and a graph with collective ops) and the host update.
   void open_plugins();
-  /// The stream binding and every stream's per-run figures.
+  /// The stream binding and every stream's host array layout.
   void bind_streams(bool spin);
   /// host_collectives_, opened first if needed (a collective step of every worker).
   Collectives& host_collectives() const;
   void check_request(const RunRequest& request) const;
   void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
                     std::vector<bool>& seen) const;
-  OutputLayout output_layout(ir::StreamId stream) const;
+  /// The host array layout of `stream` under the session's options.
+  streams::HostArrayLayout stream_layout(ir::StreamId stream) const;
   /// One run (RunQueue::Execute): streams bound, devices run, outcome settled.
   std::exception_ptr execute(const RunRequest& request, const std::function<bool()>& cancelled);
   /// Before the devices start: sum outputs zeroed, the host update's run begun.
@@ -180,9 +180,7 @@ class Session {
   std::unique_ptr<HostUpdate> host_update_;  ///< weight_update_on_host of a training graph
   std::unique_ptr<ReplicaStorage> storage_;
   std::unique_ptr<StreamBinding> streams_;
-  std::vector<OutputLayout> output_layouts_;  ///< per stream (used for device-to-host ones)
-  std::vector<int64_t> stream_items_;        ///< per stream: micro-batches per replica in a run
-  std::vector<bool> stream_accumulates_;     ///< per stream: output mode sum
+  std::vector<streams::HostArrayLayout> layouts_;  ///< per stream
   std::unique_ptr<DeviceProgram> devices_;
   std::unique_ptr<VariableAccess> variables_;
   mutable std::mutex stats_mutex_;  ///< guards trace_ and stream_stats_

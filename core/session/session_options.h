@@ -8,10 +8,13 @@
 #include <vector>
 
 #include "core/compile/placement.h"
-#include "core/runtime/output_mode.h"
 #include "core/runtime/replica_storage.h"
+#include "core/streams/host_array_layout.h"
 
 namespace plexus::runtime {
+
+/// The output modes of device-to-host streams (streams/host_array_layout.h).
+using streams::OutputMode;
 
 struct SessionOptions {
   int64_t device_iterations = 1;      ///< iterations per run, >= 1

@@ -21,11 +21,13 @@ struct Fixture {
   Program program = testing::compile_one_stage(m.graph);
   ReplicaStorage storage{m.graph, program, {0, 2}, nullptr, false};
   StreamBinding streams{m.graph, 2, 0, 1, false, {}};
-  std::vector<OutputLayout> outputs{{}, {OutputMode::All, 1, 1, 1, 2}};
+  std::vector<streams::HostArrayLayout> layouts{
+      streams::HostArrayLayout::input({.replicas = 2}, ir::DType::Float32, {2}),
+      streams::HostArrayLayout::output({.replicas = 2}, false, ir::DType::Float32, {2})};
   std::vector<std::unique_ptr<Collectives>> collectives;
 
   DeviceProgram make(bool profile) {
-    return DeviceProgram({m.graph, program, storage, streams, outputs, collectives, nullptr, {0, 2}, 1, profile, false},
+    return DeviceProgram({m.graph, program, storage, streams, collectives, nullptr, {0, 2}, 1, profile, false},
                          testing::one_stage_schedule(program), 1);
   }
 };
@@ -38,7 +40,7 @@ TEST(DeviceProgram, RunsEveryReplicasStepsOnItsDevice) {
   RunRequest r;
   r.inputs = {{f.m.x_stream, x, ir::DType::Float32, {2, 2}}};
   r.outputs = {{f.m.y_stream, y, ir::DType::Float32, {2, 2}}};
-  f.streams.bind(r, {1, 1}, {false, false});
+  f.streams.bind(r, f.layouts);
   const auto errors = p.run();
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_EQ(primary_error(errors), nullptr);
@@ -54,7 +56,7 @@ TEST(DeviceProgram, ProfilingRecordsAStepSpanPerDevice) {
   RunRequest r;
   r.inputs = {{f.m.x_stream, x, ir::DType::Float32, {2, 2}}};
   r.outputs = {{f.m.y_stream, y, ir::DType::Float32, {2, 2}}};
-  f.streams.bind(r, {1, 1}, {false, false});
+  f.streams.bind(r, f.layouts);
   p.run();
   const auto spans = p.take_spans();
   ASSERT_EQ(spans.size(), 2u);
