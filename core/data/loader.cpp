@@ -59,7 +59,23 @@ void check_uint8(const IdxArray& array, const char* what) {
 
 }  // namespace
 
-Loader::Loader(const IdxDataset& dataset, const LoaderOptions& options) : dataset_(dataset), options_(options) {
+namespace {
+
+// The layout of one run's micro-batches over `replicas` replicas.
+streams::HostArrayLayout run_layout(const LoaderOptions& o, int64_t replicas) {
+  return streams::HostArrayLayout::input({.device_iterations = o.steps_per_run, .replicas = replicas}, ir::DType::Int32,
+                                         {o.batch_size});
+}
+
+}  // namespace
+
+Loader::Loader(const IdxDataset& dataset, const LoaderOptions& options)
+    : dataset_(dataset),
+      options_(options),
+      local_layout_(run_layout(options, options.replicas)),
+      // Wrapping multiplication: an overflowing product is refused below, before any use.
+      global_layout_(run_layout(options, static_cast<int64_t>(static_cast<uint64_t>(options.replicas) *
+                                                              static_cast<uint64_t>(options.num_shards)))) {
   check_at_least(options.batch_size, 1, "batch_size");
   check_at_least(options.replicas, 1, "replicas");
   check_at_least(options.steps_per_run, 1, "steps_per_run");
@@ -215,12 +231,11 @@ void Loader::prepare(const Task& task) const {
 }
 
 int64_t Loader::run_position(int64_t j) const {
-  // Local sample j is sample b of local replica r at step k, i.e. of global replica
+  // Local sample j is sample j % b of local replica r at step k, i.e. of global replica
   // shard_index * replicas + r.
-  const int64_t b = options_.batch_size, r_local = options_.replicas;
-  const int64_t step = j / (r_local * b), replica = j / b % r_local, sample = j % b;
-  const int64_t global_replica = options_.shard_index * r_local + replica;
-  return (step * r_local * options_.num_shards + global_replica) * b + sample;
+  const int64_t b = options_.batch_size;
+  const auto [step, replica] = local_layout_.step_and_replica(j / b);
+  return global_layout_.index(step, options_.shard_index * options_.replicas + replica) * b + j % b;
 }
 
 void Loader::finish_chunk(Run& run) {
@@ -301,7 +316,7 @@ void Loader::fill(LoaderRole role, int64_t step, int64_t replica, void* buffer, 
     }
   }
   // The run stays alive through `run` even if begin_run() discards it meanwhile.
-  const int64_t first = (step * options_.replicas + replica) * options_.batch_size;
+  const int64_t first = local_layout_.index(step, replica) * options_.batch_size;
   const void* src = role == LoaderRole::Images ? static_cast<const void*>(run->images.get() + first * image_size_)
                                                : static_cast<const void*>(run->labels.get() + first);
   std::memcpy(buffer, src, bytes);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/data/idx_reader.h"
+#include "core/streams/host_array_layout.h"
 
 namespace plexus::data {
 
@@ -57,7 +58,10 @@ struct LoaderStats {
  * [n * P, (n + 1) * P), P = steps_per_run * G * batch_size for G = replicas * num_shards
  * global replicas, wrapping to the start of the epoch's order past N (only without
  * drop_last); step k of global replica g takes the batch_size positions from
- * (k * G + g) * batch_size.
+ * (k * G + g) * batch_size: a run is laid out as a session's input host array
+ * [steps_per_run, G, batch_size] + image shape (streams/host_array_layout.h), and this
+ * shard's part of it as the array [steps_per_run, replicas, batch_size] + image shape
+ * that fill() serves.
  *
  * Sharding by worker (seed 002's Dataset.shard(num_workers, index)): shard w serves the
  * global replicas [w * replicas, (w + 1) * replicas) as its replicas 0 .. replicas - 1. So
@@ -145,6 +149,9 @@ class Loader {
 
   const IdxDataset& dataset_;
   const LoaderOptions options_;
+  /// Micro-batches of a run: this shard's [steps_per_run, replicas], and every shard's
+  /// [steps_per_run, replicas * num_shards] (one value = batch_size samples).
+  const streams::HostArrayLayout local_layout_, global_layout_;
   int64_t samples_per_run_ = 0;        // P, over every shard
   int64_t local_samples_per_run_ = 0;  // this shard's part of P: what a run holds
   int64_t image_size_ = 0;       // elements of one image

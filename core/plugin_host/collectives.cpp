@@ -1,5 +1,7 @@
 #include "core/plugin_host/collectives.h"
 
+#include <plexus/collectives_plugin.h>
+
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
@@ -63,6 +65,14 @@ ErrorCode error_code(plx_status status) {
 
 }  // namespace
 
+/// What the C plugin ABI needs of one communicator.
+struct Collectives::Plugin {
+  const plx_collectives_plugin* table = nullptr;
+  plx_comm_config config{};
+  plx_comm* comm = nullptr;
+  plx_buffer_kind buffer_kind = PLX_BUFFER_DEVICE;
+};
+
 /// Replica r's end: fills plx_coll_args on the stack and turns failures into ir::Error.
 class Collectives::View final : public replication::Communicator {
  public:
@@ -72,22 +82,22 @@ class Collectives::View final : public replication::Communicator {
 
   void all_reduce(std::span<const int64_t> group, const void* send, void* recv, size_t count, ir::DType dtype,
                   replication::ReduceOp op) override {
-    call("all_reduce", owner_.table_->all_reduce, group, send, recv, count, dtype, op, 0);
+    call("all_reduce", owner_.plugin_->table->all_reduce, group, send, recv, count, dtype, op, 0);
   }
   void all_gather(std::span<const int64_t> group, const void* send, void* recv, size_t count,
                   ir::DType dtype) override {
-    call("all_gather", owner_.table_->all_gather, group, send, recv, count, dtype, replication::ReduceOp::Sum, 0);
+    call("all_gather", owner_.plugin_->table->all_gather, group, send, recv, count, dtype, replication::ReduceOp::Sum, 0);
   }
   void reduce_scatter(std::span<const int64_t> group, const void* send, void* recv, size_t count, ir::DType dtype,
                       replication::ReduceOp op) override {
-    call("reduce_scatter", owner_.table_->reduce_scatter, group, send, recv, count, dtype, op, 0);
+    call("reduce_scatter", owner_.plugin_->table->reduce_scatter, group, send, recv, count, dtype, op, 0);
   }
   void broadcast(std::span<const int64_t> group, int64_t root, const void* send, void* recv, size_t count,
                  ir::DType dtype) override {
-    call("broadcast", owner_.table_->broadcast, group, send, recv, count, dtype, replication::ReduceOp::Sum, root);
+    call("broadcast", owner_.plugin_->table->broadcast, group, send, recv, count, dtype, replication::ReduceOp::Sum, root);
   }
   void barrier(std::span<const int64_t> group) override {
-    call("barrier", owner_.table_->barrier, group, nullptr, nullptr, 0, ir::DType::Float32, replication::ReduceOp::Sum,
+    call("barrier", owner_.plugin_->table->barrier, group, nullptr, nullptr, 0, ir::DType::Float32, replication::ReduceOp::Sum,
          0);
   }
 
@@ -104,13 +114,13 @@ class Collectives::View final : public replication::Communicator {
                              static_cast<plx_dtype>(dtype),
                              static_cast<plx_reduce_op>(op),
                              root,
-                             owner_.buffer_kind_,
+                             owner_.plugin_->buffer_kind,
                              message_,
                              kMessageBytes};
-    const plx_status status = fn(owner_.comm_, &args);
+    const plx_status status = fn(owner_.plugin_->comm, &args);
     if (status != PLX_OK) {
       message_[kMessageBytes - 1] = '\0';
-      ir::fail(error_code(status), std::string("collective ") + what + " (" + owner_.table_->name + " plugin), replica " +
+      ir::fail(error_code(status), std::string("collective ") + what + " (" + owner_.plugin_->table->name + " plugin), replica " +
                                        std::to_string(replica_) + ": " + message_);
     }
   }
@@ -122,12 +132,12 @@ class Collectives::View final : public replication::Communicator {
 
 Collectives::Collectives(const std::string& name, int64_t replication_factor, int64_t first_local,
                          int64_t local_replicas, int64_t timeout_ms, bool host_buffers)
-    : library_(PluginLibrary::open("collectives", plugin_name(name))),
-      buffer_kind_(host_buffers ? PLX_BUFFER_HOST : PLX_BUFFER_DEVICE) {
+    : library_(PluginLibrary::open("collectives", plugin_name(name))), plugin_(std::make_unique<Plugin>()) {
+  plugin_->buffer_kind = host_buffers ? PLX_BUFFER_HOST : PLX_BUFFER_DEVICE;
   auto entry = reinterpret_cast<plx_collectives_plugin_entry>(library_.symbol(PLX_COLLECTIVES_PLUGIN_SYMBOL));
-  table_ = entry();
-  check_table(table_, library_.path());
-  config_ = plx_comm_config{sizeof(plx_comm_config), replication_factor, first_local, local_replicas, timeout_ms};
+  plugin_->table = entry();
+  check_table(plugin_->table, library_.path());
+  plugin_->config = plx_comm_config{sizeof(plx_comm_config), replication_factor, first_local, local_replicas, timeout_ms};
   create_comm();
   for (int64_t r = 0; r < replication_factor; ++r) everyone_.push_back(r);
   for (int64_t r = first_local; r < first_local + local_replicas; ++r) {
@@ -135,7 +145,9 @@ Collectives::Collectives(const std::string& name, int64_t replication_factor, in
   }
 }
 
-Collectives::~Collectives() { table_->comm_destroy(comm_); }
+Collectives::~Collectives() { plugin_->table->comm_destroy(plugin_->comm); }
+
+std::string Collectives::name() const { return plugin_->table->name; }
 
 void Collectives::each_hosted(const std::function<void(replication::Communicator&, size_t)>& fn) {
   std::vector<std::exception_ptr> errors(views_.size());
@@ -159,31 +171,31 @@ void Collectives::each_hosted(const std::function<void(replication::Communicator
 }
 
 replication::Communicator* Collectives::communicator(int64_t replica) {
-  return views_.at(static_cast<size_t>(replica - config_.first_local_replica)).get();
+  return views_.at(static_cast<size_t>(replica - plugin_->config.first_local_replica)).get();
 }
 
 void Collectives::create_comm() {
   char message[kMessageBytes] = {};
   plx_comm* comm = nullptr;
-  const plx_status status = table_->comm_create(&config_, &comm, message, sizeof message);
+  const plx_status status = plugin_->table->comm_create(&plugin_->config, &comm, message, sizeof message);
   if (status != PLX_OK || comm == nullptr) {
     message[kMessageBytes - 1] = '\0';
     ir::fail(ErrorCode::Plugin, "collectives plugin " + library_.path() + ": comm_create failed (" +
                                     std::to_string(status) + "): " + message);
   }
-  comm_ = comm;
+  plugin_->comm = comm;
   aborted_ = false;
 }
 
 void Collectives::abort(const std::string& reason) {
   aborted_ = true;
-  table_->abort(comm_, reason.c_str());
+  plugin_->table->abort(plugin_->comm, reason.c_str());
 }
 
 void Collectives::reset() {
   if (!aborted_) return;
-  table_->comm_destroy(comm_);
-  comm_ = nullptr;
+  plugin_->table->comm_destroy(plugin_->comm);
+  plugin_->comm = nullptr;
   create_comm();
 }
 

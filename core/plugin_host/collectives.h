@@ -1,9 +1,8 @@
 // A session's collectives: the plugin chosen for it (collectives_plugin.h), one
 // communicator over the session's replicas, and each replica's replication::Communicator
-// view of it for the kernels.
+// view of it for the kernels. The C plugin types stay in collectives.cpp (Collectives::
+// Plugin), so that nothing including this header sees the C ABI.
 #pragma once
-
-#include <plexus/collectives_plugin.h>
 
 #include <atomic>
 #include <cstdint>
@@ -35,7 +34,7 @@ class Collectives {
   Collectives& operator=(const Collectives&) = delete;
 
   /// The name the plugin reports, and where it was loaded from.
-  std::string name() const { return table_->name; }
+  std::string name() const;
   const std::string& path() const { return library_.path(); }
 
   /// Every replica, 0 .. R-1: the group of a call over all of them.
@@ -56,13 +55,11 @@ class Collectives {
 
  private:
   class View;
+  struct Plugin;  ///< the plugin's C table, communicator configuration and communicator
   void create_comm();
 
   PluginLibrary library_;
-  const plx_collectives_plugin* table_ = nullptr;
-  plx_comm_config config_{};
-  plx_comm* comm_ = nullptr;
-  plx_buffer_kind buffer_kind_ = PLX_BUFFER_DEVICE;
+  std::unique_ptr<Plugin> plugin_;
   std::atomic<bool> aborted_{false};
   std::vector<std::unique_ptr<View>> views_;
   std::vector<int64_t> everyone_;

@@ -76,9 +76,11 @@ StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t d
   }
 }
 
-void StreamBinding::bind(const RunRequest& request, const std::vector<int64_t>& items, const std::vector<bool>& accumulate) {
-  items_ = items;
-  direct_ = depth_ == 0 || items.empty() || *std::max_element(items.begin(), items.end()) <= 1;
+void StreamBinding::bind(const RunRequest& request, const std::vector<streams::HostArrayLayout>& layouts) {
+  layouts_ = &layouts;
+  items_.clear();
+  for (const streams::HostArrayLayout& layout : layouts) items_.push_back(layout.items());
+  direct_ = depth_ == 0 || items_.empty() || *std::max_element(items_.begin(), items_.end()) <= 1;
   h2d_bytes_ = d2h_bytes_ = 0;
   exposed_wait_ns_ = taken_ = occupancy_ = 0;
   std::fill(active_.begin(), active_.end(), false);
@@ -91,27 +93,28 @@ void StreamBinding::bind(const RunRequest& request, const std::vector<int64_t>& 
   }
   for (const HostArray& a : request.inputs) {
     const auto s = static_cast<size_t>(a.stream);
-    const size_t bytes = graph_.tensor(graph_.stream(a.stream).tensor).bytes();
-    h2d_bytes_ += items[s] * replicas_ * static_cast<int64_t>(bytes);
+    const streams::HostArrayLayout& layout = layouts[s];
+    h2d_bytes_ += items_[s] * replicas_ * static_cast<int64_t>(layout.item_bytes());
     for (int64_t r = 0; r < replicas_; ++r) {
-      at(s, r).source = [this, base = static_cast<const std::byte*>(a.data), bytes, r](int64_t step, std::byte* dst) {
-        transport_->to_device(dst, base + static_cast<size_t>(step * replicas_ + r) * bytes, bytes);
+      at(s, r).source = [this, base = static_cast<const std::byte*>(a.data), &layout, r](int64_t step, std::byte* dst) {
+        transport_->to_device(dst, base + layout.source_offset(step, r), layout.item_bytes());
       };
     }
   }
   for (const HostArray& a : request.outputs) {
     const auto s = static_cast<size_t>(a.stream);
     const ir::TensorInfo& t = graph_.tensor(graph_.stream(a.stream).tensor);
+    const streams::HostArrayLayout& layout = layouts[s];
     active_[s] = true;
-    d2h_bytes_ += items[s] * replicas_ * static_cast<int64_t>(t.bytes());
+    d2h_bytes_ += items_[s] * replicas_ * static_cast<int64_t>(t.bytes());
     for (int64_t r = 0; r < replicas_; ++r) {
-      at(s, r).sink = [this, base = static_cast<std::byte*>(a.data), bytes = t.bytes(), n = static_cast<size_t>(ir::numel(t.shape)),
-                       dtype = t.dtype, add = accumulate[s]](int64_t row, const std::byte* src) {
-        std::byte* dst = base + static_cast<size_t>(row) * bytes;
-        if (add) {
+      at(s, r).sink = [this, base = static_cast<std::byte*>(a.data), &layout, n = static_cast<size_t>(ir::numel(t.shape)),
+                       dtype = t.dtype](int64_t row, const std::byte* src) {
+        std::byte* dst = base + layout.row_offset(row);
+        if (layout.accumulates()) {
           add_into(dtype, dst, src, n);
         } else {
-          transport_->to_host(dst, src, bytes);
+          transport_->to_host(dst, src, layout.item_bytes());
         }
       };
     }
@@ -126,7 +129,7 @@ void StreamBinding::bind(const RunRequest& request, const std::vector<int64_t>& 
         at(s, r).sink = [deliver = cb.deliver, bytes, r](int64_t row, const std::byte* src) { deliver(row, r, src, bytes); };
       }
     }
-    (cb.fill ? h2d_bytes_ : d2h_bytes_) += items[s] * replicas_ * static_cast<int64_t>(bytes);
+    (cb.fill ? h2d_bytes_ : d2h_bytes_) += items_[s] * replicas_ * static_cast<int64_t>(bytes);
     if (cb.deliver) active_[s] = true;
   }
 }
@@ -239,8 +242,9 @@ void StreamBinding::count_take(int64_t ready, int64_t wait_start) {
   occupancy_.fetch_add(ready, std::memory_order_relaxed);
 }
 
-void StreamBinding::store(size_t s, int64_t replica, int64_t row, const std::byte* src) {
+void StreamBinding::store(size_t s, int64_t replica, int64_t item, const std::byte* src) {
   Endpoint& e = at(s, replica);
+  const int64_t row = (*layouts_)[s].output_row(item, replica);
   if (direct_) {
     if (row >= 0) e.sink(row, src);
     return;

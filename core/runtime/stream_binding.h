@@ -16,6 +16,7 @@
 
 #include "core/ir/graph.h"
 #include "core/streams/bounded_queue.h"
+#include "core/streams/host_array_layout.h"
 #include "core/streams/io_service.h"
 #include "core/streams/stream_pump.h"
 #include "core/streams/transport.h"
@@ -84,9 +85,10 @@ class StreamBinding {
   StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin,
                 const std::vector<int64_t>& held);
 
-  /// Sets the sources and sinks of the next run. `items[s]` = micro-batches of stream s per
-  /// replica in the run; `accumulate[s]`: the sink adds into its row (output mode sum).
-  void bind(const RunRequest& request, const std::vector<int64_t>& items, const std::vector<bool>& accumulate);
+  /// Sets the sources and sinks of the next run: the caller's arrays are read and written
+  /// where layouts[s] (per stream, alive until the next bind) puts each value, and each
+  /// (stream, replica) moves layouts[s].items() values.
+  void bind(const RunRequest& request, const std::vector<streams::HostArrayLayout>& layouts);
   /// Starts the io threads' pumping (depth > 0); `on_error` gets the first failure.
   void start(std::function<void(std::exception_ptr)> on_error);
   /// Waits for the io side after the devices finished (abort first when they failed).
@@ -106,8 +108,9 @@ class StreamBinding {
   void acquire(size_t s, int64_t replica, int64_t step);
   /// Device side, in-place stream: the oldest micro-batch acquired is no longer read.
   void release(size_t s, int64_t replica);
-  /// Device side: a result for row `row` (< 0: the output mode does not return it).
-  void store(size_t s, int64_t replica, int64_t row, const std::byte* src);
+  /// Device side: `replica`'s `item`-th result of the run (its row per the output mode;
+  /// dropped when the mode does not return it).
+  void store(size_t s, int64_t replica, int64_t item, const std::byte* src);
   /// Whether device-to-host stream `s` goes anywhere in this run.
   bool active(size_t s) const { return active_[s]; }
 
@@ -132,6 +135,7 @@ class StreamBinding {
   std::vector<bool> active_;
   std::vector<bool> in_place_;
   std::vector<int64_t> items_;
+  const std::vector<streams::HostArrayLayout>* layouts_ = nullptr;  ///< the bound run's
   /// This run moves data on the device threads: depth 0, or one micro-batch per stream
   /// (nothing to prefetch within the run, and an io hand-over would only add latency).
   bool direct_ = true;

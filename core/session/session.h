@@ -9,100 +9,39 @@
 // (strategy_plugin.h; the trivial schedule for one device); activations and gradients
 // cross stages through bounded channels; replicas meet in collectives through the
 // collectives plugin (one communicator per device index).
+//
+// The session is a facade: compiling (core/compile) happens in its constructor; the
+// tensors live in ReplicaStorage; DeviceProgram holds and runs every device's steps;
+// RunQueue orders runs and cancels them; VariableAccess reads and writes variables.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "core/ir/graph.h"
-#include "core/memory/remote_memory.h"
-#include "core/replication/variable_layout.h"
-#include "core/streams/bounded_queue.h"
-#include "core/plugin_host/collectives.h"
-#include "core/runtime/host_update.h"
-#include "core/runtime/output_mode.h"
 #include "core/compile/placement.h"
 #include "core/compile/program.h"
-#include "core/runtime/run_handle.h"
 #include "core/compile/schedule.h"
+#include "core/ir/graph.h"
+#include "core/plugin_host/collectives.h"
+#include "core/runtime/replica_storage.h"
+#include "core/runtime/run_handle.h"
 #include "core/runtime/stream_binding.h"
 #include "core/runtime/trace.h"
-#include "core/runtime/virtual_device.h"
+#include "core/session/session_options.h"
+#include "core/session/variable_access.h"
 
 namespace plexus::runtime {
 
-struct SessionOptions {
-  int64_t device_iterations = 1;      ///< iterations per run, >= 1
-  int64_t gradient_accumulation = 1;  ///< micro-batches per weight update, >= 1
-  size_t device_memory_bytes = 0;     ///< arena capacity per device; 0 = no limit
-  int threads_per_device = 0;         ///< BLIS threads a device may use; 0 = cores / devices
-  std::string collectives_plugin;     ///< "" = $PLEXUS_COLLECTIVES, else "local"; loaded when needed
-  int64_t collective_timeout_ms = 60000;  ///< how long a collective waits for a missing replica
-  /// Stages of blocks and their devices; empty: auto-staging from the blocks' devices, or
-  /// one stage when the IR has no blocks (placement.h).
-  std::vector<StageSpec> stages;
-  /// Strategy plugin name ("pipelined", "sharded", ...); "" = the trivial schedule for one
-  /// device per replica, "pipelined" for more.
-  std::string execution_strategy;
-  std::string strategy_options;  ///< passed to the plugin, e.g. "fill_drain"
-  OutputMode output_mode = OutputMode::All;
-  int64_t output_return_period = 1;  ///< N of OutputMode::EveryN; must divide device_iterations
-  bool offload_optimizer_state = false;  ///< optimizer state in host memory (seed 003)
-  /// The weight update on the host (seed 002, host_call with variables_on_host;
-  /// host_update.h): the gradients of every weight-update op (adamw_, scaled_add_) go to
-  /// host memory as the backward pass finishes them, are mean-reduced over all R replicas
-  /// there, and the op runs on the host, its optimizer state only in host memory; the new
-  /// weights are copied to the devices before the next forward pass. The graph should
-  /// then not all-reduce the gradients itself.
-  bool weight_update_on_host = false;
-  bool profile = false;                  ///< record a RunTrace of every run
-  /// Device-side buffers per stream and replica filled ahead of compute by the io threads
-  /// (DESIGN.md "Streaming layer"); 0: devices copy from the host themselves.
-  int64_t prefetch_depth = 2;
-  int io_threads = 1;  ///< threads of the session's io_context, >= 1
-  /// Workers (seed 002; DESIGN.md "Workers"): the graph's R replicas are split over
-  /// num_workers processes, each running a session with the same graph and options but its
-  /// own worker_index; worker w hosts global replicas [w R/W, (w+1) R/W). R must be a
-  /// multiple of num_workers, and the collectives plugin must serve several processes
-  /// ("mpi"). Streams carry the hosted replicas only. num_workers = 0 takes both from the
-  /// launcher's environment (workers.h; one worker without a launcher).
-  int64_t num_workers = 1;
-  int64_t worker_index = 0;
-};
-
-/// The global replicas one session (worker) hosts: [first, first + count).
-struct HostedReplicas {
-  int64_t first = 0;
-  int64_t count = 1;
-  bool hosts(int64_t replica) const { return replica >= first && replica < first + count; }
-};
-
-/// Memory of one device, in bytes.
-struct DeviceMemoryStats {
-  size_t arena_bytes = 0;     ///< size of the device arena (the plan's need)
-  size_t variable_bytes = 0;  ///< variables, constants and gradient accumulators (always resident)
-  size_t current_bytes = 0;   ///< exact bytes live now
-  size_t peak_bytes = 0;      ///< most bytes live at once so far
-  size_t planned_peak_bytes = 0;  ///< most bytes live at once, from the plan
-  size_t remote_buffer_bytes = 0;  ///< this replica's remote buffers (host memory, not the arena)
-  size_t offloaded_bytes = 0;      ///< optimizer state of this device's stages kept in host memory
-};
-
-/// Where one replica keeps a variable, in bytes per replica.
-struct VariableStorage {
-  size_t device_bytes = 0;  ///< in the device arena (a replica-sharded variable: its shard)
-  size_t remote_bytes = 0;  ///< in a remote buffer slot, or offloaded to host memory
-  int64_t shard_over = 1;   ///< replicas sharing the value in shards (1: not sharded)
-};
+class DeviceProgram;
+class HostUpdate;
+class RunQueue;
 
 /// Thread-safety: all methods may be called from any thread. Runs execute one at a time,
 /// in the order they were started, on the session's controller thread.
@@ -117,6 +56,8 @@ class Session {
   Session(const ir::Graph& graph, const SessionOptions& options);
   /// Cancels running and queued runs, waits for them, and stops the threads.
   ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   /// Runs device_iterations iterations on every replica. Every host-to-device stream needs
   /// exactly one input array of shape host_shape(stream); device-to-host arrays are
@@ -139,10 +80,10 @@ class Session {
   /// Streaming figures of the last finished run.
   StreamStats last_stream_stats() const;
 
-  /// Shape of the host array for `stream`: inputs [device_iterations *
-  /// gradient_accumulation, R] + S; outputs per the output mode (output_mode.h); leading
-  /// dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics"). With
-  /// several workers R is the replicas this worker hosts.
+  /// Shape of the host array for `stream` (streams/host_array_layout.h): inputs
+  /// [device_iterations * gradient_accumulation, R] + S; outputs per the output mode;
+  /// leading dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics").
+  /// With several workers R is the replicas this worker hosts.
   ir::Shape host_shape(ir::StreamId stream) const;
   /// Shape of the host data of variable `tensor` (device, remote or replica-sharded) when
   /// read or written: see replication/variable_layout.h (retrieval modes, full tensors for
@@ -173,12 +114,12 @@ class Session {
   /// Keeps runs from executing while the lock is held (a run in progress finishes first);
   /// variable and slot accesses on this thread meanwhile see and leave one consistent
   /// state (a checkpoint's snapshot or restore). Runs started meanwhile wait.
-  std::unique_lock<std::recursive_mutex> hold_runs() const { return std::unique_lock(variables_mutex_); }
+  std::unique_lock<std::recursive_mutex> hold_runs() const;
   void set_steps(int64_t steps) { steps_ = steps; }
 
   /// Hosted replicas x D; device index = (replica - first hosted) * devices_per_replica() +
   /// device within the replica.
-  size_t num_devices() const { return devices_.size(); }
+  size_t num_devices() const;
   int64_t devices_per_replica() const { return program_.placement.num_devices; }
   int64_t num_stages() const { return program_.placement.num_stages; }
   /// Micro-batches per iteration of the schedule (gradient accumulation when training).
@@ -196,68 +137,33 @@ class Session {
   const ir::Graph& graph() const { return graph_; }
   const Placement& placement() const { return program_.placement; }
   /// Decisions made while compiling (GEMM kernel sets, ...), one line each.
-  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<std::string>& notes() const;
   /// The last run's trace; empty (no devices) unless options().profile.
   RunTrace last_trace() const;
 
  private:
-  struct Item;
-  struct DeviceState;
-  struct StepItems;
-
-  const ir::TensorInfo& variable(ir::TensorId tensor) const;
+  /// Places the graph, asks the strategy for a schedule and checks it, compiles the stages
+  /// and checks their memory against device_memory_bytes.
+  void compile_program();
   void make_schedule();
   void check_memory() const;
-  void build_device(DeviceState& state);
-  void build_step(DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot, size_t ring_index, std::vector<Item>& items);
-  std::byte* slot_region(const DeviceState& state, int32_t stage, int64_t slot) const;
-  std::byte* slot_address(const DeviceState& state, int32_t stage, int64_t slot, ir::TensorId root) const;
-  /// Where `tensor` is for a step of `stage` in micro-batch slot `slot`; a stream the stage
-  /// reads in place is in its ring buffer `ring_index`.
-  std::byte* tensor_address(const DeviceState& state, int32_t stage, ir::Phase phase, int64_t slot, size_t ring_index,
-                            ir::TensorId tensor) const;
+  /// The device collectives (R > 1 and a graph with collective ops) and the host update.
+  void open_plugins();
+  /// The stream binding and every stream's host array layout.
+  void bind_streams(bool spin);
+  /// host_collectives_, opened first if needed (a collective step of every worker).
+  Collectives& host_collectives() const;
   void check_request(const RunRequest& request) const;
   void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
                     std::vector<bool>& seen) const;
-  OutputLayout output_layout(ir::StreamId stream) const;
-  void load_variables();
-  /// The host update's copy of host-updated weight `tensor` (every one for kNoTensor) <- the
-  /// devices', after the session wrote variables.
-  void refresh_host_weights(ir::TensorId tensor = ir::kNoTensor);
-  /// The item that hands replica st's gradient of host-updated op `op` to the host.
-  Item post_gradient(const DeviceState& st, ir::OpId op, const std::byte* gradient) const;
-  struct Job {
-    RunRequest request;
-    std::shared_ptr<RunHandle> handle;
-    uint64_t generation;
-  };
-  void controller_loop();
-  void execute(Job& job, bool run_it);
-  /// Marks the session idle and completes `job` with `error` (null: success).
-  void finish(Job& job, std::exception_ptr error);
-  void run_device(DeviceState& state);
-  void run_step(DeviceState& state, const Step& step, int64_t iteration);
-  void abort_all(const std::string& reason);
-  /// Storage of `tensor` on hosted (global) replica `replica`.
-  std::byte* variable_buffer(ir::TensorId tensor, int64_t replica) const;
-  /// True when some worker hosts no replica holding some (row, shard) of `layout`: a read
-  /// then all-gathers every replica's storage from all workers (every worker must read).
-  bool read_needs_every_worker(const replication::VariableLayout& layout) const;
-  /// host_collectives_, opened first if needed (a collective step of every worker).
-  Collectives& host_collectives() const;
-  /// Every replica's storage of `tensor`, [R] x its bytes, all-gathered over the workers.
-  std::vector<std::byte> gather_replicas(const ir::TensorInfo& t, ir::TensorId tensor) const;
-  /// Copies between host rows ([rows] + full shape) and the replicas' storage, through the
-  /// variable's layout; `to_host` picks the direction.
-  void transfer_variable(const ir::TensorInfo& t, ir::TensorId tensor, std::byte* host, bool to_host) const;
-  /// The same with a given layout.
-  void transfer_variable(const replication::VariableLayout& layout, const ir::TensorInfo& t, ir::TensorId tensor,
-                         std::byte* host, bool to_host) const;
-  /// The layout of one row per group (read_variable_groups).
-  static replication::VariableLayout group_layout(const ir::TensorInfo& t);
-  void transfer_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::byte* host, size_t bytes, bool to_host) const;
-  void check_variable_bytes(const ir::TensorInfo& t, size_t bytes) const;
-  void check_group_bytes(const ir::TensorInfo& t, const replication::VariableLayout& layout, size_t bytes) const;
+  /// The host array layout of `stream` under the session's options.
+  streams::HostArrayLayout stream_layout(ir::StreamId stream) const;
+  /// One run (RunQueue::Execute): streams bound, devices run, outcome settled.
+  std::exception_ptr execute(const RunRequest& request, const std::function<bool()>& cancelled);
+  /// Before the devices start: sum outputs zeroed, the host update's run begun.
+  void prepare_run(const RunRequest& request);
+  /// The last run's stream figures and trace, from `start` to `end` (trace_now()).
+  void record_run(int64_t start, int64_t end);
 
   ir::Graph graph_;
   SessionOptions options_;
@@ -269,31 +175,19 @@ class Session {
   std::vector<std::unique_ptr<Collectives>> collectives_;  ///< per device index; empty when none is needed
   /// Host-buffer collectives over the R replicas, made when first needed (the host update,
   /// at construction; a read needing every worker); used by the host update during runs
-  /// and by variable reads between them (under variables_mutex_).
+  /// and by variable reads between them (under the variables lock).
   mutable std::unique_ptr<Collectives> host_collectives_;
   std::unique_ptr<HostUpdate> host_update_;  ///< weight_update_on_host of a training graph
-  std::vector<std::unique_ptr<VirtualDevice>> devices_;
-  // Per hosted replica (index = global replica - hosted_.first):
-  std::vector<std::unique_ptr<memory::RemoteMemory>> remote_;
-  std::vector<std::vector<std::byte>> offloaded_;  ///< optimizer state
-  std::vector<std::vector<std::unique_ptr<streams::BoundedQueue>>> channels_;  ///< per ChannelPlan
-  std::vector<std::unique_ptr<DeviceState>> states_;
-  std::vector<std::string> notes_;
-  RunTrace trace_;
+  std::unique_ptr<ReplicaStorage> storage_;
   std::unique_ptr<StreamBinding> streams_;
-  std::vector<int64_t> stream_items_;      ///< per stream: micro-batches per replica in a run
-  std::vector<bool> stream_accumulates_;   ///< per stream: output mode sum
-  std::vector<size_t> stage_ring_;         ///< per stage: ring buffers of the streams it reads in place (1: none)
+  std::vector<streams::HostArrayLayout> layouts_;  ///< per stream
+  std::unique_ptr<DeviceProgram> devices_;
+  std::unique_ptr<VariableAccess> variables_;
+  mutable std::mutex stats_mutex_;  ///< guards trace_ and stream_stats_
+  RunTrace trace_;
   StreamStats stream_stats_;
-  mutable std::mutex mutex_;               ///< guards the fields below, trace_ and stream_stats_
-  std::condition_variable jobs_changed_;
-  std::deque<Job> jobs_;
-  uint64_t cancel_generation_ = 0;  ///< runs started before the last cancel() carry a lower one
-  bool running_ = false;
-  bool stopping_ = false;
-  mutable std::recursive_mutex variables_mutex_;  ///< variable reads and writes against runs (hold_runs)
   std::atomic<int64_t> steps_{0};
-  std::thread controller_;
+  std::unique_ptr<RunQueue> queue_;  ///< last: stopped first
 };
 
 }  // namespace plexus::runtime
