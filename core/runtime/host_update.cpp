@@ -65,28 +65,7 @@ HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t r
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
     if (op.def->gradient_input < 0 || op.phase != ir::Phase::Update) continue;
-    auto u = std::make_unique<Update>();
-    u->op = static_cast<ir::OpId>(i);
-    u->weight = graph.storage_root(op.inputs[0]);
-    u->gradient = graph.storage_root(op.inputs[static_cast<size_t>(op.def->gradient_input)]);
-    u->stage = program.placement.op_stage[i];
-    require_one_value(graph, op, u->weight, "weight");
-    const ir::TensorInfo& w = graph.tensor(u->weight);
-    if (w.dtype != ir::DType::Float32) {
-      ir::fail(ErrorCode::Unsupported, "weight_update_on_host: op '" + op.name + "': weight '" + w.name + "' is " +
-                                           std::string(ir::dtype_name(w.dtype)) + ", the host update takes float32");
-    }
-    for (int s : op.def->optimizer_state_inputs) {
-      const ir::TensorId root = graph.storage_root(op.inputs[static_cast<size_t>(s)]);
-      require_one_value(graph, op, root, "optimizer state");
-      state_.try_emplace(root, graph.tensor(root).bytes());
-    }
-    u->count = static_cast<size_t>(ir::numel(w.shape));
-    u->bytes = w.bytes();
-    u->weight_host.resize(u->bytes);
-    u->gradients.assign(static_cast<size_t>(hosted), std::vector<std::byte>(u->bytes));
-    u->scratch.resize(op.scratch_bytes);
-    u->posted.assign(static_cast<size_t>(hosted), 0);
+    auto u = make_update(graph, program, static_cast<ir::OpId>(i));
     const ir::OpId writer = last_writer(graph, u->gradient, u->op);
     // An accumulated gradient is final only in the update step (its accumulator).
     u->at_update_start = writer < 0 || (program.micro_batches > 1 && graph.op(writer).phase != ir::Phase::Update);
@@ -103,30 +82,60 @@ HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t r
     if (!u->at_update_start) posted_after_[finisher].push_back(u->op);
     updates_.push_back(std::move(u));
   }
-  for (auto& u : updates_) {  // every buffer is in place: the kernels may take their addresses
-    const ir::Op& op = graph.op(u->op);
-    ir::KernelContext ctx{.graph = graph, .op = op, .scratch = u->scratch.empty() ? nullptr : u->scratch.data(),
-                          .replica = first_hosted, .replication_factor = replication_factor, .comm = nullptr,
-                          .remote = {}, .notes = nullptr};
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const ir::TensorId root = graph.storage_root(op.inputs[i]);
-      std::byte* address = i == 0 ? u->weight_host.data()
-                           : static_cast<int>(i) == op.def->gradient_input ? u->gradients.front().data()
-                                                                           : state(root);
-      if (address == nullptr) {
-        ir::fail(ErrorCode::Unsupported, "weight_update_on_host: op '" + op.name + "': input " + std::to_string(i) +
-                                             " '" + graph.tensor(op.inputs[i]).name +
-                                             "' is neither the weight, its gradient nor optimizer state");
-      }
-      ctx.inputs.push_back(&graph.tensor(op.inputs[i]));
-      ctx.in.push_back(address);
-    }
-    for (size_t k = 0; k < op.outputs.size(); ++k) {  // weight-update outputs are their inputs, in place
-      ctx.outputs.push_back(&graph.tensor(op.outputs[k]));
-      ctx.out.push_back(ctx.in.at(static_cast<size_t>(op.def->inplace_inputs.at(k))));
-    }
-    u->kernel = op.def->kernel(ctx);
+  for (auto& u : updates_) bind_kernel(graph, *u, replication_factor);  // every buffer is in place now
+}
+
+std::unique_ptr<HostUpdate::Update> HostUpdate::make_update(const ir::Graph& graph, const Program& program,
+                                                             ir::OpId o) {
+  const ir::Op& op = graph.op(o);
+  auto u = std::make_unique<Update>();
+  u->op = o;
+  u->weight = graph.storage_root(op.inputs[0]);
+  u->gradient = graph.storage_root(op.inputs[static_cast<size_t>(op.def->gradient_input)]);
+  u->stage = program.placement.op_stage[static_cast<size_t>(o)];
+  require_one_value(graph, op, u->weight, "weight");
+  const ir::TensorInfo& w = graph.tensor(u->weight);
+  if (w.dtype != ir::DType::Float32) {
+    ir::fail(ErrorCode::Unsupported, "weight_update_on_host: op '" + op.name + "': weight '" + w.name + "' is " +
+                                         std::string(ir::dtype_name(w.dtype)) + ", the host update takes float32");
   }
+  for (int s : op.def->optimizer_state_inputs) {
+    const ir::TensorId root = graph.storage_root(op.inputs[static_cast<size_t>(s)]);
+    require_one_value(graph, op, root, "optimizer state");
+    state_.try_emplace(root, graph.tensor(root).bytes());
+  }
+  u->count = static_cast<size_t>(ir::numel(w.shape));
+  u->bytes = w.bytes();
+  u->weight_host.resize(u->bytes);
+  u->gradients.assign(static_cast<size_t>(hosted_), std::vector<std::byte>(u->bytes));
+  u->scratch.resize(op.scratch_bytes);
+  u->posted.assign(static_cast<size_t>(hosted_), 0);
+  return u;
+}
+
+void HostUpdate::bind_kernel(const ir::Graph& graph, Update& u, int64_t replication_factor) {
+  const ir::Op& op = graph.op(u.op);
+  ir::KernelContext ctx{.graph = graph, .op = op, .scratch = u.scratch.empty() ? nullptr : u.scratch.data(),
+                        .replica = first_hosted_, .replication_factor = replication_factor, .comm = nullptr,
+                        .remote = {}, .notes = nullptr};
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const ir::TensorId root = graph.storage_root(op.inputs[i]);
+    std::byte* address = i == 0 ? u.weight_host.data()
+                         : static_cast<int>(i) == op.def->gradient_input ? u.gradients.front().data()
+                                                                         : state(root);
+    if (address == nullptr) {
+      ir::fail(ErrorCode::Unsupported, "weight_update_on_host: op '" + op.name + "': input " + std::to_string(i) +
+                                           " '" + graph.tensor(op.inputs[i]).name +
+                                           "' is neither the weight, its gradient nor optimizer state");
+    }
+    ctx.inputs.push_back(&graph.tensor(op.inputs[i]));
+    ctx.in.push_back(address);
+  }
+  for (size_t k = 0; k < op.outputs.size(); ++k) {  // weight-update outputs are their inputs, in place
+    ctx.outputs.push_back(&graph.tensor(op.outputs[k]));
+    ctx.out.push_back(ctx.in.at(static_cast<size_t>(op.def->inplace_inputs.at(k))));
+  }
+  u.kernel = op.def->kernel(ctx);
 }
 
 HostUpdate::~HostUpdate() {

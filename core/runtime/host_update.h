@@ -96,6 +96,12 @@ class HostUpdate {
 
  private:
   struct Update;
+  /// The host update of weight-update op `o`, its optimizer state added to state_; the
+  /// kernel is bound later (bind_kernel), once every buffer is in place.
+  std::unique_ptr<Update> make_update(const ir::Graph& graph, const Program& program, ir::OpId o);
+  /// u.kernel <- the op's own kernel on the host weight, the first hosted replica's
+  /// gradient and the host optimizer state.
+  void bind_kernel(const ir::Graph& graph, Update& u, int64_t replication_factor);
   void run_host(size_t local, int64_t iterations);
   void broadcast_weights();
   template <class Ready>
