@@ -52,7 +52,7 @@ if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
   cmake --build "$tsan" -j "$jobs" --target tests_streams tests_runtime tests_session tests_data plexus-strategy-pipelined \
     plexus-strategy-sharded plexus-collectives-local plexus_mock_plugins
   (cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$jobs" \
-    --timeout 600 -R "BoundedQueue|StreamPump|SpinWait|StreamingSession|Loader|PipelinedSession|VirtualDevice|ReplicatedSession|HostUpdate")
+    --timeout 600 -R "BoundedQueue|StreamPump|SpinWait|StreamingSession|Loader|PipelinedSession|VirtualDevice|ReplicatedSession|HostUpdate|RunQueue|RunHandle|DeviceProgram|VariableAccess|ReplicaStorage")
   phase_done "TSan build + threading tests"
 fi
 
