@@ -10,31 +10,14 @@
 #include <string>
 
 #include "core/ir/error.h"
+#include "tests/scoped_env.h"
 
 namespace plexus::runtime {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Sets an environment variable for one test and restores it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 std::string plugin_path_with_mocks() {
   std::string path = PLEXUS_MOCK_PLUGIN_DIR;

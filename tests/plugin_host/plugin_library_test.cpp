@@ -16,6 +16,7 @@
 
 #include "core/ir/error.h"
 #include "tests/error_of.h"
+#include "tests/scoped_env.h"
 
 namespace plexus::runtime {
 namespace {
@@ -26,29 +27,7 @@ using test::error_of;
 
 const std::string kLocal = "libplexus-collectives-local.so";
 
-// Sets or unsets an environment variable for one test and restores it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 // A temporary folder, removed with everything in it at the end of the test.
 class PluginLibraryFiles : public ::testing::Test {
