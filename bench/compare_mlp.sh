@@ -3,7 +3,7 @@
 #  (a) training-step throughput (samples/s) at batch 8 and 80: bench/mlp_step_bench
 #      (Google Benchmark, preloaded synthetic MNIST-like data) vs bench/pytorch_mlp.py
 #      --mode throughput (preloaded real MNIST), PyTorch both as installed and with
-#      BLIS_ARCH_TYPE set to the kernel set Plexus reports (DESIGN.md, "Platform facts");
+#      BLIS_ARCH_TYPE set to the kernel set Plexus reports (docs/design.md, "Platform facts");
 #  (b) accuracy: samples/mnist/mnist vs pytorch_mlp.py --mode train, same hyper-parameters
 #      (batch 8, lr 0.005, 1 epoch, seed 42, test batch 80), test accuracies side by side.
 # Prints every command it runs, then a table: batch | Plexus samples/s | PyTorch samples/s | ratio,

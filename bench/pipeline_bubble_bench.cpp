@@ -1,4 +1,4 @@
-// The pipeline bubble with balanced stages (DESIGN.md "Pipelining": fill-drain idles
+// The pipeline bubble with balanced stages (docs/design.md "Pipelining": fill-drain idles
 // (S-1)/(M+S-1) of the time), measured, next to sharded execution of the same program in
 // the same run. Two stages of equal work (a chain of `kLayers` [kWidth x kWidth] matmul +
 // relu layers each, then a mean loss in the last stage; SGD) on two devices, one core

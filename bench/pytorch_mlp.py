@@ -15,7 +15,7 @@ Run it with Debian's /usr/bin/python3 (python3-torch is importable only there):
 Debian's torch does its GEMMs in Debian's BLIS (libblas.so.3, OpenMP flavour);
 torch.set_num_threads() does not reach BLIS, BLIS_NUM_THREADS does (set before the first
 BLAS call: this script defaults it to --threads when unset), and BLIS_ARCH_TYPE picks its
-kernel set (see DESIGN.md, "Platform facts").
+kernel set (see docs/design.md, "Platform facts").
 """
 import argparse
 import gzip

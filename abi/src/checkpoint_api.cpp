@@ -1,4 +1,4 @@
-// C API: checkpoints (DESIGN.md "Checkpoints"; core/checkpoint).
+// C API: checkpoints (docs/design.md "Checkpoints"; core/checkpoint).
 #include "abi/src/handles.h"
 #include "abi/src/struct_size.h"
 #include "core/session/async_saver.h"

@@ -1,5 +1,5 @@
 // C API: stream callbacks, asynchronous runs, cancellation and streaming figures
-// (DESIGN.md "Streaming layer").
+// (docs/design.md "Streaming layer").
 #include <chrono>
 
 #include "abi/src/handles.h"

@@ -1,4 +1,4 @@
-// Writing a file so that a crash never leaves a broken one in its place (DESIGN.md
+// Writing a file so that a crash never leaves a broken one in its place (docs/design.md
 // "Checkpoints"; issue 7): the bytes go to a temporary file in the target's directory,
 // which is fsynced, renamed over the target, and the directory fsynced. Until commit()
 // returns, the previous file at the path (if any) is intact; after it, the new one is

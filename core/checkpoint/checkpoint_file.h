@@ -1,4 +1,4 @@
-// Writing and reading checkpoint files (docs/checkpoint-format.md; DESIGN.md
+// Writing and reading checkpoint files (docs/checkpoint-format.md; docs/design.md
 // "Checkpoints"): a 64-byte header, the JSON manifest, then one zstd frame per tensor.
 #pragma once
 

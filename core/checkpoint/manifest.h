@@ -1,4 +1,4 @@
-// The manifest of a checkpoint file (docs/checkpoint-format.md; DESIGN.md "Checkpoints"):
+// The manifest of a checkpoint file (docs/checkpoint-format.md; docs/design.md "Checkpoints"):
 // JSON (nlohmann-json) naming every tensor with its type, full shape, the layout it had
 // when saved (replica grouping, retrieval mode, RTS shard_over and padding), where its
 // zstd frame is and the checksum of its bytes; then the session's replication factor,

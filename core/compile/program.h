@@ -1,4 +1,4 @@
-// Compilation of an IR into what each device of a replica runs (seed 003; DESIGN.md "Data
+// Compilation of an IR into what each device of a replica runs (seed 003; docs/design.md "Data
 // flow" and "Pipelining"): per stage, the actions of its forward, backward and update steps
 // (stream copies, transfers between stages, kernels, gradient accumulation, optimizer state
 // loads), the memory plan of one micro-batch slot of the stage, and where every tensor of

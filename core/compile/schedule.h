@@ -1,4 +1,4 @@
-// Schedules of pipelined and sharded execution (seed 003; DESIGN.md "Pipelining"): for
+// Schedules of pipelined and sharded execution (seed 003; docs/design.md "Pipelining"): for
 // every device of a replica, the ordered steps it runs (forward / backward of a stage on a
 // micro-batch, update of a stage). Schedules come from strategy plugins
 // (strategy_plugin.h) or, for one device, from trivial_schedule(); check_schedule()

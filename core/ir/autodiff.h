@@ -1,6 +1,6 @@
 // Reverse-mode automatic differentiation over the IR (PopXL's autodiff: gradient ops are
 // appended to the same graph). Autodiff never inserts a collective by itself
-// (DESIGN.md, RTS): data-parallel programs reduce their gradients explicitly.
+// (docs/design.md, "Semantics"): data-parallel programs reduce their gradients explicitly.
 #pragma once
 
 #include <span>

@@ -1,4 +1,4 @@
-// Replica groupings (seed 001, 13.2; DESIGN.md "Semantics"): how the R replicas of a
+// Replica groupings (seed 001, 13.2; docs/design.md "Semantics"): how the R replicas of a
 // replicated program split into groups, for initialising and reading variables and for
 // collectives. A grouping is part of a variable's type, like its shape, so it lives in the
 // IR.

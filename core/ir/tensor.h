@@ -27,7 +27,7 @@ enum class TensorKind {
   RemoteVariable,  ///< lives in a remote buffer slot (host memory); ops reach it by remote_load
 };
 
-/// Replicated tensor sharding (DESIGN.md, "RTS"): the tensor is this replica's shard of a
+/// Replicated tensor sharding (docs/design.md, "Semantics"): the tensor is this replica's shard of a
 /// tensor of `full_shape`, flattened, zero-padded to a multiple of `shard_over` and split
 /// contiguously; the shard domain is the grouping (R, shard_over, stride), and the member at
 /// position m of a domain holds shard m.

@@ -1,4 +1,4 @@
-// One replica's remote buffers (DESIGN.md, "Remote buffers"): host memory that belongs to
+// One replica's remote buffers (docs/design.md, "Semantics"): host memory that belongs to
 // the device side, `entries` slots per buffer, accounted apart from the device arena.
 #pragma once
 

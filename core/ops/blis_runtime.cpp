@@ -16,7 +16,7 @@ using ir::ErrorCode;
 
 // The x86-64 sub-configurations of Debian's BLIS 0.9 build, with what each needs from
 // the CPU. `tier` orders ISA generations; candidates come from the highest tier the CPU
-// runs plus the AVX2 tier (zen3 beats skx on small shapes, DESIGN.md's table).
+// runs plus the AVX2 tier (zen3 beats skx on small shapes, the table of docs/design.md, "Platform facts").
 struct ArchSpec {
   arch_t id;
   const char* name;

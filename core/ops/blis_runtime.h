@@ -1,4 +1,4 @@
-// BLIS set-up done right (DESIGN.md, "Platform facts"): which BLIS kernel sets
+// BLIS set-up done right (docs/design.md, "Platform facts"): which BLIS kernel sets
 // (sub-configurations) suit this CPU, whether the user forced one with BLIS_ARCH_TYPE, and
 // safe initialisation. Debian's BLIS 0.9 falls back to slow generic kernels on CPUs it
 // does not recognise and aborts the process on a bad BLIS_ARCH_TYPE; Plexus checks the

@@ -15,11 +15,11 @@
 //                                    [ceil(numel / g)], no communication
 //   replica_sharded_slice_grad(dy; shape)
 //                                    zeros of `shape` with this replica's shard set to dy
-// Shard m of a group is held by the member at position m (DESIGN.md, "RTS"). A collective
+// Shard m of a group is held by the member at position m (docs/design.md, "Semantics"). A collective
 // on a replica-sharded tensor runs over the tensor's shard domain: with the default
 // attributes it takes that grouping, and any other grouping is an InvalidGrouping error.
 // reduce_scatter and replica_sharded_slice give shards of their input in that layout.
-// Gradients follow the reference implementation (DESIGN.md): autodiff never inserts a
+// Gradients follow the reference implementation (docs/design.md): autodiff never inserts a
 // collective. all_reduce: dy (sum) or dy / g (mean); all_gather: this replica's slice of
 // dy; reduce_scatter and replica_sharded_slice: dy put back at this replica's shard.
 #include <algorithm>
@@ -66,7 +66,7 @@ ir::ReplicaGrouping checked_grouping(const ir::InferContext& ctx) {
   }
 }
 
-// A collective on a replica-sharded input runs over the shard domain (DESIGN.md, "RTS").
+// A collective on a replica-sharded input runs over the shard domain (docs/design.md, "Semantics").
 void resolve_shard_domain(const ir::InferContext& ctx, ir::Attributes& attrs) {
   const std::optional<ir::Sharding>& sharding = ctx.inputs[0]->sharding;
   if (!sharding) return;

@@ -1,5 +1,5 @@
 // Single-precision GEMM through BLIS's expert interface, with the kernel set and thread
-// count chosen per GEMM shape when a plan is made (DESIGN.md, "Platform facts": no single
+// count chosen per GEMM shape when a plan is made (docs/design.md, "Platform facts": no single
 // BLIS sub-configuration wins every shape, so Plexus measures the candidates on the
 // actual shape instead of trusting one global choice).
 #pragma once

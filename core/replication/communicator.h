@@ -1,4 +1,4 @@
-// Collectives as one replica's kernels see them (DESIGN.md, "Plugins"). The runtime
+// Collectives as one replica's kernels see them (docs/design.md, "Plugins"). The runtime
 // implements this over the collectives plugin chosen for the session; kernels never see
 // the plugin ABI.
 #pragma once

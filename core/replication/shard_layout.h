@@ -1,4 +1,4 @@
-// The RTS shard layout (DESIGN.md, "RTS"): a tensor of numel elements is flattened,
+// The RTS shard layout (docs/design.md, "Semantics"): a tensor of numel elements is flattened,
 // zero-padded at the end to shard_over * chunk elements, chunk = ceil(numel / shard_over),
 // and split contiguously; shard m is elements [m * chunk, (m + 1) * chunk).
 #pragma once

@@ -1,5 +1,5 @@
 // How a variable's host data maps onto replicas (seed 001, 13.2 and 13.4; seed 000 17.2;
-// DESIGN.md "Semantics"): initial data is [num_groups] + full shape (group dim left out for
+// docs/design.md "Semantics"): initial data is [num_groups] + full shape (group dim left out for
 // one group) and replica r starts from row group_of(r); reading returns one row per group
 // (one_per_group: [num_groups] + shape, squeezed for one group, from each group's lowest
 // replica) or one per replica (all_replicas: [R] + shape); writing takes the same shape.

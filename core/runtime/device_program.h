@@ -1,4 +1,4 @@
-// The device program of a session (DESIGN.md "Runtime", "Pipelining"): the schedule's
+// The device program of a session (docs/design.md "Runtime", "Pipelining"): the schedule's
 // steps (strategy_plugin.h) lowered, per device of every hosted replica, to lists of
 // executable items (stream loads and stores, stage-to-stage channel transfers, gradient
 // accumulation, offloaded-state copies, kernels) whose addresses are resolved once, at

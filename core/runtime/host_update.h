@@ -1,5 +1,5 @@
 // The weight update on the host (seed 002, "Distributed training": host_call with
-// IPUMultiWorkerStrategy(variables_on_host=True); DESIGN.md "Workers"). Under the session
+// IPUMultiWorkerStrategy(variables_on_host=True); docs/design.md "Workers"). Under the session
 // option weight_update_on_host every weight-update op (OpDef::gradient_input: adamw_,
 // scaled_add_ as SGD) of the update phase leaves the devices:
 //  - each hosted replica's device copies the op's gradient to host memory as soon as the

@@ -1,4 +1,4 @@
-// Where a session keeps every tensor of the replicas it hosts (DESIGN.md "Runtime"): the
+// Where a session keeps every tensor of the replicas it hosts (docs/design.md "Runtime"): the
 // virtual devices (each a thread and its arena: variables, constants, gradient
 // accumulators, activation slots, op scratch), each replica's remote buffers (host memory,
 // seed 003's remote variables) and each replica's offloaded optimizer state (host memory,

@@ -1,4 +1,4 @@
-// Where one run's streams read and write (DESIGN.md "Streaming layer"): for every stream
+// Where one run's streams read and write (docs/design.md "Streaming layer"): for every stream
 // and replica, a source (host-to-device: a slice of the caller's array, moved through the
 // transport, or the caller's fill callback) or a sink (device-to-host: a row of the
 // caller's array, or the caller's deliver callback). With a prefetch depth d > 0, each

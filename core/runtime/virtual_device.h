@@ -1,5 +1,5 @@
 // A virtual device: a worker thread plus the memory arena its kernels run in
-// (DESIGN.md, Runtime). Work is handed over through two counters with C++20 atomic
+// (docs/design.md, Runtime). Work is handed over through two counters with C++20 atomic
 // wait/notify, so a hand-over costs no allocation and no lock. When every device can have
 // a core, both sides spin briefly before sleeping (SpinWait): a futex wake-up costs tens
 // of microseconds here, more than a small model's whole step.

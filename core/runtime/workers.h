@@ -1,4 +1,4 @@
-// Workers (seed 002; DESIGN.md "Workers"): which process of a multi-process job this is,
+// Workers (seed 002; docs/design.md "Workers"): which process of a multi-process job this is,
 // as the launcher tells it, so that programs started by mpirun need not link MPI.
 #pragma once
 

@@ -82,7 +82,7 @@ class Session {
 
   /// Shape of the host array for `stream` (streams/host_array_layout.h): inputs
   /// [device_iterations * gradient_accumulation, R] + S; outputs per the output mode;
-  /// leading dims of 1 left out (seed 000, "Data input shape"; DESIGN.md "Semantics").
+  /// leading dims of 1 left out (seed 000, "Data input shape"; docs/design.md "Semantics").
   /// With several workers R is the replicas this worker hosts.
   ir::Shape host_shape(ir::StreamId stream) const;
   /// Shape of the host data of variable `tensor` (device, remote or replica-sharded) when
@@ -97,7 +97,7 @@ class Session {
   /// With several workers, reading a variable whose rows some worker holds no replica of
   /// (grouped variables, retrieval mode all_replicas) is a collective: every worker must
   /// read it, in the same order; it all-gathers the replicas over host-buffer collectives.
-  /// Layout-independent access for checkpoints (DESIGN.md "Checkpoints"): one full,
+  /// Layout-independent access for checkpoints (docs/design.md "Checkpoints"): one full,
   /// unpadded row per replica group of `tensor`'s grouping ([num_groups] + full shape,
   /// whatever its retrieval mode or sharding), from each group's lowest replicas; writing
   /// gives every replica its group's row (its shard of it when replica-sharded).

@@ -1,4 +1,4 @@
-// Saving a session's state to a checkpoint and restoring it, in any layout (DESIGN.md
+// Saving a session's state to a checkpoint and restoring it, in any layout (docs/design.md
 // "Checkpoints"; issue 7): every variable (replicated, grouped, replica-sharded, remote,
 // optimizer state kept on the device or offloaded) as one full, unpadded row per replica
 // group, every remote buffer slot that holds no variable as one row per replica, the

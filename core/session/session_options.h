@@ -42,10 +42,10 @@ struct SessionOptions {
   bool weight_update_on_host = false;
   bool profile = false;                  ///< record a RunTrace of every run
   /// Device-side buffers per stream and replica filled ahead of compute by the io threads
-  /// (DESIGN.md "Streaming layer"); 0: devices copy from the host themselves.
+  /// (docs/design.md "Streaming layer"); 0: devices copy from the host themselves.
   int64_t prefetch_depth = 2;
   int io_threads = 1;  ///< threads of the session's io_context, >= 1
-  /// Workers (seed 002; DESIGN.md "Workers"): the graph's R replicas are split over
+  /// Workers (seed 002; docs/design.md "Workers"): the graph's R replicas are split over
   /// num_workers processes, each running a session with the same graph and options but its
   /// own worker_index; worker w hosts global replicas [w R/W, (w+1) R/W). R must be a
   /// multiple of num_workers, and the collectives plugin must serve several processes

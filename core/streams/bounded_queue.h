@@ -1,7 +1,7 @@
 // A bounded single-producer single-consumer queue of fixed-size items, with zero-copy
 // access to its slots. It carries activations and gradients between pipeline stages
 // (seed 003: tensors move between IPUs) and micro-batches between the host and the
-// devices (DESIGN.md "Streaming layer": a bounded queue of device buffers per stream,
+// devices (docs/design.md "Streaming layer": a bounded queue of device buffers per stream,
 // filled ahead of compute). A full queue blocks its producer and an empty one its
 // consumer: back-pressure, never memory growth. abort() wakes both with
 // ir::Error(Cancelled), so a failing party never leaves the other waiting.

@@ -1,6 +1,6 @@
 // The layout of a caller's host array for one stream: the one place that says which
 // (step, replica) value sits where (seed 000, "Data input shape"; PopTorch's output modes;
-// DESIGN.md "Semantics"). With S the stream's shape, R the replicas whose data the array
+// docs/design.md "Semantics"). With S the stream's shape, R the replicas whose data the array
 // holds (those this worker hosts), I = device_iterations, G = gradient_accumulation:
 //   inputs            [I * G, R] + S       step k of replica r is value k * R + r
 //   outputs  all      [I, M, R] + S        M = G (1 for a stream written by the update step)

@@ -1,4 +1,4 @@
-// The streaming layer's threads (DESIGN.md "Streaming layer"): a Boost.Asio io_context
+// The streaming layer's threads (docs/design.md "Streaming layer"): a Boost.Asio io_context
 // run by its own threads, on which host<->device transfers and stream callbacks execute
 // so that they overlap with the devices' compute.
 #pragma once

@@ -1,4 +1,4 @@
-// The io side of one run (DESIGN.md "Streaming layer"): io threads fill each
+// The io side of one run (docs/design.md "Streaming layer"): io threads fill each
 // host-to-device queue ahead of the devices (up to its capacity, the prefetch depth) and
 // drain each device-to-host queue as results arrive, so that transfers of micro-batch
 // k+1 overlap the compute of micro-batch k. The feeds and drains are split over the io

@@ -1,4 +1,4 @@
-// How bytes reach a device and come back (DESIGN.md "Streaming layer": the transport is an
+// How bytes reach a device and come back (docs/design.md "Streaming layer": the transport is an
 // interface; in-process copies by default, a network transport to a device server process
 // is the path for devices on another host). The stream pump only talks to this interface,
 // so a transport can be added without touching the executor.

@@ -21,7 +21,7 @@ namespace plexus::strategy_pipelined {
 using StageOrders = std::vector<std::vector<plx_schedule_step>>;
 
 /**
- * Pipelined execution needs M >= S, training or not (seed 003; DESIGN.md "Pipelining":
+ * Pipelined execution needs M >= S, training or not (seed 003; docs/design.md "Pipelining":
  * with fewer micro-batches than stages the pipeline never fills, and PopTorch refuses it).
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT naming M and S when M < S.
  * Thread safety: safe.

@@ -1,4 +1,4 @@
-// Checkpoints in the samples (issue 7; DESIGN.md "Checkpoints"): --checkpoint-dir,
+// Checkpoints in the samples (issue 7; docs/design.md "Checkpoints"): --checkpoint-dir,
 // --checkpoint-every N (steps) and --resume, declared in samples/common/options.h. The
 // checkpoint, <dir>/checkpoint.plxckpt, holds the session's state and step counter plus the data position (the epoch and the
 // next run) and the shuffling seed, so that a resumed process trains on exactly the data

@@ -1,4 +1,4 @@
-// Checkpoints through the C API only (DESIGN.md "Checkpoints"): save and load with the
+// Checkpoints through the C API only (docs/design.md "Checkpoints"): save and load with the
 // caller's counters, the step counter, asynchronous saves completing once, and every bad
 // argument refused with a status and a message naming it.
 #include <plexus/plexus.h>

@@ -1,7 +1,7 @@
 // The C API under misuse, and a few end-to-end runs, through libplexus.so only
 // (<plexus/plexus.h>; no core header). Every misuse returns one specific status and a
 // message naming what is wrong, leaves out-parameters and the IR untouched, and never
-// crashes (DESIGN.md, "The C ABI").
+// crashes (docs/design.md, "The C ABI").
 #include <plexus/plexus.h>
 
 #include <gmock/gmock.h>

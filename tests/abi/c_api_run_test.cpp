@@ -1,4 +1,4 @@
-// Stream callbacks, asynchronous runs and cancellation through the C API only (DESIGN.md
+// Stream callbacks, asynchronous runs and cancellation through the C API only (docs/design.md
 // "Streaming layer"): a callback's failure becomes the run's status with a message
 // naming the stream, completion callbacks fire once, and bad requests are refused.
 #include <plexus/plexus.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the built project into a temporary prefix, then builds against the install the
-# way users do (DESIGN.md, "The C ABI": "a plain C program links with one line"):
+# way users do (docs/design.md, "The C ABI": "a plain C program links with one line"):
 #   1. c_program/main.c as C99 with gcc and `pkg-config --cflags --libs plexus`, and runs it;
 #   2. cmake_consumer/ with find_package(plexus) -> plexus::plexus (C and C++), and runs it.
 # Usage: c_program_test.sh <build dir> <tests/abi source dir> <CMAKE_INSTALL_LIBDIR> [cc] [cmake]

@@ -1,7 +1,7 @@
 // Collective ops (core/ops/collectives.cpp) between replicas, through the local
 // collectives plugin: forward results against a double reference over all replicas, for
 // several groupings, and per-replica finite-difference gradient checks of the gradient
-// rules DESIGN.md fixes (autodiff never inserts a collective: the gradient is the
+// rules docs/design.md fixes (autodiff never inserts a collective: the gradient is the
 // derivative of replica r's loss with respect to replica r's input, the other replicas'
 // inputs held fixed).
 #include <gmock/gmock.h>

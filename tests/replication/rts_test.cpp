@@ -1,4 +1,4 @@
-// Replicated tensor sharding through sessions (seed 000 17.2; DESIGN.md "RTS"): sharded and
+// Replicated tensor sharding through sessions (seed 000 17.2; docs/design.md "Semantics"): sharded and
 // remote sharded variables, their shard domains with groupings, all-gather back to the full
 // shape, reduce-scatter into shards, write -> read round trips under both retrieval modes,
 // and the device bytes RTS saves.

@@ -1,5 +1,5 @@
 // The RTS shard layout: flatten, pad at the end to a multiple of shard_over, split
-// contiguously (DESIGN.md, "RTS"), on the sizes the issue names.
+// contiguously (docs/design.md, "Semantics"), on the sizes the issue names.
 #include "core/replication/shard_layout.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Sessions over several stages and devices (seed 003; DESIGN.md "Pipelining"): strategies
+// Sessions over several stages and devices (seed 003; docs/design.md "Pipelining"): strategies
 // change the schedule, not the math; gradient accumulation; output modes; optimizer state
 // offload; traces; errors at creation and during runs.
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// Sessions feeding and draining streams through the streaming layer (DESIGN.md
+// Sessions feeding and draining streams through the streaming layer (docs/design.md
 // "Streaming layer"): order per stream and replica under every prefetch depth, callbacks,
 // back-pressure, asynchronous runs, and every fault path ending the run with a status
 // that names the stream, within a second, with the session still usable.

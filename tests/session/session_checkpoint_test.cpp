@@ -1,4 +1,4 @@
-// Checkpoints of sessions (DESIGN.md "Checkpoints"; issue 7): every kind of state saved and
+// Checkpoints of sessions (docs/design.md "Checkpoints"; issue 7): every kind of state saved and
 // restored, bit-exact resumption (with the optimizer state on the device or offloaded),
 // loading into another replication factor or RTS layout, the errors that list what does
 // not fit, a damaged file leaving the session unchanged.

@@ -1,5 +1,5 @@
 // plexus-ckpt: lists, verifies and compares Plexus checkpoint files (core/checkpoint;
-// DESIGN.md "Checkpoints"). One command per file (list.cpp, verify.cpp, diff.cpp) and
+// docs/design.md "Checkpoints"). One command per file (list.cpp, verify.cpp, diff.cpp) and
 // main.cpp choosing among them; this header holds what they share: exit statuses, the
 // command-line parser of one command (Boost.Program_options) and a table printer.
 #pragma once

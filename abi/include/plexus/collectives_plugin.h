@@ -2,7 +2,7 @@
  * Plexus collectives plugin ABI.
  *
  * A collectives plugin moves data between the replicas of a replicated program
- * (DESIGN.md, "Plugins"; seed 001 "Replication"; seed 002 for several processes). It is a
+ * (docs/design.md, "Plugins"; seed 001 "Replication"; seed 002 for several processes). It is a
  * shared library named `libplexus-collectives-<name>.so` that exports ONE C symbol:
  *
  *     const plx_collectives_plugin* plx_collectives_plugin_v1(void);

@@ -2,11 +2,11 @@
  * Plexus runtime C API.
  *
  * Plexus runs replicated, sharded and pipelined training programs on ordinary CPUs with
- * the IPU programming model of PopXL / PopTorch (see the seeds and DESIGN.md): build an
+ * the IPU programming model of PopXL / PopTorch (see the seeds and docs/design.md): build an
  * IR of tensors and ops, differentiate it, compile it into a session, and run it with
  * host arrays feeding host-to-device streams.
  *
- * ABI rules (DESIGN.md, "The C ABI"):
+ * ABI rules (docs/design.md, "The C ABI"):
  * - Every fallible function returns plx_status; PLX_OK is 0. On error, out-parameters are
  *   left untouched and plx_last_error() gives a message naming the argument at fault.
  * - Handles are opaque pointers made by plx_<object>_create and released by
@@ -476,7 +476,7 @@ PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* i
 /**
  * Reverse-mode autodiff (PopXL autodiff): appends the ops computing the gradient of the
  * sum of `loss` with respect to each tensor in `wrt` and returns those gradients, each of
- * the same shape as its tensor. Never inserts a collective (DESIGN.md, RTS).
+ * the same shape as its tensor. Never inserts a collective (docs/design.md, "Semantics").
  *
  * @param loss     float32 tensor (usually a scalar).
  * @param wrt      Tensors to differentiate with respect to, `num_wrt` >= 1. Borrowed.
@@ -519,7 +519,7 @@ typedef struct plx_stage {
   int64_t device;            /**< device within a replica; -1 = the stage's index (short form) */
 } plx_stage;
 
-/** What device-to-host streams return (PopTorch output modes; DESIGN.md "Semantics"). */
+/** What device-to-host streams return (PopTorch output modes; docs/design.md "Semantics"). */
 typedef int32_t plx_output_mode;
 enum {
   PLX_OUTPUT_ALL = 0,     /**< every micro-batch: [device_iterations, gradient_accumulation, R] + S */
@@ -682,7 +682,7 @@ typedef struct plx_host_array {
 PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* inputs, size_t num_inputs,
                                    const plx_host_array* outputs, size_t num_outputs);
 
-/* ---- Streaming: callbacks and asynchronous runs (DESIGN.md "Streaming layer") ------ */
+/* ---- Streaming: callbacks and asynchronous runs (docs/design.md "Streaming layer") ------ */
 
 /**
  * Fills one micro-batch of a host-to-device stream (a pull callback).
@@ -805,7 +805,7 @@ PLX_API plx_status plx_session_run_with(plx_session* session, const plx_run_opti
  */
 PLX_API plx_status plx_session_cancel(plx_session* session);
 
-/** Streaming figures of the session's last finished run (DESIGN.md "Streaming layer"). Times
+/** Streaming figures of the session's last finished run (docs/design.md "Streaming layer"). Times
  *  in nanoseconds. Versions (struct_size on LP64): 5 every field (72); 10 h2d_bytes and
  *  d2h_bytes become size_t (were int64_t). */
 typedef struct plx_stream_stats {
@@ -1150,7 +1150,7 @@ PLX_API plx_status plx_loader_begin_run(plx_loader* loader, int64_t epoch, int64
 PLX_API plx_status plx_loader_get_callbacks(plx_loader* loader, plx_stream images, plx_stream labels,
                                             plx_stream_callback* out_callbacks);
 
-/* ---- Checkpoints (DESIGN.md "Checkpoints"; docs/checkpoint-format.md) ------------------ */
+/* ---- Checkpoints (docs/design.md "Checkpoints"; docs/checkpoint-format.md) ------------------ */
 
 /** The byte-shuffle filter applied before zstd (byte k of every element stored together). */
 typedef enum plx_shuffle {

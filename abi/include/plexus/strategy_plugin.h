@@ -2,7 +2,7 @@
  * Plexus execution strategy plugin ABI.
  *
  * An execution strategy decides in which order each virtual device of a replica runs the
- * steps of a pipelined or sharded program (seed 003, "Execution strategies"; DESIGN.md,
+ * steps of a pipelined or sharded program (seed 003, "Execution strategies"; docs/design.md,
  * "Plugins" and "Pipelining"). It is a pure planner: it sees the stages, the device of each
  * stage, the number of micro-batches and whether the program trains, and returns for every
  * device an ordered list of steps. Plexus checks every schedule against the dependency

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A plugin exports exactly its entry point (STYLE.md, "C ABI"; DESIGN.md, "Plugins").
+# A plugin exports exactly its entry point (STYLE.md, "C ABI"; docs/design.md, "Plugins").
 #   exported_symbols_test.sh <libplexus-KIND-NAME.so> <entry symbol>
 set -euo pipefail
 export LC_ALL=C

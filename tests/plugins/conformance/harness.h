@@ -131,7 +131,7 @@ struct Layout {
 Layout single_group(int64_t replicas);
 
 /**
- * The replica grouping (group size g, stride s) of DESIGN.md: replica r is in group
+ * The replica grouping (group size g, stride s) of docs/design.md: replica r is in group
  * (r / (s*g)) * s + r % s. R % (s*g) must be 0.
  */
 Layout grouping(int64_t replicas, int64_t g, int64_t stride);
