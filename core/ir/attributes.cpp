@@ -65,7 +65,7 @@ const std::string& Attributes::get_string(const std::string& name) const {
 
 void Attributes::validate(const std::string& op, const std::vector<AttrSpec>& specs) {
   for (auto& [name, value] : values_) {
-    auto spec = std::find_if(specs.begin(), specs.end(), [&](const AttrSpec& s) { return s.name == name; });
+    auto spec = std::find_if(specs.begin(), specs.end(), [&key = name](const AttrSpec& s) { return s.name == key; });
     if (spec == specs.end()) {
       std::string known;
       for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.name;
