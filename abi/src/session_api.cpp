@@ -1,6 +1,8 @@
 // C API: sessions, runs, variables, memory statistics and reports.
 #include <nlohmann/json.hpp>
 
+#include <utility>
+
 #include "abi/src/handles.h"
 #include "abi/src/struct_size.h"
 #include "core/ops/blis_runtime.h"
@@ -159,9 +161,10 @@ PLX_API plx_status plx_session_run(plx_session* session, const plx_host_array* i
   return guarded([&] {
     require(session, "plx_session_run", "session");
     const ir::Graph& g = session->session->graph();
-    const auto ins = abi::to_arrays(g, inputs, num_inputs, "plx_session_run", "inputs");
-    const auto outs = abi::to_arrays(g, outputs, num_outputs, "plx_session_run", "outputs");
-    session->session->run(ins, outs);
+    runtime::RunRequest request;
+    request.inputs = abi::to_arrays(g, inputs, num_inputs, "plx_session_run", "inputs");
+    request.outputs = abi::to_arrays(g, outputs, num_outputs, "plx_session_run", "outputs");
+    session->session->run(std::move(request));
   });
 }
 
