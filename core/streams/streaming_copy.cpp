@@ -10,6 +10,7 @@
 namespace plexus::streams {
 
 void streaming_copy(std::byte* dst, const std::byte* src, size_t bytes) {
+  if (bytes == 0) return;  // an empty tensor's buffers may be null, which memcpy may not see
 #if defined(__SSE2__)
   if (bytes >= kStreamingCopyMinBytes) {
     constexpr size_t kVector = 16, kBlock = 4 * kVector;

@@ -16,7 +16,8 @@ inline constexpr size_t kStreamingCopyMinBytes = 8 << 20;
 /// Copies `bytes` bytes from `src` to `dst` (any alignment; the ranges must not overlap),
 /// with streaming stores from kStreamingCopyMinBytes on (x86-64; memcpy elsewhere). The
 /// stores are fenced before it returns, so the copy is visible to a thread that
-/// synchronizes with the caller afterwards. Thread-safe on distinct buffers.
+/// synchronizes with the caller afterwards. With `bytes` 0 it copies nothing, and the
+/// pointers may be null. Thread-safe on distinct buffers.
 void streaming_copy(std::byte* dst, const std::byte* src, size_t bytes);
 
 }  // namespace plexus::streams
