@@ -60,6 +60,7 @@
  *      plx_loader_get_runs_per_epoch (plx_loader_runs_per_epoch),
  *      plx_session_get_num_devices (plx_session_num_devices),
  *      plx_replica_grouping_get_num_groups (plx_replica_grouping_num_groups).
+ *  11  plx_runtime_get_ops: the op catalog as JSON (the Python package's plexus.ops).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -987,6 +988,20 @@ PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffe
  * @since 10 (as plx_get_runtime_info() since 1)
  */
 PLX_API plx_status plx_runtime_get_info(char* buffer, size_t capacity, size_t* out_size);
+
+/**
+ * The catalog of registered ops as JSON, for bindings that offer every op by name
+ * (docs/ops.md gives each op's semantics): {"ops": [{"name", "min_inputs", "max_inputs",
+ * "attrs": [{"name", "kind" ("int", "float", "ints" or "string"), "required", "default"
+ * (absent when required)}], "inplace", "differentiable", "communicates"}]}, ops sorted by
+ * name. The catalog is fixed once the library is loaded. Buffer protocol as
+ * plx_session_get_report().
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL buffer with capacity > 0);
+ *         PLX_ERR_BUFFER_TOO_SMALL (out_size tells).
+ * Thread safety: safe from any thread.
+ * @since 11
+ */
+PLX_API plx_status plx_runtime_get_ops(char* buffer, size_t capacity, size_t* out_size);
 
 /* ---- Datasets (IDX files: MNIST, Fashion-MNIST) ------------------------------------- */
 

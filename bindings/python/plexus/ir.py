@@ -1,0 +1,169 @@
+"""The IR (PopXL popxl.Ir), its main graph context, replica groupings (seed 001, 13.2),
+in_sequence scopes and blocks (seed 003's poptorch.Block)."""
+import contextlib
+
+from plexus import context
+from plexus._lib import ffi, lib, check
+
+
+class ReplicaGrouping:
+    """Replicas grouped by `group_size` and `stride` over `replication_factor` replicas
+    (seed 001, 13.2; PopXL popxl.ReplicaGrouping). Replica r is in group
+    (r // (stride * group_size)) * stride + r % stride. Immutable; made by
+    Ir.replica_grouping(). Raises plexus.InvalidGrouping for an invalid grouping."""
+
+    __slots__ = ("_c",)
+
+    def __init__(self, replication_factor, group_size=None, stride=1):
+        self._c = ffi.new("plx_replica_grouping*")
+        check(lib.plx_replica_grouping_create(int(replication_factor), int(group_size or 0), int(stride), self._c))
+
+    @classmethod
+    def _of(cls, c_value):
+        g = cls.__new__(cls)
+        g._c = ffi.new("plx_replica_grouping*", c_value)
+        return g
+
+    @property
+    def replication_factor(self):
+        return self._c.replication_factor
+
+    @property
+    def group_size(self):
+        return self._c.group_size
+
+    @property
+    def stride(self):
+        return self._c.stride
+
+    @property
+    def num_groups(self):
+        n = ffi.new("int64_t*")
+        check(lib.plx_replica_grouping_get_num_groups(self._c, n))
+        return n[0]
+
+    def members(self, group):
+        """The replicas of group `group`, ascending (a row of seed 001's tables 13.1-13.3)."""
+        out = ffi.new("int64_t[]", self.group_size)
+        count = ffi.new("size_t*")
+        check(lib.plx_replica_grouping_get_members(self._c, int(group), out, self.group_size, count))
+        return [out[i] for i in range(count[0])]
+
+    def group(self, replica):
+        """The group replica `replica` belongs to."""
+        g = ffi.new("int64_t*")
+        check(lib.plx_replica_grouping_get_group(self._c, int(replica), g))
+        return g[0]
+
+    def transpose(self):
+        """The orthogonal grouping: each new group takes one member of every old group."""
+        out = ffi.new("plx_replica_grouping*")
+        check(lib.plx_replica_grouping_transpose(self._c, out))
+        return ReplicaGrouping._of(out[0])
+
+    def assignment(self):
+        """The group of every replica, [replication_factor] ints (PopXL's .assignment)."""
+        return [self.group(r) for r in range(self.replication_factor)]
+
+    def __repr__(self):
+        return (f"ReplicaGrouping(num_replicas={self.replication_factor}, stride={self.stride}, "
+                f"group_size={self.group_size})")
+
+
+class _MainGraph:
+    """`with ir.main_graph:` makes the Ir current on this thread (ops go into it)."""
+
+    def __init__(self, ir):
+        self._ir = ir
+
+    def __enter__(self):
+        context.push(self._ir)
+        return self
+
+    def __exit__(self, *exc):
+        context.pop(self._ir)
+        return False
+
+
+class Ir:
+    """An IR: tensors, ops and streams (PopXL popxl.Ir). `replication` is the replication
+    factor R (seed 001, 13.1; settable until the first tensor is added). Owns its plx_ir,
+    freed when the last Python reference (the Ir, its tensors, a Session) goes.
+    Not thread-safe: build one Ir from one thread at a time."""
+
+    def __init__(self, replication=1):
+        out = ffi.new("plx_ir**")
+        check(lib.plx_ir_create(out))
+        self._ptr = ffi.gc(out[0], lib.plx_ir_destroy)
+        self._names = {}
+        self.variables = []        # every variable tensor, in creation order
+        self.h2d_streams = []
+        self.d2h_streams = []
+        self.replication_factor = replication
+
+    @property
+    def replication_factor(self):
+        r = ffi.new("int64_t*")
+        check(lib.plx_ir_get_replication_factor(self._ptr, r))
+        return r[0]
+
+    @replication_factor.setter
+    def replication_factor(self, value):
+        check(lib.plx_ir_set_replication_factor(self._ptr, int(value)))
+
+    @property
+    def main_graph(self):
+        return _MainGraph(self)
+
+    def replica_grouping(self, group_size=None, stride=1):
+        """A grouping of this IR's replicas; group_size defaults to R // stride (PopXL)."""
+        return ReplicaGrouping(self.replication_factor, group_size, stride)
+
+    def unique_name(self, prefix):
+        """`prefix`, then prefix_1, prefix_2, ... : names for tensors the user left unnamed."""
+        n = self._names.get(prefix, 0)
+        self._names[prefix] = n + 1
+        return prefix if n == 0 else f"{prefix}_{n}"
+
+
+@contextlib.contextmanager
+def in_sequence(enabled=True):
+    """Ops added inside run in the order they were added even without a data dependency
+    (PopXL popxl.in_sequence; seed 001 listing 13.2)."""
+    if not enabled:
+        yield
+        return
+    ir = context.current_ir()
+    check(lib.plx_ir_begin_sequence(ir._ptr))
+    try:
+        yield
+    finally:
+        check(lib.plx_ir_end_sequence(ir._ptr))
+
+
+class Block:
+    """A named block of ops on a device within a replica (seed 003's poptorch.Block and
+    BeginBlock): `with plexus.Block("conv", device=0):`. device -1 (the default) leaves the
+    placement to the Session's `stages`. Blocks are grouped into stages by
+    Session(stages=[["b1", "b2"], ...]) or [Stage(...)]."""
+
+    def __init__(self, name, device=-1):
+        self.name, self.device = str(name), int(device)
+
+    def __enter__(self):
+        ir = context.current_ir()
+        check(lib.plx_ir_begin_block(ir._ptr, self.name.encode(), self.device))
+        self._ir = ir
+        return self
+
+    def __exit__(self, *exc):
+        check(lib.plx_ir_end_block(self._ir._ptr))
+        return False
+
+
+class Stage:
+    """A pipeline stage (seed 003's poptorch.Stage): blocks run on `device` of each replica
+    (-1: the stage's index)."""
+
+    def __init__(self, *blocks, device=-1):
+        self.blocks, self.device = [b.name if isinstance(b, Block) else str(b) for b in blocks], int(device)

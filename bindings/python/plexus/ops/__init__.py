@@ -1,0 +1,211 @@
+"""plexus.ops: every op the runtime registers (docs/ops.md), as PopXL's popxl.ops.
+
+`ops.<name>(*inputs, **attributes)` adds op <name> to the graph of its inputs (or the
+current graph): ops.matmul(x, w), ops.gelu(x), ops.reshape(x, (8, 784)),
+ops.scaled_add_(w, g, b=-lr), ops.collectives.replicated_all_gather(shard), ... The
+functions are made from the runtime's catalog (plx_runtime_get_ops) when the package is
+imported, so a new op in the runtime needs no Python change; a few take PopXL's argument
+forms (host_load, remote_load, remote_store, cast). An unknown name raises
+plexus.UnknownOp."""
+import difflib
+import numbers
+
+import numpy as np
+
+from plexus import context, dtypes
+from plexus.errors import InvalidArgument, UnknownOp
+from plexus._lib import ffi, lib, check
+from plexus.ir import ReplicaGrouping
+from plexus.ops import catalog
+from plexus.tensor import Tensor, RemoteBuffer, HostToDeviceStream
+
+_MAX_OUTPUTS = 16
+
+
+def _is_value(a):
+    return isinstance(a, (numbers.Number, np.ndarray, np.generic)) and not isinstance(a, bool)
+
+
+def _split_args(schema, args):
+    """(inputs, remaining positional args): leading Tensors, and numbers or arrays while the
+    op still needs inputs."""
+    inputs, i = [], 0
+    while i < len(args) and len(inputs) < schema.max_inputs:
+        a = args[i]
+        if not (isinstance(a, Tensor) or (len(inputs) < schema.min_inputs and _is_value(a))):
+            break
+        inputs.append(a)
+        i += 1
+    return inputs, list(args[i:])
+
+
+def _as_tensors(schema, inputs):
+    """Numbers and arrays among `inputs` become constants of the first Tensor's dtype."""
+    like = next((t for t in inputs if isinstance(t, Tensor)), None)
+    if like is None and any(not isinstance(t, Tensor) for t in inputs):
+        raise InvalidArgument(f"op '{schema.name}': at least one input must be a Tensor")
+    from plexus.variables import constant
+    out = []
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            with like.ir.main_graph:
+                t = constant(np.asarray(t, dtype=like.dtype.numpy))
+        out.append(t)
+    return out
+
+
+def _attr_value(schema, name, value):
+    """(kind, value) of one attribute, converted by the op's declared kind."""
+    spec = schema.attr(name)
+    if spec is None:
+        valid = ", ".join(a["name"] for a in schema.attrs) or "none"
+        raise InvalidArgument(f"op '{schema.name}' has no attribute '{name}' (its attributes: {valid})")
+    kind = spec["kind"]
+    try:
+        if isinstance(value, dtypes.DType):
+            value = value.code
+        elif isinstance(value, RemoteBuffer):
+            value = value.id
+        if kind == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError("not an integer")
+            return lib.PLX_ATTR_INT, int(value)
+        if kind == "float":
+            return lib.PLX_ATTR_FLOAT, float(value)
+        if kind == "ints":
+            return lib.PLX_ATTR_INTS, [int(v) for v in (value if np.ndim(value) else [value])]
+        if not isinstance(value, str):
+            raise ValueError("not a string")
+        return lib.PLX_ATTR_STRING, value
+    except (TypeError, ValueError) as e:
+        raise InvalidArgument(f"op '{schema.name}': attribute '{name}' takes {kind}, got {value!r} ({e})") from None
+
+
+def _attributes(schema, positional, kwargs):
+    """{name: value} from the positional leftovers (in the op's attribute order) and the
+    keyword arguments; `group=` / `replica_grouping=` become group_size and stride."""
+    attrs = dict(kwargs)
+    for key in ("group", "replica_grouping"):
+        grouping = attrs.pop(key, None)
+        if isinstance(grouping, ReplicaGrouping):
+            attrs.update(group_size=grouping.group_size, stride=grouping.stride)
+        elif grouping is not None:
+            raise InvalidArgument(f"op '{schema.name}': {key} must be a ReplicaGrouping, got {grouping!r}")
+    free = [a["name"] for a in schema.attrs if a["name"] not in attrs]
+    if len(positional) > len(free):
+        raise InvalidArgument(f"op '{schema.name}' takes at most {schema.max_inputs} inputs and the attributes "
+                              f"{[a['name'] for a in schema.attrs]}; got {len(positional)} more arguments")
+    attrs.update(zip(free, positional))
+    return attrs
+
+
+def _c_attrs(schema, attrs):
+    """A plx_attr array for `attrs` and the cffi objects it borrows."""
+    array = ffi.new("plx_attr[]", max(len(attrs), 1))
+    keep = []
+    for slot, (name, value) in zip(array, attrs.items()):
+        kind, v = _attr_value(schema, name, value)
+        keep.append(ffi.new("char[]", name.encode()))
+        slot.name, slot.kind = keep[-1], kind
+        if kind == lib.PLX_ATTR_INT:
+            slot.i = v
+        elif kind == lib.PLX_ATTR_FLOAT:
+            slot.f = v
+        elif kind == lib.PLX_ATTR_INTS:
+            keep.append(ffi.new("int64_t[]", v or [0]))
+            slot.ints, slot.num_ints = keep[-1], len(v)
+        else:
+            keep.append(ffi.new("char[]", v.encode()))
+            slot.s = keep[-1]
+    return array, keep
+
+
+def add_op(name, inputs, attrs, ir=None):
+    """Adds op `name` with Tensors `inputs` and attributes `attrs` ({name: value}) to `ir`
+    (default: the inputs' IR, else the current one). Returns a Tensor, a tuple of Tensors,
+    or None. Raises UnknownOp, InvalidArgument, ShapeMismatch, DTypeMismatch, ..."""
+    schema = catalog.schemas().get(name)
+    if schema is None:
+        raise _unknown(name)
+    ir = ir or (inputs[0].ir if inputs else context.current_ir())
+    for t in inputs:
+        if t.ir is not ir:
+            raise InvalidArgument(f"op '{name}': input {t!r} belongs to another IR")
+    ids = ffi.new("plx_tensor[]", [t.id for t in inputs] or [0])
+    c_attrs, _keep = _c_attrs(schema, attrs)
+    outputs = ffi.new("plx_tensor[]", _MAX_OUTPUTS)
+    count = ffi.new("size_t*")
+    check(lib.plx_ir_add_op(ir._ptr, name.encode(), ids, len(inputs), c_attrs, len(attrs), outputs, _MAX_OUTPUTS,
+                            count))
+    result = tuple(Tensor(ir, outputs[i]) for i in range(count[0]))
+    return None if not result else result[0] if len(result) == 1 else result
+
+
+def _make(schema):
+    def op(*args, **kwargs):
+        inputs, rest = _split_args(schema, args)
+        return add_op(schema.name, _as_tensors(schema, inputs), _attributes(schema, rest, kwargs))
+
+    op.__name__ = op.__qualname__ = schema.name
+    op.__doc__ = catalog.docstring(schema)
+    return op
+
+
+def _unknown(name):
+    close = difflib.get_close_matches(name, catalog.schemas().keys(), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return UnknownOp(f"no op named '{name}' is registered{hint} (docs/ops.md lists them)")
+
+
+def host_load(stream, name=None):
+    """The tensor a host-to-device stream fills each step (PopXL ops.host_load): the stream's
+    [shape] of its dtype. `name` is accepted for PopXL's signature and ignored."""
+    if not isinstance(stream, HostToDeviceStream):
+        raise InvalidArgument(f"host_load takes a HostToDeviceStream, got {stream!r}")
+    return stream.tensor
+
+
+def remote_load(remote_buffer, offset=0):
+    """A copy of this replica's slot `offset` of `remote_buffer` (PopXL ops.remote_load;
+    seed 000 17.2 line 110): the slot's shape and dtype (a shard for a buffer of
+    replica-sharded variables). offset: an int, or an int32 scalar Tensor read at run time."""
+    if isinstance(offset, Tensor):
+        return add_op("remote_load", [offset], {"buffer": remote_buffer}, remote_buffer.ir)
+    return add_op("remote_load", [], {"buffer": remote_buffer, "index": offset}, remote_buffer.ir)
+
+
+def remote_store(remote_buffer, offset, t):
+    """Copies tensor `t` into this replica's slot `offset` of `remote_buffer` (PopXL
+    ops.remote_store; seed 000 17.2 line 221). offset: an int or an int32 scalar Tensor."""
+    if isinstance(offset, Tensor):
+        return add_op("remote_store", [t, offset], {"buffer": remote_buffer})
+    return add_op("remote_store", [t], {"buffer": remote_buffer, "index": offset})
+
+
+def cast(t, dtype):
+    """`t` converted to `dtype` (plexus.float32/int32/uint8 or a numpy dtype); float to int
+    truncates toward zero and saturates (docs/ops.md)."""
+    return add_op("cast", [t], {"dtype": dtypes.of(dtype)})
+
+
+_SPECIAL = {"host_load": host_load, "remote_load": remote_load, "remote_store": remote_store, "cast": cast}
+
+
+def _install():
+    namespace = globals()
+    for name, schema in catalog.schemas().items():
+        namespace[name] = _SPECIAL.get(name) or _make(schema)
+    namespace["host_load"] = host_load
+
+
+_install()
+
+from plexus.ops import collectives  # noqa: E402  (needs the ops above)
+
+
+def __getattr__(name):
+    raise _unknown(name)
+
+
+def __dir__():
+    return sorted(list(catalog.schemas()) + ["host_load", "collectives", "add_op"])

@@ -1,0 +1,150 @@
+"""Tensors, streams and remote buffers: handles into one Ir (ids of the C API).
+
+Every object keeps its Ir alive, so a tensor never outlives the IR it names."""
+from plexus import dtypes
+from plexus._lib import ffi, lib, check
+
+
+class Tensor:
+    """A tensor of an Ir: `id` (plx_tensor), `dtype` (plexus.DType), `shape` (tuple of ints,
+    per replica). Arithmetic operators add ops to the current graph as PopXL's do:
+    `+ - * /` (add/sub/mul/div), unary `-` (neg), `@` (matmul), `+=` (add_, in place).
+    Not thread-safe (neither is the Ir)."""
+
+    __slots__ = ("ir", "id", "_type", "name")
+
+    def __init__(self, ir, tensor_id, name=None):
+        self.ir, self.id, self._type, self.name = ir, int(tensor_id), None, name
+
+    def _read_type(self):
+        if self._type is None:
+            dtype = ffi.new("plx_dtype*")
+            dims = ffi.new("int64_t[]", lib.PLX_MAX_RANK)
+            rank = ffi.new("size_t*")
+            check(lib.plx_ir_get_tensor_type(self.ir._ptr, self.id, dtype, dims, lib.PLX_MAX_RANK, rank))
+            self._type = (dtypes.from_code(dtype[0]), tuple(dims[i] for i in range(rank[0])))
+        return self._type
+
+    @property
+    def dtype(self):
+        return self._read_type()[0]
+
+    @property
+    def shape(self):
+        return self._read_type()[1]
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    @property
+    def nelms(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self):
+        label = f" '{self.name}'" if self.name else ""
+        return f"<plexus.Tensor {self.id}{label} {self.dtype.name}{list(self.shape)}>"
+
+    def __hash__(self):
+        return hash((id(self.ir), self.id))
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and other.ir is self.ir and other.id == self.id
+
+    # PopXL's tensor operators (popxl.Tensor.__add__ ...).
+    def __add__(self, other):
+        return _ops().add(self, other)
+
+    def __radd__(self, other):
+        return _ops().add(other, self)
+
+    def __sub__(self, other):
+        return _ops().sub(self, other)
+
+    def __rsub__(self, other):
+        return _ops().sub(other, self)
+
+    def __mul__(self, other):
+        return _ops().mul(self, other)
+
+    def __rmul__(self, other):
+        return _ops().mul(other, self)
+
+    def __truediv__(self, other):
+        return _ops().div(self, other)
+
+    def __rtruediv__(self, other):
+        return _ops().div(other, self)
+
+    def __neg__(self):
+        return _ops().neg(self)
+
+    def __matmul__(self, other):
+        return _ops().matmul(self, other)
+
+    def __iadd__(self, other):
+        return _ops().add_(self, other)
+
+
+def _ops():
+    from plexus import ops
+    return ops
+
+
+class HostToDeviceStream:
+    """A host-to-device stream (PopXL popxl.HostToDeviceStream): `id`, `name`, `dtype`, and
+    `shape` per step and replica. Its tensor is `ops.host_load(stream)`. Usable as a dict
+    key in Session.run inputs."""
+
+    __slots__ = ("ir", "id", "name", "tensor")
+
+    def __init__(self, ir, stream_id, name, tensor):
+        self.ir, self.id, self.name, self.tensor = ir, int(stream_id), name, tensor
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    @property
+    def shape(self):
+        return self.tensor.shape
+
+    def __repr__(self):
+        return f"<plexus.HostToDeviceStream '{self.name}' {self.dtype.name}{list(self.shape)}>"
+
+
+class DeviceToHostStream:
+    """A device-to-host stream (PopXL popxl.DeviceToHostStream): `id`, `name`, and the
+    `tensor` it copies each step. Usable as a dict key in Session.run outputs."""
+
+    __slots__ = ("ir", "id", "name", "tensor")
+
+    def __init__(self, ir, stream_id, name, tensor):
+        self.ir, self.id, self.name, self.tensor = ir, int(stream_id), name, tensor
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    @property
+    def shape(self):
+        return self.tensor.shape
+
+    def __repr__(self):
+        return f"<plexus.DeviceToHostStream '{self.name}' {self.dtype.name}{list(self.shape)}>"
+
+
+class RemoteBuffer:
+    """A remote buffer (PopXL popxl.RemoteBuffer; seed 000 17.2): `entries` slots of
+    `shape` and `dtype` per replica, in host memory. `id` is the plx_remote_buffer."""
+
+    __slots__ = ("ir", "id", "shape", "dtype", "entries")
+
+    def __init__(self, ir, buffer_id, shape, dtype, entries):
+        self.ir, self.id, self.shape, self.dtype, self.entries = ir, int(buffer_id), tuple(shape), dtype, entries
+
+    def __repr__(self):
+        return f"<plexus.RemoteBuffer {self.id} {self.dtype.name}{list(self.shape)} x {self.entries}>"

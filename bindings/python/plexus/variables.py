@@ -1,0 +1,193 @@
+"""Variables, constants, remote buffers, replica-sharded variables, streams and autodiff:
+PopXL's tensor-creating functions (seed 000 17.2; seed 001 13.2-13.4), added to the
+current graph (`with ir.main_graph:`)."""
+from plexus import context, dtypes
+from plexus.errors import InvalidArgument, ShapeMismatch
+from plexus._lib import ffi, lib, check, shape_array
+from plexus.tensor import Tensor, HostToDeviceStream, DeviceToHostStream, RemoteBuffer
+
+_RETRIEVAL_MODES = {"one_per_group": 0, "all_replicas": 1}
+
+
+def _options(ir, replica_grouping, retrieval_mode, shard_over=None):
+    """plx_variable_options for a grouping (default: all replicas), a retrieval mode and
+    shard_over; returns (options, grouping or None) and keeps the grouping alive through
+    the options' owner."""
+    if retrieval_mode not in _RETRIEVAL_MODES:
+        raise InvalidArgument(f"retrieval_mode must be 'one_per_group' or 'all_replicas', not {retrieval_mode!r}")
+    options = ffi.new("plx_variable_options*")
+    lib.plx_variable_options_init(options)
+    options.retrieval_mode = _RETRIEVAL_MODES[retrieval_mode]
+    if replica_grouping is not None:
+        if replica_grouping.replication_factor != ir.replication_factor:
+            raise InvalidArgument(f"replica_grouping is for {replica_grouping.replication_factor} replicas, the IR "
+                                  f"has replication factor {ir.replication_factor}")
+        options.grouping = replica_grouping._c
+    if shard_over is not None:
+        options.shard_over = int(shard_over)
+    return options
+
+
+def _grouped_value(data, dtype, replica_grouping, what):
+    """(array, per-group shape): the host value with its group dim when there are several
+    groups ([num_groups] + shape, seed 001 13.2)."""
+    array, dtype = dtypes.host_array(data, dtype)
+    groups = replica_grouping.num_groups if replica_grouping is not None else 1
+    if groups == 1:
+        return array, dtype, array.shape
+    if array.ndim == 0 or array.shape[0] != groups:
+        raise ShapeMismatch(f"{what}: a variable of {groups} groups takes data of shape [{groups}] + shape, "
+                            f"got {list(array.shape)}")
+    return array, dtype, array.shape[1:]
+
+
+def _data_args(array):
+    return ffi.from_buffer(array), array.nbytes
+
+
+def variable(data, dtype=None, name=None, replica_grouping=None, retrieval_mode="one_per_group", downcast=True):
+    """A variable initialised from `data` (PopXL popxl.variable; seed 001 13.2-13.4).
+
+    data: array-like, [num_groups] + shape when `replica_grouping` has several groups, else
+      shape; copied. dtype: plexus.float32/int32/uint8 or a numpy dtype; default the data's,
+      64-bit types downcast to 32 (`downcast`). name: unique in the IR (default "variable",
+      numbered). replica_grouping: from ir.replica_grouping() (default: one group of all
+      replicas). retrieval_mode: "one_per_group" (reads give [num_groups] + shape, the group
+      dim left out for one group) or "all_replicas" ([R] + shape).
+    Returns the Tensor. Raises InvalidArgument, InvalidGrouping, ShapeMismatch."""
+    ir = context.current_ir()
+    if dtype is None and not downcast:
+        dtype = dtypes.of(getattr(data, "dtype", None) or type(data))
+    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "variable")
+    name = name or ir.unique_name("variable")
+    dims, rank = shape_array(shape)
+    options = _options(ir, replica_grouping, retrieval_mode)
+    out = ffi.new("plx_tensor*")
+    check(lib.plx_ir_add_variable_with_options(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
+                                               options, out))
+    t = Tensor(ir, out[0], name)
+    ir.variables.append(t)
+    return t
+
+
+def constant(data, dtype=None, name=None):
+    """A read-only tensor resident on every device (PopXL popxl.constant). data: array-like,
+    copied; dtype as for variable(). `name` is for display only. Returns the Tensor."""
+    ir = context.current_ir()
+    array, dtype = dtypes.host_array(data, dtype)
+    dims, rank = shape_array(array.shape)
+    out = ffi.new("plx_tensor*")
+    check(lib.plx_ir_add_constant(ir._ptr, dtype.code, dims, rank, *_data_args(array), out))
+    return Tensor(ir, out[0], name)
+
+
+def remote_buffer(shape, dtype, entries=1):
+    """A remote buffer (PopXL popxl.remote_buffer; seed 000 17.2, seed 001 listing 13.2):
+    `entries` slots of `shape` (per replica, without a group dim) and `dtype` in host
+    memory, one set per replica. Returns a RemoteBuffer."""
+    ir = context.current_ir()
+    dtype = dtypes.of(dtype)
+    dims, rank = shape_array(shape)
+    out = ffi.new("plx_remote_buffer*")
+    check(lib.plx_ir_add_remote_buffer(ir._ptr, dtype.code, dims, rank, int(entries), out))
+    return RemoteBuffer(ir, out[0], shape, dtype, int(entries))
+
+
+def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, replica_grouping=None,
+                    retrieval_mode="one_per_group"):
+    """A variable kept in slot `offset` of `remote_buffer` (PopXL popxl.remote_variable; seed
+    001 listing 13.2). data: [num_groups] + the slot shape. Ops reach it through
+    ops.remote_load / ops.remote_store. Returns the variable Tensor (for reads and writes)."""
+    ir = context.current_ir()
+    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping, "remote_variable")
+    name = name or ir.unique_name("remote_variable")
+    dims, rank = shape_array(shape)
+    options = _options(ir, replica_grouping, retrieval_mode)
+    out = ffi.new("plx_tensor*")
+    check(lib.plx_ir_add_remote_variable(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
+                                         remote_buffer.id, int(offset), options, out))
+    t = Tensor(ir, out[0], name)
+    ir.variables.append(t)
+    return t
+
+
+def replica_sharded_variable(data, dtype=None, name=None, replica_grouping=None, shard_over=None,
+                             retrieval_mode="one_per_group"):
+    """A replica-sharded variable (RTS; PopXL popxl.replica_sharded_variable; seed 000 17.2
+    lines 83-88): the full value `data` is split over `shard_over` replicas (default the
+    group size), each keeping [ceil(numel / shard_over)] elements. Returns (variable, shard):
+    read and write the variable (full tensors), use the shard in ops (e.g.
+    ops.collectives.replicated_all_gather(shard))."""
+    ir = context.current_ir()
+    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "replica_sharded_variable")
+    name = name or ir.unique_name("replica_sharded_variable")
+    dims, rank = shape_array(shape)
+    options = _options(ir, replica_grouping, retrieval_mode, shard_over)
+    var, shard = ffi.new("plx_tensor*"), ffi.new("plx_tensor*")
+    check(lib.plx_ir_add_replica_sharded_variable(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
+                                                  options, var, shard))
+    t = Tensor(ir, var[0], name)
+    ir.variables.append(t)
+    return t, Tensor(ir, shard[0], name)
+
+
+def remote_replica_sharded_variable(data, remote_buffer, offset=0, dtype=None, name=None, replica_grouping=None,
+                                    shard_over=None, retrieval_mode="one_per_group"):
+    """A replica-sharded variable kept in slot `offset` of `remote_buffer`, whose slot shape
+    is the shard's [ceil(numel / shard_over)] (PopXL popxl.remote_replica_sharded_variable;
+    seed 000 17.2 lines 101-113). Returns the variable Tensor; ops.remote_load(buffer,
+    offset) gives this replica's shard."""
+    ir = context.current_ir()
+    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping,
+                                         "remote_replica_sharded_variable")
+    name = name or ir.unique_name("remote_replica_sharded_variable")
+    dims, rank = shape_array(shape)
+    options = _options(ir, replica_grouping, retrieval_mode, shard_over)
+    out = ffi.new("plx_tensor*")
+    check(lib.plx_ir_add_remote_replica_sharded_variable(ir._ptr, name.encode(), dtype.code, dims, rank,
+                                                         *_data_args(array), remote_buffer.id, int(offset), options,
+                                                         out))
+    t = Tensor(ir, out[0], name)
+    ir.variables.append(t)
+    return t
+
+
+def h2d_stream(shape, dtype, name=None):
+    """A host-to-device stream of `shape` (per step and replica) and `dtype` (PopXL
+    popxl.h2d_stream). Its tensor is ops.host_load(stream). The host array a run takes is
+    [device_iterations * gradient_accumulation, R] + shape with leading 1s dropped
+    (Session.host_shape). Returns a HostToDeviceStream."""
+    ir = context.current_ir()
+    dtype = dtypes.of(dtype)
+    name = name or ir.unique_name("input")
+    dims, rank = shape_array(shape)
+    stream, tensor = ffi.new("plx_stream*"), ffi.new("plx_tensor*")
+    check(lib.plx_ir_add_h2d_stream(ir._ptr, name.encode(), dtype.code, dims, rank, stream, tensor))
+    s = HostToDeviceStream(ir, stream[0], name, Tensor(ir, tensor[0], name))
+    ir.h2d_streams.append(s)
+    return s
+
+
+def d2h_stream(t, name=None):
+    """A device-to-host stream copying tensor `t` to the host each step, at this point of the
+    program (PopXL popxl.d2h_stream + ops.host_store). Returns a DeviceToHostStream; the
+    host array a run returns is Session.host_shape(stream)."""
+    ir = t.ir
+    name = name or ir.unique_name(f"{t.name}_d2h" if t.name else "output")
+    stream = ffi.new("plx_stream*")
+    check(lib.plx_ir_add_d2h_stream(ir._ptr, name.encode(), t.id, stream))
+    s = DeviceToHostStream(ir, stream[0], name, t)
+    ir.d2h_streams.append(s)
+    return s
+
+
+def autodiff(loss, wrt):
+    """Gradients of scalar `loss` with respect to each tensor of `wrt` (reverse-mode; the
+    ops are added to the graph). Returns a list of Tensors in the order of `wrt`.
+    Raises InvalidArgument (loss not a scalar float32, a tensor of another IR)."""
+    ir = loss.ir
+    wrt = list(wrt)
+    ids = ffi.new("plx_tensor[]", [t.id for t in wrt] or [0])
+    out = ffi.new("plx_tensor[]", max(len(wrt), 1))
+    check(lib.plx_ir_autodiff(ir._ptr, loss.id, ids, len(wrt), out))
+    return [Tensor(ir, out[i], f"grad_{t.name}" if t.name else None) for i, t in enumerate(wrt)]
