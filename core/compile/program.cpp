@@ -76,6 +76,11 @@ class Builder {
     for (size_t t = 0; t < g_.num_tensors(); ++t) {  // unused variables: stage 0
       if (info(static_cast<TensorId>(t)).kind == ir::TensorKind::Variable) p_.home_stage.emplace(static_cast<TensorId>(t), 0);
     }
+    for (size_t i = 0; i < g_.num_streams(); ++i) {  // constants streamed out are stored by stage 0 (owner())
+      const ir::Stream& st = g_.stream(static_cast<ir::StreamId>(i));
+      const TensorId r = root(st.tensor);
+      if (st.direction == ir::StreamDirection::DeviceToHost && info(r).kind == ir::TensorKind::Constant) constants_[0].insert(r);
+    }
   }
 
   void find_offloaded() {

@@ -104,6 +104,23 @@ TEST(Session, DeviceToHostCopiesHappenWhereTheStreamWasAdded) {
   EXPECT_EQ(a, 2.0f);
 }
 
+// A constant (or an unused variable) streamed out with no op reading it: the stream
+// returns its value (this failed with std::out_of_range "map::at" while compiling).
+TEST(Session, StreamsOutConstantsAndVariablesNoOpReads) {
+  ir::Graph g;
+  const ir::TensorId c = g.add_constant(ir::DType::Float32, {2}, f32({3.0f, 4.0f}));
+  const ir::TensorId w = g.add_variable("w", ir::DType::Float32, {1}, f32({5.0f}));
+  const ir::StreamId cs = g.add_d2h_stream("c", c);
+  const ir::StreamId ws = g.add_d2h_stream("w_out", w);
+  Session s(g, {});
+  float cv[2] = {0, 0}, wv = 0;
+  const HostArray outs[2] = {{cs, cv, ir::DType::Float32, {2}}, {ws, &wv, ir::DType::Float32, {1}}};
+  s.run({}, outs);
+  EXPECT_EQ(cv[0], 3.0f);
+  EXPECT_EQ(cv[1], 4.0f);
+  EXPECT_EQ(wv, 5.0f);
+}
+
 TEST(Session, ReadAndWriteVariables) {
   Accumulator m;
   Session s(m.graph, {});
