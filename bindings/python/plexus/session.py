@@ -185,6 +185,7 @@ class Session:
         check(lib.plx_session_create(ir._ptr, c, out))
         self._ptr = out[0]
         self.options = dict(options)
+        self._host_shapes = {}
 
     # ---- lifetime
     def close(self):
@@ -240,8 +241,12 @@ class Session:
         check(lib.plx_session_cancel(self._live()))
 
     def host_shape(self, stream):
-        """The host array shape a run takes or gives for `stream` (a tuple)."""
-        return read_shape(lib.plx_session_get_host_shape, self._live(), stream.id)
+        """The host array shape a run takes or gives for `stream` (a tuple); fixed for the
+        session's life, so it is asked of the runtime once per stream."""
+        shape = self._host_shapes.get(stream)
+        if shape is None:
+            shape = self._host_shapes[stream] = read_shape(lib.plx_session_get_host_shape, self._live(), stream.id)
+        return shape
 
     # ---- variables (seed 001 13.4 retrieval modes)
     def get_tensor_data(self, tensor):
