@@ -26,18 +26,22 @@ class ReplicaGrouping:
 
     @property
     def replication_factor(self):
+        """R, the replicas the grouping parts up."""
         return self._c.replication_factor
 
     @property
     def group_size(self):
+        """Replicas per group."""
         return self._c.group_size
 
     @property
     def stride(self):
+        """Replica index difference between two members of a group."""
         return self._c.stride
 
     @property
     def num_groups(self):
+        """R / group_size."""
         n = ffi.new("int64_t*")
         check(lib.plx_replica_grouping_get_num_groups(self._c, n))
         return n[0]
@@ -103,6 +107,7 @@ class Ir:
 
     @property
     def replication_factor(self):
+        """R: replicas of the graph (seed 001, 13.1). Set it before adding tensors."""
         r = ffi.new("int64_t*")
         check(lib.plx_ir_get_replication_factor(self._ptr, r))
         return r[0]
@@ -113,6 +118,7 @@ class Ir:
 
     @property
     def main_graph(self):
+        """A context manager making this Ir the current graph on this thread."""
         return _MainGraph(self)
 
     def replica_grouping(self, group_size=None, stride=1):

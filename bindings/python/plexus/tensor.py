@@ -27,18 +27,22 @@ class Tensor:
 
     @property
     def dtype(self):
+        """The element type (plexus.DType), as shape inference gave it."""
         return self._read_type()[0]
 
     @property
     def shape(self):
+        """The shape per replica (tuple of ints; () for a scalar)."""
         return self._read_type()[1]
 
     @property
     def rank(self):
+        """len(shape)."""
         return len(self.shape)
 
     @property
     def nelms(self):
+        """Elements per replica (the product of shape)."""
         n = 1
         for d in self.shape:
             n *= d
@@ -106,10 +110,12 @@ class HostToDeviceStream:
 
     @property
     def dtype(self):
+        """The stream's element type."""
         return self.tensor.dtype
 
     @property
     def shape(self):
+        """The stream's shape per step and replica (S)."""
         return self.tensor.shape
 
     def __repr__(self):
@@ -127,10 +133,12 @@ class DeviceToHostStream:
 
     @property
     def dtype(self):
+        """The copied tensor's element type."""
         return self.tensor.dtype
 
     @property
     def shape(self):
+        """The copied tensor's shape per step and replica (S)."""
         return self.tensor.shape
 
     def __repr__(self):
