@@ -295,10 +295,12 @@ class Session:
         names = list(counters or {})
         keep = [ffi.new("char[]", n.encode()) for n in names]
         o.num_counters = len(names)
-        o.counter_names = ffi.new("char*[]", keep or [ffi.NULL])
+        # The arrays must be held by their owning cdata: a pointer read back from `o` owns nothing.
+        name_array = ffi.new("char*[]", keep or [ffi.NULL])
         values = [int(counters[n]) for n in names] if isinstance(counters, dict) else [0] * len(names)
-        o.counter_values = ffi.new("int64_t[]", values or [0])
-        return o, names, (keep, o.counter_names, o.counter_values)
+        value_array = ffi.new("int64_t[]", values or [0])
+        o.counter_names, o.counter_values = name_array, value_array
+        return o, names, (keep, name_array, value_array)
 
     def save_checkpoint(self, path, counters=None, level=3, threads=1, shuffle="auto"):
         """Saves the session's whole state (variables, remote buffers, optimizer state, step)
@@ -320,7 +322,8 @@ class Session:
         tensors found in both by name. Raises IoError, BadFormat, InvalidArgument."""
         o, names, _keep = self._checkpoint_options(list(counters), strict=strict)
         check(lib.plx_session_load_checkpoint(self._live(), str(path).encode(), o))
-        return {n: o.counter_values[i] for i, n in enumerate(names)}
+        values = _keep[2]
+        return {n: values[i] for i, n in enumerate(names)}
 
     @property
     def step(self):
