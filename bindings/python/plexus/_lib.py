@@ -30,8 +30,11 @@ def read_text(fn, *args):
 
 def shape_array(shape):
     """(int64_t[] owned by cffi, rank) for a shape given as any sequence of ints."""
-    dims = [int(d) for d in shape]
-    return ffi.new("int64_t[]", dims or [0]), len(dims)
+    try:
+        dims = [int(d) for d in shape]
+        return ffi.new("int64_t[]", dims or [0]), len(dims)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise errors.InvalidArgument(f"shape {shape!r} is not a sequence of int64 dims ({e})") from None
 
 
 def read_shape(fn, *args):

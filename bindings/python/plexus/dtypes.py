@@ -5,6 +5,8 @@ does this module, re-exported as plexus.float32 ... and plexus.dtypes.
 """
 import numpy as np
 
+from plexus.errors import DTypeMismatch
+
 
 class DType:
     """One element type: `name`, `code` (PLX_DTYPE_*), `numpy` (np.dtype), `itemsize` (bytes).
@@ -47,10 +49,10 @@ def of(value):
     try:
         dt = np.dtype(value)
     except TypeError:
-        raise TypeError(f"not a Plexus dtype: {value!r} (float32, int32 or uint8)") from None
+        raise DTypeMismatch(f"not a Plexus dtype: {value!r} (float32, int32 or uint8)") from None
     if dt in _BY_NUMPY:
         return _BY_NUMPY[dt]
-    raise TypeError(f"not a Plexus dtype: {dt} (float32, int32 or uint8)")
+    raise DTypeMismatch(f"not a Plexus dtype: {dt} (float32, int32 or uint8)")
 
 
 def host_array(data, dtype=None):

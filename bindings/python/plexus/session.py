@@ -7,13 +7,14 @@ as PopXL drops them (seed 000 17.1; seed 003 output modes). C-contiguous arrays 
 stream's dtype are passed to the runtime by pointer, without a copy; any other array is
 refused with a message naming the stream."""
 import json
+from collections.abc import Mapping
 
 import numpy as np
 
 from plexus import dtypes
 from plexus.callbacks import CallbackErrors, PythonCallback, NativeCallback
-from plexus.errors import InvalidArgument, DTypeMismatch, ShapeMismatch, Timeout, from_status
-from plexus.ir import Stage
+from plexus.errors import InvalidArgument, DTypeMismatch, NotFound, ShapeMismatch, Timeout, from_status
+from plexus.ir import Ir, Stage
 from plexus.tensor import HostToDeviceStream, DeviceToHostStream, Tensor
 from plexus._lib import ffi, lib, check, last_error, read_text, read_shape
 
@@ -83,6 +84,9 @@ class _RunRequest:
     def __init__(self, session, inputs, callbacks):
         self.errors = CallbackErrors()
         self._keep = []
+        for what, value in (("inputs", inputs), ("callbacks", callbacks)):
+            if value is not None and not isinstance(value, Mapping):
+                raise InvalidArgument(f"run {what} must be a dict keyed by streams, got {type(value).__name__}")
         inputs = dict(inputs or {})
         callbacks = dict(callbacks or {})
         self.inputs = {s: self._checked_input(s, a) for s, a in inputs.items()}
@@ -111,6 +115,8 @@ class _RunRequest:
     def _callback(self, stream, fn):
         if isinstance(fn, NativeCallback):
             return fn
+        if not callable(fn):
+            raise InvalidArgument(f"callback of {stream!r} is not callable: {fn!r}")
         if isinstance(stream, HostToDeviceStream):
             return PythonCallback(stream, fn, self.errors, is_fill=True)
         if isinstance(stream, DeviceToHostStream):
@@ -179,6 +185,8 @@ class Session:
     are safe from any thread."""
 
     def __init__(self, ir, **options):
+        if not isinstance(ir, Ir):
+            raise InvalidArgument(f"Session takes a plexus.Ir, got {ir!r}")
         self.ir = ir
         c, _keep = _session_options(options)
         out = ffi.new("plx_session**")
@@ -347,6 +355,8 @@ class Session:
     def memory_stats(self, device=0):
         """Device `device`'s memory in bytes: arena_bytes, variable_bytes, current_bytes,
         peak_bytes, planned_peak_bytes, remote_buffer_bytes, offloaded_bytes."""
+        if int(device) < 0:
+            raise NotFound(f"memory_stats: device {device} does not exist (devices are numbered from 0)")
         return _struct_dict("plx_memory_stats", lambda o: lib.plx_session_get_memory_stats(self._live(), device, o))
 
     def variable_storage(self, tensor):

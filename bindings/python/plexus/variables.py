@@ -2,7 +2,7 @@
 PopXL's tensor-creating functions (seed 000 17.2; seed 001 13.2-13.4), added to the
 current graph (`with ir.main_graph:`)."""
 from plexus import context, dtypes
-from plexus.errors import InvalidArgument, ShapeMismatch
+from plexus.errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from plexus._lib import ffi, lib, check, shape_array
 from plexus.tensor import Tensor, HostToDeviceStream, DeviceToHostStream, RemoteBuffer
 
@@ -31,7 +31,10 @@ def _options(ir, replica_grouping, retrieval_mode, shard_over=None):
 def _grouped_value(data, dtype, replica_grouping, what):
     """(array, per-group shape): the host value with its group dim when there are several
     groups ([num_groups] + shape, seed 001 13.2)."""
-    array, dtype = dtypes.host_array(data, dtype)
+    try:
+        array, dtype = dtypes.host_array(data, dtype)
+    except DTypeMismatch as e:
+        raise DTypeMismatch(f"{what}: data {data!r:.60}: {e}") from None
     groups = replica_grouping.num_groups if replica_grouping is not None else 1
     if groups == 1:
         return array, dtype, array.shape
@@ -172,6 +175,8 @@ def d2h_stream(t, name=None):
     """A device-to-host stream copying tensor `t` to the host each step, at this point of the
     program (PopXL popxl.d2h_stream + ops.host_store). Returns a DeviceToHostStream; the
     host array a run returns is Session.host_shape(stream)."""
+    if not isinstance(t, Tensor):
+        raise InvalidArgument(f"d2h_stream takes a Tensor, got {t!r}")
     ir = t.ir
     name = name or ir.unique_name(f"{t.name}_d2h" if t.name else "output")
     stream = ffi.new("plx_stream*")

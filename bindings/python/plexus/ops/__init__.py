@@ -144,6 +144,10 @@ def add_op(name, inputs, attrs, ir=None):
 def _make(schema):
     def op(*args, **kwargs):
         inputs, rest = _split_args(schema, args)
+        if len(inputs) < schema.min_inputs:
+            got = repr(rest[0]) if rest else "nothing"
+            raise InvalidArgument(f"op '{schema.name}': input {len(inputs)} must be a Tensor (or a number or array), "
+                                  f"got {got}")
         return add_op(schema.name, _as_tensors(schema, inputs), _attributes(schema, rest, kwargs))
 
     op.__name__ = op.__qualname__ = schema.name
