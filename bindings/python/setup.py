@@ -25,6 +25,9 @@ class BuildWithOpsDoc(build_py):
             shutil.copyfile(OPS_MD, target)
 
 
+# The extension's link line (-L and RUNPATH) names the installed Plexus, which the build's
+# timestamps do not see: always rebuild it, or a second `pip install` against another
+# prefix would reuse the extension linked to the first from bindings/python/build/.
 setup(
     name="plexus",
     version="0.1.0",
@@ -35,5 +38,6 @@ setup(
     setup_requires=["cffi>=1.15"],
     cffi_modules=["plexus/_ffi_build.py:ffibuilder"],
     cmdclass={"build_py": BuildWithOpsDoc},
+    options={"build_ext": {"force": True}},
     zip_safe=False,
 )
