@@ -64,4 +64,5 @@ def host_array(data, dtype=None):
         dtype = _DOWNCAST.get(array.dtype) or of(array.dtype)
     else:
         dtype = of(dtype)
-    return np.ascontiguousarray(array, dtype=dtype.numpy), dtype
+    # np.asarray(order="C"), not np.ascontiguousarray: that one turns a scalar into shape [1].
+    return np.asarray(array, dtype=dtype.numpy, order="C"), dtype
