@@ -6,7 +6,9 @@ R] + S and an output gives its output mode's shape (Session.host_shape), leading
 as PopXL drops them (seed 000 17.1; seed 003 output modes). C-contiguous arrays of the
 stream's dtype are passed to the runtime by pointer, without a copy; any other array is
 refused with a message naming the stream."""
+import functools
 import json
+import threading
 from collections.abc import Mapping
 
 import numpy as np
@@ -148,6 +150,39 @@ class _RunRequest:
         raise from_status(status, f"{message}: the Python callback raised {type(exc).__name__}: {exc}") from exc
 
 
+class _Users:
+    """Counts the threads inside a session's methods, so that close() destroys the C
+    session only once none is (plexus.h: plx_session_destroy must not run concurrently
+    with any other call on the session)."""
+
+    def __init__(self):
+        self.lock = threading.Condition()
+        self.count = 0
+
+    def __enter__(self):
+        with self.lock:
+            self.count += 1
+
+    def __exit__(self, *exc):
+        with self.lock:
+            self.count -= 1
+            if self.count == 0:
+                self.lock.notify_all()
+
+    def wait_idle(self):
+        with self.lock:
+            self.lock.wait_for(lambda: self.count == 0)
+
+
+def _guarded(method):
+    """`method` as one user of the C session (see _Users)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._users:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 class Run:
     """An asynchronous run (Session.run_async; seed 003's asynchronous host loop). Holds the
     run's arrays and callbacks until it ends. Thread-safe: wait() from any thread."""
@@ -188,6 +223,7 @@ class Session:
         if not isinstance(ir, Ir):
             raise InvalidArgument(f"Session takes a plexus.Ir, got {ir!r}")
         self.ir = ir
+        self._users = _Users()
         c, _keep = _session_options(options)
         out = ffi.new("plx_session**")
         check(lib.plx_session_create(ir._ptr, c, out))
@@ -197,9 +233,13 @@ class Session:
 
     # ---- lifetime
     def close(self):
-        """Releases the devices; waits for runs in flight. Idempotent."""
-        ptr, self._ptr = self._ptr, None
+        """Releases the devices: cancels the runs in flight and queued (they raise
+        plexus.Cancelled), waits for calls on other threads to return. Idempotent."""
+        with self._users.lock:
+            ptr, self._ptr = getattr(self, "_ptr", None), None
         if ptr is not None:
+            lib.plx_session_cancel(ptr)
+            self._users.wait_idle()
             lib.plx_session_destroy(ptr)
 
     def __enter__(self):
@@ -219,6 +259,7 @@ class Session:
         return self._ptr
 
     # ---- runs
+    @_guarded
     def run(self, inputs=None, callbacks=None):
         """One run: device_iterations steps (x gradient_accumulation micro-batches) on every
         replica. inputs: {HostToDeviceStream: ndarray of host_shape(stream)}; callbacks:
@@ -236,6 +277,7 @@ class Session:
         request.raise_for(status)
         return request.outputs
 
+    @_guarded
     def run_async(self, inputs=None, callbacks=None):
         """Starts a run and returns a Run at once; Run.wait(timeout) gives its outputs. The
         arrays must not be changed until it ends."""
@@ -244,10 +286,12 @@ class Session:
         check(lib.plx_session_run_async(self._live(), request.c_options(), out))
         return Run(self, request, out[0])
 
+    @_guarded
     def cancel(self):
         """Cancels the runs in flight and queued; they end with plexus.Cancelled."""
         check(lib.plx_session_cancel(self._live()))
 
+    @_guarded
     def host_shape(self, stream):
         """The host array shape a run takes or gives for `stream` (a tuple); fixed for the
         session's life, so it is asked of the runtime once per stream."""
@@ -257,6 +301,7 @@ class Session:
         return shape
 
     # ---- variables (seed 001 13.4 retrieval modes)
+    @_guarded
     def get_tensor_data(self, tensor):
         """A variable's value as a new ndarray, in its retrieval mode's shape: [num_groups] +
         shape ("one_per_group", the group dim left out for one group) or [R] + shape
@@ -270,6 +315,7 @@ class Session:
         """{tensor: get_tensor_data(tensor)} for each of `tensors`."""
         return {t: self.get_tensor_data(t) for t in tensors}
 
+    @_guarded
     def write_variable_data(self, tensor, data):
         """Writes a variable from `data` in its retrieval mode's shape (as get_tensor_data
         returns); converted to the variable's dtype. Raises ShapeMismatch naming it."""
@@ -310,12 +356,14 @@ class Session:
         o.counter_names, o.counter_values = name_array, value_array
         return o, names, (keep, name_array, value_array)
 
+    @_guarded
     def save_checkpoint(self, path, counters=None, level=3, threads=1, shuffle="auto"):
         """Saves the session's whole state (variables, remote buffers, optimizer state, step)
         and `counters` ({name: int}) to `path` (zstd `level` 1..19, `threads`)."""
         o, _, _keep = self._checkpoint_options(counters, level, threads, shuffle)
         check(lib.plx_session_save_checkpoint(self._live(), str(path).encode(), o))
 
+    @_guarded
     def save_checkpoint_async(self, path, counters=None, level=3, threads=1, shuffle="auto"):
         """Snapshots the state now and saves it on checkpoint threads; returns a handle whose
         wait(timeout) returns when the file is written (or raises its error)."""
@@ -324,6 +372,7 @@ class Session:
         check(lib.plx_session_save_checkpoint_async(self._live(), str(path).encode(), o, out))
         return _SaveHandle(ffi.gc(out[0], lib.plx_run_destroy), keep)
 
+    @_guarded
     def load_checkpoint(self, path, counters=(), strict=True):
         """Loads `path` into the session (another replication factor or RTS layout is fine).
         counters: names to read back; returns {name: value}. strict=False loads the
@@ -334,6 +383,7 @@ class Session:
         return {n: values[i] for i, n in enumerate(names)}
 
     @property
+    @_guarded
     def step(self):
         """Weight updates done (steps) since the session started or the checkpoint's."""
         out = ffi.new("int64_t*")
@@ -342,16 +392,19 @@ class Session:
 
     # ---- figures
     @property
+    @_guarded
     def num_devices(self):
         out = ffi.new("size_t*")
         check(lib.plx_session_get_num_devices(self._live(), out))
         return out[0]
 
     @property
+    @_guarded
     def replicas(self):
         """{replication_factor, num_workers, worker_index, first_local_replica, local_replicas}."""
         return _struct_dict("plx_replica_info", lambda o: lib.plx_session_get_replicas(self._live(), o))
 
+    @_guarded
     def memory_stats(self, device=0):
         """Device `device`'s memory in bytes: arena_bytes, variable_bytes, current_bytes,
         peak_bytes, planned_peak_bytes, remote_buffer_bytes, offloaded_bytes."""
@@ -359,20 +412,24 @@ class Session:
             raise NotFound(f"memory_stats: device {device} does not exist (devices are numbered from 0)")
         return _struct_dict("plx_memory_stats", lambda o: lib.plx_session_get_memory_stats(self._live(), device, o))
 
+    @_guarded
     def variable_storage(self, tensor):
         """Where one replica keeps `tensor`, in bytes: device_bytes, remote_bytes, shard_over."""
         return _struct_dict("plx_variable_storage",
                             lambda o: lib.plx_session_get_variable_storage(self._live(), tensor.id, o))
 
+    @_guarded
     def stream_stats(self):
         """The last run's streaming figures: run_ns, h2d_bytes, d2h_bytes, transfer_ns,
         exposed_wait_ns, micro_batches, mean_occupancy, prefetch_depth."""
         return _struct_dict("plx_stream_stats", lambda o: lib.plx_session_get_stream_stats(self._live(), o))
 
+    @_guarded
     def report(self):
         """The compiled session as a dict: devices, memory plan, GEMM kernel choices."""
         return json.loads(read_text(lib.plx_session_get_report, self._live()))
 
+    @_guarded
     def trace(self):
         """The last run's Chrome trace (a dict; json.dump it for Perfetto). Needs profile=True."""
         return json.loads(read_text(lib.plx_session_get_trace, self._live()))
