@@ -5,7 +5,7 @@ does this module, re-exported as plexus.float32 ... and plexus.dtypes.
 """
 import numpy as np
 
-from plexus.errors import DTypeMismatch
+from plexus.errors import DTypeMismatch, InvalidArgument
 
 
 class DType:
@@ -58,7 +58,9 @@ def of(value):
 def host_array(data, dtype=None):
     """`data` as a C-contiguous numpy array of a Plexus dtype: of `dtype` when given, else
     of the data's own type with float64 -> float32, int64 -> int32 and bool -> uint8
-    (PopXL's downcast). Returns (array, DType)."""
+    (PopXL's downcast). Returns (array, DType). None is refused (numpy would make it NaN)."""
+    if data is None:
+        raise InvalidArgument("data is None, not an array")
     array = np.asarray(data)
     if dtype is None:
         dtype = _DOWNCAST.get(array.dtype) or of(array.dtype)

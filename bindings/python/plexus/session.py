@@ -320,6 +320,8 @@ class Session:
         """Writes a variable from `data` in its retrieval mode's shape (as get_tensor_data
         returns); converted to the variable's dtype. Raises ShapeMismatch naming it."""
         shape = read_shape(lib.plx_session_get_variable_shape, self._live(), tensor.id)
+        if data is None:
+            raise InvalidArgument(f"write_variable_data: data for variable '{tensor.name}' is None")
         array = np.asarray(data, dtype=tensor.dtype.numpy, order="C")   # keeps a scalar's shape ()
         if array.shape != shape:
             raise ShapeMismatch(f"write_variable_data: variable '{tensor.name}' takes shape {list(shape)}, "

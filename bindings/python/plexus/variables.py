@@ -33,8 +33,8 @@ def _grouped_value(data, dtype, replica_grouping, what):
     groups ([num_groups] + shape, seed 001 13.2)."""
     try:
         array, dtype = dtypes.host_array(data, dtype)
-    except DTypeMismatch as e:
-        raise DTypeMismatch(f"{what}: data {data!r:.60}: {e}") from None
+    except (DTypeMismatch, InvalidArgument) as e:
+        raise type(e)(f"{what}: data {data!r:.60}: {e}") from None
     groups = replica_grouping.num_groups if replica_grouping is not None else 1
     if groups == 1:
         return array, dtype, array.shape
