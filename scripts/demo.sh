@@ -3,7 +3,9 @@
 # MNIST, builds Release, and trains + tests seed 000's sample on it: mnist_rts with two
 # replicas and replicated tensor sharding (W0 and W1 sharded across the replicas), batch 4
 # per replica as in the seed's command line (the global batch of 8 of the single-replica
-# run, which it trains like).
+# run, which it trains like). Then installs Plexus under the build folder (<build>/install)
+# and the Python package against it into a venv there (<build>/python-venv, which sees
+# Debian's numpy and cffi), runs the README's Python program with it, and says how to use it.
 # Extra arguments go to the sample (e.g. scripts/demo.sh --learning-rate 0.05).
 set -euo pipefail
 
@@ -14,9 +16,29 @@ jobs=${PLEXUS_JOBS:-$(nproc)}
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/fetch-data.sh"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPLEXUS_BUILD_TESTS=OFF -DPLEXUS_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target mnist_rts plexus-collectives-local
+# mnist_rts, and what `cmake --install` installs (for the Python package below): the
+# library, its plugins, plexus-ckpt.
+cmake --build "$build" -j "$jobs" --target mnist_rts plexus plexus-ckpt plexus-collectives-local \
+  plexus-collectives-mpi plexus-strategy-pipelined plexus-strategy-sharded
 
 mkdir -p "$root/out"
 "$build/samples/mnist_rts/mnist_rts" --replication-factor 2 --batch-size 4 --rts --data-dir "$root/data" \
   --metrics-out "$root/out/mnist_rts_metrics.json" "$@"
 echo "demo: metrics written to out/mnist_rts_metrics.json"
+
+# The Python package (README "From Python"): pip builds the cffi extension against the
+# install, offline (--no-index; numpy and cffi are Debian's, seen through
+# --system-site-packages), and as root too (the venv is not the system's Python).
+prefix=$build/install
+venv=$build/python-venv
+cmake --install "$build" --prefix "$prefix" >/dev/null
+/usr/bin/python3 -m venv --system-site-packages "$venv"
+PLEXUS_PREFIX=$prefix "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+  --no-build-isolation --no-index --no-deps --force-reinstall "$root/bindings/python"
+echo "demo: docs/python/quickstart.py (the README's Python program) with the installed package:"
+env -u PYTHONPATH -u PLEXUS_PLUGIN_PATH "$venv/bin/python" "$root/docs/python/quickstart.py"
+cat <<EOT
+demo: Plexus is installed in $prefix, the Python package in $venv. Use it with
+  $venv/bin/python your_program.py      # or: source $venv/bin/activate
+  (import plexus; README "From Python", docs/python.md)
+EOT

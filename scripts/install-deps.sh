@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev zlib1g-dev
   npm dataset-fashion-mnist
   python3 python3-dev python3-cffi python3-numpy python3-pytest python3-setuptools python3-pip
+  python3-venv python3-wheel
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-numpy)
