@@ -45,10 +45,17 @@ class Dataset:
         check(lib.plx_dataset_get_data(self._ptr, images, labels, label_dtype))
         shape = (self.num_samples,) + self.image_shape
         count = int(np.prod(shape))
-        img = np.frombuffer(ffi.buffer(images[0], count * self.image_dtype.itemsize), self.image_dtype.numpy)
+        img = np.frombuffer(self._buffer(images[0], count * self.image_dtype.itemsize), self.image_dtype.numpy)
         ldt = dtypes.from_code(label_dtype[0])
-        lab = np.frombuffer(ffi.buffer(labels[0], self.num_samples * ldt.itemsize), ldt.numpy)
+        lab = np.frombuffer(self._buffer(labels[0], self.num_samples * ldt.itemsize), ldt.numpy)
         return img.reshape(shape), lab
+
+    def _buffer(self, pointer, nbytes):
+        """A read-only buffer over the dataset's memory that keeps the Dataset alive (the
+        buffer holds the cdata, whose gc callback holds self): a view outliving every other
+        reference to the Dataset must not point to freed memory."""
+        owner = ffi.gc(ffi.cast("char*", pointer), lambda _, dataset=self: None)
+        return memoryview(ffi.buffer(owner, nbytes)).toreadonly()
 
     @property
     def images(self):
