@@ -224,7 +224,12 @@ class Builder {
       const ir::Stream& st = g_.stream(static_cast<ir::StreamId>(i));
       if (st.direction != ir::StreamDirection::DeviceToHost || st.after_ops != static_cast<size_t>(op) + 1) continue;
       const TensorId r = root(st.tensor);
-      if (owner(r).first != s || placed_streams_.count(i)) continue;
+      const auto [owner_stage, owner_phase] = owner(r);
+      if (owner_stage != s || placed_streams_.count(i)) continue;
+      // A per-micro-batch tensor added after an update op is still copied per micro-batch
+      // (in its own phase, by place_remaining_streams); only variables are copied by the
+      // update step, once per iteration.
+      if (phase_of(op) == Phase::Update && owner_phase != Phase::Update && !is_persistent(info(r))) continue;
       body.push_back({ActionKind::StoreStream, static_cast<int32_t>(i)});
       placed_streams_.insert(i);
     }
@@ -379,6 +384,15 @@ class Builder {
 
 bool is_training(const ir::Graph& graph) {
   return std::any_of(graph.ops().begin(), graph.ops().end(), [](const ir::Op& op) { return op.phase == Phase::Backward; });
+}
+
+bool stored_by_update(const Program& program, ir::StreamId stream) {
+  const Action store{ActionKind::StoreStream, static_cast<int32_t>(stream)};
+  return std::any_of(program.stages.begin(), program.stages.end(), [&](const StagePlan& sp) {
+    const std::vector<Action>& update = sp.actions[phase_index(Phase::Update)];
+    return std::any_of(update.begin(), update.end(),
+                       [&](const Action& a) { return a.kind == store.kind && a.index == store.index; });
+  });
 }
 
 Program compile(const ir::Graph& graph, const Placement& placement, const CompileOptions& options) {

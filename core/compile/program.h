@@ -102,6 +102,10 @@ struct CompileOptions {
 /// accumulating several micro-batches.
 Program compile(const ir::Graph& graph, const Placement& placement, const CompileOptions& options);
 
+/// True when device-to-host stream `stream` is copied by the update step (once per
+/// iteration: its host array has no micro-batch dim) rather than once per micro-batch.
+bool stored_by_update(const Program& program, ir::StreamId stream);
+
 /// True when the graph has a backward pass (autodiff ran).
 bool is_training(const ir::Graph& graph);
 

@@ -139,9 +139,7 @@ streams::HostArrayLayout Session::stream_layout(ir::StreamId stream) const {
   const ir::Stream& s = graph_.stream(stream);
   const ir::TensorInfo& t = graph_.tensor(s.tensor);
   if (s.direction == ir::StreamDirection::HostToDevice) return streams::HostArrayLayout::input(dims, t.dtype, t.shape);
-  const ir::OpId producer = graph_.tensor(program_.root_of[static_cast<size_t>(s.tensor)]).producer;
-  const bool per_update = producer >= 0 && graph_.op(producer).phase == Phase::Update;
-  return streams::HostArrayLayout::output(dims, per_update, t.dtype, t.shape);
+  return streams::HostArrayLayout::output(dims, stored_by_update(program_, stream), t.dtype, t.shape);
 }
 
 void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> outputs) {

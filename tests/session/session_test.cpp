@@ -238,5 +238,36 @@ TEST(Session, RunsAreDeterministic) {
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
+// Streams added after the update op with gradient accumulation 3 and 2 device iterations:
+// the loss (a per-micro-batch tensor) still comes back per micro-batch, [2, 3], and the
+// updated weight once per iteration, [2] + S. Both runs hung before: the copy sat in the
+// update step (once per iteration) while the host array expected one row per micro-batch.
+TEST(Session, StreamsAddedAfterTheUpdateFollowTheirTensorsPhase) {
+  ir::Graph g;
+  const ir::StreamId xs = g.add_h2d_stream("x", ir::DType::Float32, {2});
+  const ir::TensorId w = g.add_variable("w", ir::DType::Float32, {2}, f32({1.0f, 1.0f}));
+  const ir::TensorId prod = g.add_op("mul", {g.stream(xs).tensor, w}, {}).front();
+  const ir::TensorId loss = g.add_op("reduce_sum", {prod}, {}).front();
+  ir::Attributes sgd;
+  sgd.set("b", -0.1);
+  const ir::TensorId updated =
+      g.add_op("scaled_add_", {w, ir::autodiff(g, loss, std::vector<ir::TensorId>{w})[0]}, sgd).front();
+  const ir::StreamId loss_out = g.add_d2h_stream("loss", loss);
+  const ir::StreamId w_out = g.add_d2h_stream("w_out", updated);
+  SessionOptions opts;
+  opts.device_iterations = 2;
+  opts.gradient_accumulation = 3;
+  Session s(g, opts);
+  const std::vector<float> x(12, 1.0f);
+  std::vector<float> losses(6), weights(4);
+  const HostArray in{xs, const_cast<float*>(x.data()), ir::DType::Float32, {6, 2}};
+  const HostArray outs[2] = {{loss_out, losses.data(), ir::DType::Float32, {2, 3}},
+                             {w_out, weights.data(), ir::DType::Float32, {2, 2}}};
+  s.run(std::span(&in, 1), outs);
+  EXPECT_EQ(losses, std::vector<float>({2.0f, 2.0f, 2.0f, 1.8f, 1.8f, 1.8f}));
+  EXPECT_FLOAT_EQ(weights[0], 0.9f);
+  EXPECT_FLOAT_EQ(weights[2], 0.8f);
+}
+
 }  // namespace
 }  // namespace plexus::runtime
