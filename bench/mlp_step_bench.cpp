@@ -11,6 +11,7 @@
 //
 // Benchmarks, all with real (wall-clock) time:
 //   BM_MlpTrainStep/batch:B/device_iterations:D   one session run = D training steps
+//     (B, D) in {8, 80} x {1, 100}, and (8, 10) for bench/python_overhead.sh
 // items_per_second is training samples per second (D * B per run); the "step_time" counter
 // is wall time per training step (seconds in the JSON output).
 //
@@ -130,6 +131,7 @@ void BM_MlpTrainStep(benchmark::State& state) {
 BENCHMARK(BM_MlpTrainStep)
     ->ArgNames({"batch", "device_iterations"})
     ->ArgsProduct({{8, 80}, {1, 100}})
+    ->Args({8, 10})  // bench/python_overhead.sh: the Python package against this at D = 1 and 10
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
