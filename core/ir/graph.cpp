@@ -324,6 +324,7 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   InferContext ctx{def.name, input_infos(def, inputs, tensors_), attrs, replication_factor_, this};
   if (def.resolve_attrs) def.resolve_attrs(ctx, attrs);
   InferResult result = def.infer(ctx);
+  for (const TensorType& out : result.outputs) check_numel(out.shape, "op '" + def.name + "' output");
   for (int input : def.inplace_inputs) {
     if (input < 0) continue;
     const TensorInfo& target = tensors_[static_cast<size_t>(inputs[static_cast<size_t>(input)])];

@@ -33,6 +33,17 @@ void check_shape(std::span<const int64_t> shape, const std::string& what) {
                                            ", must be >= 1");
     }
   }
+  check_numel(shape, what);
+}
+
+void check_numel(std::span<const int64_t> shape, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d > 0 && n > kMaxElements / d) {
+      fail(ErrorCode::InvalidArgument, what + ": shape " + shape_string(shape) + " has more than 2^40 elements");
+    }
+    n *= d;
+  }
 }
 
 std::vector<int64_t> row_major_strides(std::span<const int64_t> shape) {

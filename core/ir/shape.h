@@ -19,8 +19,17 @@ int64_t numel(std::span<const int64_t> shape);
 /// "[8,784]"; "[]" for a scalar.
 std::string shape_string(std::span<const int64_t> shape);
 
-/// Throws InvalidArgument naming `what` unless rank <= kMaxRank and every dim >= 1.
+/// Most elements a tensor may have (2^40: 4 TiB of float32, beyond any host's memory), so
+/// sizes in bytes never overflow.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+/// Throws InvalidArgument naming `what` unless rank <= kMaxRank, every dim >= 1 and the
+/// shape has at most kMaxElements elements.
 void check_shape(std::span<const int64_t> shape, const std::string& what);
+
+/// Throws InvalidArgument naming `what` when `shape` (dims >= 1) has more than kMaxElements
+/// elements.
+void check_numel(std::span<const int64_t> shape, const std::string& what);
 
 /// Row-major strides in elements.
 std::vector<int64_t> row_major_strides(std::span<const int64_t> shape);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
+#include "core/ir/error.h"
+
 namespace plexus::ir {
 namespace {
 
@@ -11,6 +15,22 @@ TEST(Shape, NumelAndStrings) {
   EXPECT_EQ(shape_string(Shape{}), "[]");
   EXPECT_EQ(shape_string(Shape{8, 28, 28}), "[8,28,28]");
   EXPECT_EQ(row_major_strides(Shape{2, 3, 4}), (std::vector<int64_t>{12, 4, 1}));
+}
+
+TEST(Shape, ShapesOfMoreThan2To40ElementsAreRefused) {
+  EXPECT_NO_THROW(check_shape(Shape{int64_t{1} << 20, int64_t{1} << 20}, "t"));
+  for (const Shape& s : {Shape{int64_t{1} << 20, (int64_t{1} << 20) + 1}, Shape{int64_t{1} << 40, int64_t{1} << 40, 3},
+                         Shape{INT64_MAX, 2}}) {
+    try {
+      check_shape(s, "variable 'w'");
+      ADD_FAILURE() << shape_string(s) << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("variable 'w': shape " + shape_string(s) + " has more than 2^40 elements"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Shape, NumpyBroadcasting) {
