@@ -98,10 +98,10 @@ def _ops():
     return ops
 
 
-class HostToDeviceStream:
-    """A host-to-device stream (PopXL popxl.HostToDeviceStream): `id`, `name`, `dtype`, and
-    `shape` per step and replica. Its tensor is `ops.host_load(stream)`. Usable as a dict
-    key in Session.run inputs."""
+class Stream:
+    """A stream of an Ir: `id` (plx_stream), `name`, and the `tensor` it fills or copies;
+    `dtype` and `shape` (per step and replica, S) are the tensor's. Hashable: streams key
+    Session.run's inputs, outputs and callbacks."""
 
     __slots__ = ("ir", "id", "name", "tensor")
 
@@ -110,7 +110,7 @@ class HostToDeviceStream:
 
     @property
     def dtype(self):
-        """The stream's element type."""
+        """The element type of the stream's tensor."""
         return self.tensor.dtype
 
     @property
@@ -119,30 +119,21 @@ class HostToDeviceStream:
         return self.tensor.shape
 
     def __repr__(self):
-        return f"<plexus.HostToDeviceStream '{self.name}' {self.dtype.name}{list(self.shape)}>"
+        return f"<plexus.{type(self).__name__} '{self.name}' {self.dtype.name}{list(self.shape)}>"
 
 
-class DeviceToHostStream:
-    """A device-to-host stream (PopXL popxl.DeviceToHostStream): `id`, `name`, and the
-    `tensor` it copies each step. Usable as a dict key in Session.run outputs."""
+class HostToDeviceStream(Stream):
+    """A host-to-device stream (PopXL popxl.HostToDeviceStream); its tensor is
+    `ops.host_load(stream)`. Keys Session.run's inputs and fill callbacks."""
 
-    __slots__ = ("ir", "id", "name", "tensor")
+    __slots__ = ()
 
-    def __init__(self, ir, stream_id, name, tensor):
-        self.ir, self.id, self.name, self.tensor = ir, int(stream_id), name, tensor
 
-    @property
-    def dtype(self):
-        """The copied tensor's element type."""
-        return self.tensor.dtype
+class DeviceToHostStream(Stream):
+    """A device-to-host stream (PopXL popxl.DeviceToHostStream) copying `tensor` each step.
+    Keys Session.run's outputs and deliver callbacks."""
 
-    @property
-    def shape(self):
-        """The copied tensor's shape per step and replica (S)."""
-        return self.tensor.shape
-
-    def __repr__(self):
-        return f"<plexus.DeviceToHostStream '{self.name}' {self.dtype.name}{list(self.shape)}>"
+    __slots__ = ()
 
 
 class RemoteBuffer:
