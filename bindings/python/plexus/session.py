@@ -71,12 +71,16 @@ def _stream_label(stream):
     return f"stream '{stream.name}'"
 
 
+@functools.lru_cache(maxsize=1024)
+def _c_dims(shape):
+    """A shared, never-written int64_t[] of `shape` (runs repeat a few shapes: made once)."""
+    return ffi.new("int64_t[]", list(shape) or [0])
+
+
 def _host_array_struct(slot, stream, array):
     slot.stream, slot.dtype = stream.id, stream.dtype.code
     slot.data = ffi.from_buffer(array)
-    dims = ffi.new("int64_t[]", list(array.shape) or [0])
-    slot.shape, slot.rank = dims, array.ndim
-    return dims
+    slot.shape, slot.rank = _c_dims(array.shape), array.ndim
 
 
 class _RunRequest:
@@ -85,20 +89,19 @@ class _RunRequest:
 
     def __init__(self, session, inputs, callbacks):
         self.errors = CallbackErrors()
-        self._keep = []
         for what, value in (("inputs", inputs), ("callbacks", callbacks)):
             if value is not None and not isinstance(value, Mapping):
                 raise InvalidArgument(f"run {what} must be a dict keyed by streams, got {type(value).__name__}")
         inputs = dict(inputs or {})
         callbacks = dict(callbacks or {})
         self.inputs = {s: self._checked_input(s, a) for s, a in inputs.items()}
-        self.outputs = {s: np.empty(session.host_shape(s), dtype=s.dtype.numpy)
-                        for s in session.ir.d2h_streams if s not in callbacks}
+        self.outputs = {s: np.empty(shape, dtype=s.dtype.numpy)
+                        for s, shape in session._output_shapes() if s not in callbacks}
         self.callbacks = [self._callback(s, fn) for s, fn in callbacks.items()]
         self.c_inputs = self._c_arrays(self.inputs)
         self.c_outputs = self._c_arrays(self.outputs)
-        self.c_callbacks = ffi.new("plx_stream_callback[]", max(len(self.callbacks), 1))
-        for slot, cb in zip(self.c_callbacks, self.callbacks):
+        self.c_callbacks = ffi.new("plx_stream_callback[]", len(self.callbacks)) if self.callbacks else ffi.NULL
+        for slot, cb in zip(self.c_callbacks or (), self.callbacks):
             cb.c_struct(slot)
 
     def _checked_input(self, stream, array):
@@ -125,10 +128,11 @@ class _RunRequest:
             return PythonCallback(stream, fn, self.errors, is_fill=False)
         raise InvalidArgument(f"callbacks are keyed by streams, got {stream!r}")
 
-    def _c_arrays(self, arrays):
+    @staticmethod
+    def _c_arrays(arrays):
         c = ffi.new("plx_host_array[]", max(len(arrays), 1))
         for slot, (stream, array) in zip(c, arrays.items()):
-            self._keep.append(_host_array_struct(slot, stream, array))
+            _host_array_struct(slot, stream, array)
         return c
 
     def c_options(self):
@@ -230,6 +234,7 @@ class Session:
         self._ptr = out[0]
         self.options = dict(options)
         self._host_shapes = {}
+        self._outputs = None
 
     # ---- lifetime
     def close(self):
@@ -290,6 +295,13 @@ class Session:
     def cancel(self):
         """Cancels the runs in flight and queued; they end with plexus.Cancelled."""
         check(lib.plx_session_cancel(self._live()))
+
+    def _output_shapes(self):
+        """(stream, host shape) of every device-to-host stream, from the cache after the
+        first run."""
+        if self._outputs is None:
+            self._outputs = [(s, self.host_shape(s)) for s in self.ir.d2h_streams]
+        return self._outputs
 
     @_guarded
     def host_shape(self, stream):
