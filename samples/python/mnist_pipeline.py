@@ -33,7 +33,6 @@ PLEXUS_PLUGIN_PATH at the build's lib/.
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -192,51 +191,22 @@ def train(opts, train_data):
     options = session_options(opts, opts.device_iterations)
     options.update(gradient_accumulation=opts.gradient_accumulation,
                    offload_optimizer_state=int(opts.offload_optimiser))
-    result = dict(updates=0, loss=0.0, accuracy=0.0, profile=None)
+    result = dict(profile=None)
     with plexus.Session(ir, **options) as session:
         if opts.debug:
             print_report(session, "training")
         micro = opts.device_iterations * opts.gradient_accumulation
-        per_run = micro * opts.replication_factor * opts.batch_size
         loader = plexus.Loader(train_data, batch_size=opts.batch_size, replicas=opts.replication_factor,
-                               steps_per_run=micro, seed=opts.seed)
-        runs_per_epoch = loader.runs_per_epoch  # drop_last
-        checkpointing = common.Checkpointing(opts, runs_per_epoch)
-        from_epoch, from_run = checkpointing.start(session)
-        at, trained, start = (from_epoch, from_run), 0, time.monotonic()
-        for epoch in range(from_epoch, opts.epochs):
-            if common.runs_left(opts, session.step) <= 0:
-                break
-            first = from_run if epoch == from_epoch else 0
-            last = first + min(runs_per_epoch - first, common.runs_left(opts, session.step))
-            bar = common.Progress(f"epoch {epoch + 1}/{opts.epochs}", last - first)
-            loss_sum, hits, seen = 0.0, 0, 0
-            for run in range(first, last):
-                loader.begin_run(epoch, run)
-                t0 = time.monotonic()
-                out = session.run(callbacks=loader.callbacks(img_stream, label_stream))
-                if opts.debug:
-                    print(f"\n  run {run}: {1000.0 * (time.monotonic() - t0):.1f} ms")
-                for loss, correct in zip(out[loss_stream].ravel().tolist(), out[correct_stream].ravel().tolist()):
-                    loss_sum += loss
-                    hits += correct
-                seen += per_run
-                result["updates"] += opts.device_iterations
-                bar.update(run + 1 - first, f"Loss:{loss_sum / (seen // opts.batch_size):.4f} | "
-                                            f"Accuracy:{100.0 * hits / seen:.2f}%")
-                at = (epoch, run + 1)
-                checkpointing.after_run(session, at)
-            trained += seen
-            result["loss"] = loss_sum / (seen // opts.batch_size) if seen else 0.0
-            result["accuracy"] = hits / seen if seen else 0.0
-        seconds = time.monotonic() - start
-        result["samples_per_second"] = trained / seconds if seconds > 0 else 0.0
-        checkpointing.finish(session, at)
+                               steps_per_run=micro, seed=opts.seed)  # drop_last
+        on_run = (lambda run, seconds: print(f"\n  run {run}: {1000.0 * seconds:.1f} ms")) if opts.debug else None
+        result.update(common.train_epochs(
+            opts, session, loader, (img_stream, label_stream, loss_stream, correct_stream),
+            lambda loss, accuracy: f"Loss:{loss:.4f} | Accuracy:{100.0 * accuracy:.2f}%", on_run))
         where = "optimizer state offloaded" if opts.offload_optimiser else "optimizer state on device"
         print(f"training memory ({where}):")
         result["memory"] = memory_report(session)
         result["weights"] = [session.get_tensor_data(p) for p in params]
-        if opts.profile and trained > 0:
+        if opts.profile and result["steps"] > 0:
             result["profile"] = write_profile(opts, session, "training", opts.gradient_accumulation)
     return result
 
@@ -314,12 +284,12 @@ def main(argv=None):
         common.write_weights(opts.weights_out, trained["weights"])
         accuracy, samples, test_profile = test(opts, test_data, trained["weights"])
         print(f"Accuracy on test set: {100.0 * accuracy:.2f}% ({samples} images; train loss {trained['loss']:.4f}, "
-              f"train accuracy {100.0 * trained['accuracy']:.2f}%, {trained['updates']} weight updates, "
+              f"train accuracy {100.0 * trained['accuracy']:.2f}%, {trained['steps']} weight updates, "
               f"{trained['samples_per_second']:.0f} samples/s)", flush=True)
         metrics = common.options_json(opts, FEATURES)
         metrics.update(test_accuracy=accuracy, test_samples=samples, train_loss=trained["loss"],
                        train_accuracy=trained["accuracy"], train_samples_per_second=trained["samples_per_second"],
-                       weight_updates=trained["updates"], strategy=opts.strategy, schedule=opts.schedule,
+                       weight_updates=trained["steps"], strategy=opts.strategy, schedule=opts.schedule,
                        offload_optimiser=opts.offload_optimiser, device_memory=trained["memory"],
                        runtime=plexus.runtime_info())
         if opts.profile:

@@ -29,7 +29,6 @@ PLEXUS_PLUGIN_PATH at the build's lib/.
 """
 import math
 import sys
-import time
 from collections import namedtuple
 
 import numpy as np
@@ -178,7 +177,7 @@ def train(opts, train_data):
     weights (read back whole) and the figures mnist_app.h's train() reports."""
     ir, (img_stream, label_stream, loss_stream, correct_stream), params = build_train_ir(opts)
     sharded = opts.rts and opts.replication_factor > 1
-    result = {"steps": 0, "loss": 0.0, "accuracy": 0.0}
+    result = {}
     with plexus.Session(ir, device_iterations=opts.device_iterations, prefetch_depth=opts.prefetch_depth) as session:
         rts_state = "on" if sharded else ("off (needs a replication factor > 1)" if opts.rts else "off")
         print(f"train session: {opts.replication_factor} replica(s), RTS {rts_state}, GEMM kernels:")
@@ -186,40 +185,11 @@ def train(opts, train_data):
             print(f"  {line}")
         result["memory"] = memory_report(session, params)
 
-        # The loader fills images and labels on the io threads, epoch e shuffled with seed + e
-        # (seed 003's asynchronous DataLoader).
-        di, b = opts.device_iterations, opts.batch_size
-        per_run = di * opts.replication_factor * b
-        loader = plexus.Loader(train_data, batch_size=b, replicas=opts.replication_factor, steps_per_run=di,
-                               seed=opts.seed, workers=opts.loader_workers)
-        runs_per_epoch = loader.runs_per_epoch
-        checkpointing = common.Checkpointing(opts, runs_per_epoch)
-        from_epoch, from_run = checkpointing.start(session)
-        at, trained, start = (from_epoch, from_run), 0, time.monotonic()
-        for epoch in range(from_epoch, opts.epochs):
-            if common.runs_left(opts, session.step) <= 0:
-                break
-            first = from_run if epoch == from_epoch else 0
-            last = first + min(runs_per_epoch - first, common.runs_left(opts, session.step))
-            bar = common.Progress(f"epoch {epoch + 1}/{opts.epochs}", last - first)
-            loss_sum, correct, seen = 0.0, 0, 0
-            for r in range(first, last):
-                loader.begin_run(epoch, r)
-                out = session.run(callbacks=loader.callbacks(img_stream, label_stream))
-                for loss, hits in zip(out[loss_stream].ravel().tolist(), out[correct_stream].ravel().tolist()):
-                    loss_sum += loss
-                    correct += hits
-                seen += per_run
-                result["steps"] += di
-                bar.update(r + 1 - first, f"loss {loss_sum / (seen // b):.4f} acc {100.0 * correct / seen:.2f}%")
-                at = (epoch, r + 1)
-                checkpointing.after_run(session, at)
-            trained += seen
-            result["loss"] = loss_sum / (seen // b) if seen else 0.0
-            result["accuracy"] = correct / seen if seen else 0.0
-        seconds = time.monotonic() - start
-        result["samples_per_second"] = trained / seconds if seconds > 0 else 0.0
-        checkpointing.finish(session, at)
+        loader = plexus.Loader(train_data, batch_size=opts.batch_size, replicas=opts.replication_factor,
+                               steps_per_run=opts.device_iterations, seed=opts.seed, workers=opts.loader_workers)
+        result.update(common.train_epochs(
+            opts, session, loader, (img_stream, label_stream, loss_stream, correct_stream),
+            lambda loss, accuracy: f"loss {loss:.4f} acc {100.0 * accuracy:.2f}%"))
         # Every replica holds the trained weights (one group); sharded ones read back whole.
         result["weights"] = {k: session.get_tensor_data(params[k].var) for k in ("W0", "b0", "W1", "b1")}
         result["peak_device_bytes"] = session.memory_stats(0)["peak_bytes"]

@@ -273,3 +273,49 @@ class Checkpointing:
         os.makedirs(self.dir, exist_ok=True)
         session.save_checkpoint(checkpoint_path(self.dir), {"epoch": epoch, "run": run, "seed": self.seed})
         self.last_saved = session.step
+
+
+def train_epochs(o, session, loader, streams, describe, on_run=None):
+    """The training loop both samples share (mnist_app.h train(), seed 003's train()):
+    --epochs passes over the loader's runs (or --num-steps steps), resumed from and saved to
+    checkpoints, the loader feeding images and labels through its fill callbacks (epoch e
+    shuffled with seed + e), running loss and accuracy on a progress bar.
+
+    streams: (images, labels, loss, correct) of the session's IR. describe(loss, accuracy)
+    gives the bar's text. on_run(run, seconds) is called after each run. Returns
+    {"steps": device iterations trained, "loss", "accuracy" (the last epoch's means),
+    "samples_per_second"}."""
+    images, labels, loss_stream, correct_stream = streams
+    per_run = loader.steps_per_run * loader.replicas * loader.batch_size
+    checkpointing = Checkpointing(o, loader.runs_per_epoch)
+    from_epoch, from_run = checkpointing.start(session)
+    result = {"steps": 0, "loss": 0.0, "accuracy": 0.0}
+    at, trained, start = (from_epoch, from_run), 0, time.monotonic()
+    for epoch in range(from_epoch, o.epochs):
+        if runs_left(o, session.step) <= 0:
+            break
+        first = from_run if epoch == from_epoch else 0
+        last = first + min(loader.runs_per_epoch - first, runs_left(o, session.step))
+        bar = Progress(f"epoch {epoch + 1}/{o.epochs}", last - first)
+        loss_sum, hits, seen = 0.0, 0, 0
+        for run in range(first, last):
+            loader.begin_run(epoch, run)
+            t0 = time.monotonic()
+            out = session.run(callbacks=loader.callbacks(images, labels))
+            if on_run:
+                on_run(run, time.monotonic() - t0)
+            for loss, correct in zip(out[loss_stream].ravel().tolist(), out[correct_stream].ravel().tolist()):
+                loss_sum += loss
+                hits += correct
+            seen += per_run
+            result["steps"] += o.device_iterations
+            bar.update(run + 1 - first, describe(loss_sum / (seen // loader.batch_size), hits / seen))
+            at = (epoch, run + 1)
+            checkpointing.after_run(session, at)
+        trained += seen
+        result["loss"] = loss_sum / (seen // loader.batch_size) if seen else 0.0
+        result["accuracy"] = hits / seen if seen else 0.0
+    seconds = time.monotonic() - start
+    result["samples_per_second"] = trained / seconds if seconds > 0 else 0.0
+    checkpointing.finish(session, at)
+    return result

@@ -19,7 +19,7 @@ d2h_stream, in_sequence, autodiff, ops.*, ops.collectives.*, Session; seed 003's
 Stage. Every C status is an exception class under plexus.Error. README "From Python" and
 docs/python.md are the guide.
 """
-from plexus._lib import ffi as _ffi, lib as _lib
+from plexus._lib import lib as _lib
 from plexus import callbacks as _callbacks  # noqa: F401  (registers the C entry points)
 from plexus import dtypes
 from plexus.dtypes import DType, float32, int32, uint8
@@ -47,3 +47,15 @@ def api_version():
 
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "dtypes", "DType", "float32", "int32", "uint8",
+    "Error", "InvalidArgument", "UnknownOp", "ShapeMismatch", "DTypeMismatch", "NotFound", "OutOfDeviceMemory",
+    "InvalidGrouping", "IoError", "BadFormat", "RunError", "PluginError", "Timeout", "Cancelled", "Unsupported",
+    "BufferTooSmall", "InternalError",
+    "Ir", "ReplicaGrouping", "Block", "Stage", "in_sequence",
+    "Tensor", "HostToDeviceStream", "DeviceToHostStream", "RemoteBuffer",
+    "variable", "constant", "remote_buffer", "remote_variable", "replica_sharded_variable",
+    "remote_replica_sharded_variable", "h2d_stream", "d2h_stream", "autodiff",
+    "ops", "Session", "Run", "Dataset", "Loader", "runtime_info", "api_version",
+]

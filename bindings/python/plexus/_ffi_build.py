@@ -12,7 +12,6 @@ import argparse
 import os
 import pathlib
 import re
-import shlex
 import subprocess
 
 import cffi
