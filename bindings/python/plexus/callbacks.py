@@ -20,10 +20,12 @@ class CallbackErrors:
         self.errors = []
 
     def add(self, exc):
+        """Records `exc` (from any io thread)."""
         with self._lock:
             self.errors.append(exc)
 
     def first(self):
+        """The first exception recorded, or None."""
         with self._lock:
             return self.errors[0] if self.errors else None
 
@@ -42,12 +44,16 @@ class PythonCallback:
         self.handle = ffi.new_handle(self)
 
     def c_struct(self, out):
+        """Fills plx_stream_callback `out` with this callback's C entry point and handle."""
         out.stream = self.stream.id
         out.fill = lib._plexus_fill if self.is_fill else ffi.NULL
         out.deliver = ffi.NULL if self.is_fill else lib._plexus_deliver
         out.user_data = self.handle
 
     def call(self, index, replica, pointer, nbytes):
+        """Runs the Python function on the buffer at `pointer` (`nbytes` bytes) for micro-batch
+        or row `index` of `replica`; returns PLX_OK, or PLX_ERR_RUNTIME after recording what
+        it raised."""
         try:
             array = np.frombuffer(ffi.buffer(pointer, nbytes), dtype=self.dtype).reshape(self.shape)
             if not self.is_fill:
@@ -67,6 +73,7 @@ class NativeCallback:
         self.c_callback, self.owner = c_callback, owner
 
     def c_struct(self, out):
+        """Copies the C callback into plx_stream_callback `out`."""
         out.stream = self.c_callback.stream
         out.fill, out.deliver, out.user_data = self.c_callback.fill, self.c_callback.deliver, self.c_callback.user_data
 

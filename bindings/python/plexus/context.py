@@ -15,10 +15,12 @@ def _stack():
 
 
 def push(ir):
+    """Makes `ir` current on this thread (entering `with ir.main_graph:`)."""
     _stack().append(ir)
 
 
 def pop(ir):
+    """Undoes push(ir); contexts must close innermost first."""
     stack = _stack()
     if not stack or stack[-1] is not ir:
         raise RuntimeError("plexus: graph contexts closed out of order")

@@ -59,10 +59,12 @@ class Dataset:
 
     @property
     def images(self):
+        """[num_samples] + image_shape, image_dtype (uint8 for MNIST); read-only."""
         return self._views()[0]
 
     @property
     def labels(self):
+        """[num_samples] labels; read-only."""
         return self._views()[1]
 
     def __len__(self):
@@ -99,6 +101,7 @@ class Loader:
 
     @property
     def runs_per_epoch(self):
+        """Runs in one epoch: floor (drop_last) or ceil of samples / samples per run."""
         out = ffi.new("int64_t*")
         check(lib.plx_loader_get_runs_per_epoch(self._ptr, out))
         return out[0]

@@ -19,6 +19,7 @@ class DType:
 
     @property
     def itemsize(self):
+        """Bytes per element."""
         return self.numpy.itemsize
 
     def __repr__(self):

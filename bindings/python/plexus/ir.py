@@ -114,6 +114,7 @@ class Ir:
 
     @replication_factor.setter
     def replication_factor(self, value):
+        """Sets R; InvalidArgument once the IR has tensors or for R < 1."""
         check(lib.plx_ir_set_replication_factor(self._ptr, int(value)))
 
     @property

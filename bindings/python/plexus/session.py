@@ -136,6 +136,7 @@ class _RunRequest:
         return c
 
     def c_options(self):
+        """A plx_run_options naming this request's arrays and callbacks."""
         o = ffi.new("plx_run_options*")
         lib.plx_run_options_init(o)
         o.inputs, o.num_inputs = self.c_inputs, len(self.inputs)
@@ -174,6 +175,7 @@ class _Users:
                 self.lock.notify_all()
 
     def wait_idle(self):
+        """Blocks until no thread is inside a session method."""
         with self.lock:
             self.lock.wait_for(lambda: self.count == 0)
 
@@ -408,6 +410,7 @@ class Session:
     @property
     @_guarded
     def num_devices(self):
+        """Devices of this worker: hosted replicas x devices per replica."""
         out = ffi.new("size_t*")
         check(lib.plx_session_get_num_devices(self._live(), out))
         return out[0]
@@ -456,6 +459,8 @@ class _SaveHandle:
         self._ptr, self._keep = ptr, keep
 
     def wait(self, timeout=None):
+        """Waits for the save, at most `timeout` seconds (None: no limit); raises its error,
+        or plexus.Timeout while it is still writing."""
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
         check(lib.plx_run_wait(self._ptr, ms))
 

@@ -143,6 +143,7 @@ def add_op(name, inputs, attrs, ir=None):
 
 def _make(schema):
     def op(*args, **kwargs):
+        """Replaced by the op's docstring (catalog.docstring) below."""
         inputs, rest = _split_args(schema, args)
         if len(inputs) < schema.min_inputs:
             got = repr(rest[0]) if rest else "nothing"

@@ -21,9 +21,11 @@ class OpSchema:
         self.communicates = entry["communicates"]
 
     def attr(self, name):
+        """The attribute spec (dict) named `name`, or None."""
         return next((a for a in self.attrs if a["name"] == name), None)
 
     def signature(self):
+        """"name(x0, x1, [x2], attr=default, ...)" for docstrings."""
         inputs = [f"x{i}" for i in range(self.min_inputs)] + [f"[x{i}]" for i in range(self.min_inputs,
                                                                                          self.max_inputs)]
         attrs = [a["name"] if a["required"] else f"{a['name']}={a['default']!r}" for a in self.attrs]
