@@ -9,7 +9,9 @@
 #   4. docs/plugins.md's example plugins build against the installed headers alone, export
 #      only their entry point; the collectives one loads through PLEXUS_PLUGIN_PATH; the
 #      strategy trains a two-stage program bit for bit like `sharded` and `pipelined`, also
-#      when copied into <libdir>/plexus;
+#      when copied into <libdir>/plexus; plexus-plugin.pc gives the headers without
+#      -lplexus, and docs/plugins.md's CMake snippet (plexus::plugin_headers) builds the
+#      strategy with no libplexus dependency;
 #   5. the prefix is moved to another folder: the program in it runs again, loading the
 #      moved library and plugin; pkg-config and find_package on the moved prefix give
 #      paths inside it, and programs built from them run.
@@ -86,7 +88,7 @@ prefix=$tmp/first/prefix
 step "cmake --install $build --prefix $prefix"
 "$cmake" --install "$build" --prefix "$prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
 for f in include/plexus/plexus.h "$libdir/libplexus.so" "$libdir/plexus/libplexus-collectives-local.so" \
-         "$libdir/pkgconfig/plexus.pc" "$libdir/cmake/plexus/plexusConfig.cmake"; do
+         "$libdir/pkgconfig/plexus.pc" "$libdir/pkgconfig/plexus-plugin.pc" "$libdir/cmake/plexus/plexusConfig.cmake"; do
   [[ -e $prefix/$f ]] || fail "the install has no $f; it holds:$(cd "$prefix" && find . ! -type d | sed 's/^/ /')"
 done
 
@@ -113,8 +115,9 @@ expect_loaded_from "$tmp/ld" "$prefix/$libdir"
 
 step "docs/plugins.md's plugins built out of tree against the installed headers"
 # Its first ```c block is a strategy plugin, its third the skeleton of a collectives plugin.
+# extract_block <markdown> <n> [language]: the n-th fenced block of that language (default c).
 extract_block() {
-  awk -v want="$2" '/^```c$/ { n++; on = (n == want); next } /^```$/ { on = 0 } on' "$1"
+  awk -v want="$2" -v fence="\`\`\`${3:-c}" '$0 == fence { n++; on = (n == want); next } /^```$/ { on = 0 } on' "$1"
 }
 mkdir -p "$tmp/plugins"
 for plugin in 1:strategy-example:plx_strategy_plugin_v1 3:collectives-mine:plx_collectives_plugin_v1; do
@@ -122,7 +125,7 @@ for plugin in 1:strategy-example:plx_strategy_plugin_v1 3:collectives-mine:plx_c
   extract_block "$source_dir/docs/plugins.md" "$block" > "$tmp/plugins/$name.c"
   # shellcheck disable=SC2046  # the flags are meant to split
   "$cc" -std=c99 -Wall -Wextra -pedantic -Werror -fPIC -shared -fvisibility=hidden \
-    $(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags plexus) "$tmp/plugins/$name.c" \
+    $(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags plexus-plugin) "$tmp/plugins/$name.c" \
     -o "$tmp/plugins/libplexus-$name.so" || fail "docs/plugins.md's $name does not build"
   exported=$(nm -D --defined-only "$tmp/plugins/libplexus-$name.so" | awk 'NF >= 3 { print $3 }')
   [[ $exported == "$entry" ]] || fail "libplexus-$name.so exports '$exported', not only $entry"
@@ -157,6 +160,29 @@ cp "$tmp/plugins/libplexus-strategy-example.so" "$prefix/$libdir/plexus/"
 env -u PLEXUS_PLUGIN_PATH "$tmp/strategy_driver" example | cmp -s - "$tmp/example.out" ||
   fail "the example strategy copied into $prefix/$libdir/plexus was not found or trained otherwise"
 echo "found in $prefix/$libdir/plexus with no PLEXUS_PLUGIN_PATH"
+
+step "docs/plugins.md's CMake snippet: the strategy with plexus::plugin_headers, not linked to libplexus"
+pc_plugin=$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --cflags --libs plexus-plugin) ||
+  fail "pkg-config plexus-plugin"
+[[ $pc_plugin != *-lplexus* ]] || fail "pkg-config --libs plexus-plugin links libplexus: $pc_plugin"
+# shellcheck disable=SC2086
+expect_inside "$prefix" $pc_plugin
+mkdir -p "$tmp/cmake_plugin"
+{
+  echo "cmake_minimum_required(VERSION 3.16)"
+  echo "project(plugin LANGUAGES C)"
+  extract_block "$source_dir/docs/plugins.md" 1 cmake | sed "s|my_strategy.c|$tmp/plugins/strategy-example.c|"
+} > "$tmp/cmake_plugin/CMakeLists.txt"
+"$cmake" -S "$tmp/cmake_plugin" -B "$tmp/cmake_plugin/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+  > "$tmp/cmake_plugin.log" 2>&1 && "$cmake" --build "$tmp/cmake_plugin/build" >> "$tmp/cmake_plugin.log" 2>&1 ||
+  { cat "$tmp/cmake_plugin.log"; fail "docs/plugins.md's CMake snippet does not build the strategy"; }
+built=$tmp/cmake_plugin/build/libplexus-strategy-mine.so
+[[ -f $built ]] || fail "the CMake snippet made no libplexus-strategy-mine.so"
+if readelf -d "$built" | grep -q 'NEEDED.*libplexus'; then fail "$built links libplexus"; fi
+cp "$built" "$tmp/plugins/"
+PLEXUS_PLUGIN_PATH=$tmp/plugins "$tmp/strategy_driver" mine | cmp -s - "$tmp/example.out" ||
+  fail "the strategy built by the CMake snippet trained otherwise"
+echo "plexus-plugin.pc: $pc_plugin; the CMake-built strategy needs no libplexus and trains like the shipped ones"
 
 moved=$tmp/second/elsewhere
 step "move $prefix to $moved and run again"
