@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/ir/error.h"
+#include "core/runtime/cluster.h"
 
 namespace plexus::runtime {
 namespace {
@@ -26,6 +27,9 @@ int64_t env_number(const char* name, int64_t fallback) {
 }  // namespace
 
 WorkerPlace workers_from_environment() {
+  if (const std::optional<ClusterDefinition> cluster = cluster_from_environment()) {
+    return WorkerPlace{static_cast<int64_t>(cluster->workers.size()), cluster->index};
+  }
   const bool open_mpi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
   const char* size_name = open_mpi ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
   const char* rank_name = open_mpi ? "OMPI_COMM_WORLD_RANK" : "PMI_RANK";

@@ -12,9 +12,11 @@ struct WorkerPlace {
   int64_t index = 0;
 };
 
-/// Reads Open MPI's OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK, else the PMI_SIZE /
-/// PMI_RANK that MPICH-style launchers set; 0 of 1 when neither is set (no launcher).
-/// Throws InvalidArgument when a variable is set but is not a number in range.
+/// Reads a cluster definition (PLEXUS_CLUSTER, else TF_CONFIG: core/runtime/cluster.h,
+/// workers started by hand), else Open MPI's OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK,
+/// else the PMI_SIZE / PMI_RANK that MPICH-style launchers set; 0 of 1 when none is set
+/// (no launcher). Throws InvalidArgument when a variable is set but malformed or out of
+/// range, naming it.
 /// Thread-safe (reads the environment only).
 WorkerPlace workers_from_environment();
 

@@ -104,4 +104,22 @@ TEST(CApiWorkers, TheLaunchersEnvironment) {
   EXPECT_PLX_ERROR(plx_workers_read_environment(nullptr, &index), PLX_ERR_INVALID_ARGUMENT, "out_num_workers");
 }
 
+// Workers started by hand from a cluster definition (PLX_API_VERSION 11; seed 002's TF_CONFIG).
+TEST(CApiWorkers, TheClusterDefinition) {
+  int64_t count = 0, index = 0;
+  ::setenv("TF_CONFIG", R"({"cluster": {"worker": ["h1:1", "h2:1"]}, "task": {"type": "worker", "index": 1}})", 1);
+  ASSERT_PLX_OK(plx_workers_read_environment(&count, &index));
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(index, 1);
+  ::setenv("PLEXUS_CLUSTER", R"({"workers": ["h1:1", "h2:1", "h3:1"], "index": 0})", 1);
+  ASSERT_PLX_OK(plx_workers_read_environment(&count, &index));
+  EXPECT_EQ(count, 3);
+  EXPECT_EQ(index, 0);
+  ::setenv("PLEXUS_CLUSTER", R"({"workers": ["h1:1"], "index": 5})", 1);
+  EXPECT_PLX_ERROR(plx_workers_read_environment(&count, &index), PLX_ERR_INVALID_ARGUMENT,
+                   "cluster definition PLEXUS_CLUSTER: \"index\" is 5, not a worker in [0, 1)");
+  ::unsetenv("PLEXUS_CLUSTER");
+  ::unsetenv("TF_CONFIG");
+}
+
 }  // namespace

@@ -60,7 +60,8 @@
  *      plx_loader_get_runs_per_epoch (plx_loader_runs_per_epoch),
  *      plx_session_get_num_devices (plx_session_num_devices),
  *      plx_replica_grouping_get_num_groups (plx_replica_grouping_num_groups).
- *  11  plx_runtime_get_ops: the op catalog as JSON (the Python package's plexus.ops).
+ *  11  plx_runtime_get_ops: the op catalog as JSON (the Python package's plexus.ops);
+ *      plx_workers_read_environment reads a cluster definition (PLEXUS_CLUSTER, TF_CONFIG).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -632,11 +633,14 @@ typedef struct plx_replica_info {
 PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_replica_info* out);
 
 /**
- * This process's worker as its launcher tells it: Open MPI's OMPI_COMM_WORLD_SIZE /
- * OMPI_COMM_WORLD_RANK, else PMI_SIZE / PMI_RANK; 1 and 0 without a launcher. For the data
- * loader's shards (plx_loader_options.num_shards, shard_index) and the session options.
- * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, or a variable that is not a number or
- *         out of range, named in the message).
+ * This process's worker as its launcher tells it: a cluster definition for workers started
+ * by hand (seed 002's TF_CONFIG way), PLEXUS_CLUSTER='{"workers": ["host:port", ...],
+ * "index": i}', else TF_CONFIG='{"cluster": {"worker": [...]}, "task": {"type": "worker",
+ * "index": i}}' (since 11); else Open MPI's OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK, else
+ * PMI_SIZE / PMI_RANK; 1 and 0 without a launcher. For the data loader's shards
+ * (plx_loader_options.num_shards, shard_index) and the session options.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, or a variable that is malformed or out of
+ *         range, named in the message with the field).
  * Thread safety: safe from any thread while no thread changes the environment (setenv).
  * @since 10 (as plx_workers_from_environment() since 8)
  */
