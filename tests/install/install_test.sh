@@ -11,7 +11,8 @@
 #      strategy trains a two-stage program bit for bit like `sharded` and `pipelined`, also
 #      when copied into <libdir>/plexus; plexus-plugin.pc gives the headers without
 #      -lplexus, and docs/plugins.md's CMake snippet (plexus::plugin_headers) builds the
-#      strategy with no libplexus dependency;
+#      strategy with no libplexus dependency; the installed plexus-collectives-conformance
+#      runs on the installed local plugin;
 #   5. the prefix is moved to another folder: the program in it runs again, loading the
 #      moved library and plugin; pkg-config and find_package on the moved prefix give
 #      paths inside it, and programs built from them run.
@@ -183,6 +184,12 @@ cp "$built" "$tmp/plugins/"
 PLEXUS_PLUGIN_PATH=$tmp/plugins "$tmp/strategy_driver" mine | cmp -s - "$tmp/example.out" ||
   fail "the strategy built by the CMake snippet trained otherwise"
 echo "plexus-plugin.pc: $pc_plugin; the CMake-built strategy needs no libplexus and trains like the shipped ones"
+
+step "the installed conformance runner on the installed local plugin"
+"$prefix/bin/plexus-collectives-conformance" --plugin "$prefix/$libdir/plexus/libplexus-collectives-local.so" \
+  --gtest_filter='Sequencing.*:BroadcastRoots.*' > "$tmp/conformance.log" 2>&1 ||
+  { cat "$tmp/conformance.log"; fail "plexus-collectives-conformance on the installed local plugin"; }
+grep -E '^\[  PASSED  \]' "$tmp/conformance.log"
 
 moved=$tmp/second/elsewhere
 step "move $prefix to $moved and run again"
