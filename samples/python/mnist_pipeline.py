@@ -270,12 +270,9 @@ def main(argv=None):
     own.add_argument("--debug", action="store_true",
                      help="print the compiled sessions (stages, schedules, memory) and run times")
     opts = common.parse_options(p, argv, check_own)
-    try:
-        print(f"plexus: {plexus.runtime_info()}")
-        folder = common.dataset_folder(opts)
-        train_data = plexus.Dataset.mnist(folder, train=True)
-        test_data = plexus.Dataset.mnist(folder, train=False)
-        print(f"{opts.dataset}: {len(train_data)} training and {len(test_data)} test images from {folder}")
+
+    def body():
+        train_data, test_data = common.load_datasets(opts)
         schedule = f" ({opts.schedule})" if opts.strategy == "pipelined" else ""
         print(f"strategy {opts.strategy}{schedule}, 4 stages (B1..B4 on devices 0..3) x {opts.replication_factor} "
               f"replica(s), batch {opts.batch_size}, gradient accumulation {opts.gradient_accumulation}, device "
@@ -295,10 +292,8 @@ def main(argv=None):
         if opts.profile:
             metrics["profile"] = dict(training=trained["profile"], inference=test_profile)
         common.write_metrics(opts.metrics_out, metrics)
-    except (plexus.Error, OSError, RuntimeError) as e:
-        print(f"mnist_pipeline: {e}", file=sys.stderr)
-        return 1
-    return 0
+
+    return common.run_sample("mnist_pipeline", body)
 
 
 if __name__ == "__main__":

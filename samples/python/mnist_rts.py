@@ -225,12 +225,9 @@ def main(argv=None):
     p.add_argument_group("mnist_rts options").add_argument(
         "--rts", action="store_true", help="shard W0 and W1 across the replicas (needs --replication-factor > 1)")
     opts = common.parse_options(p, argv)
-    try:
-        print(f"plexus: {plexus.runtime_info()}")
-        folder = common.dataset_folder(opts)
-        train_data = plexus.Dataset.mnist(folder, train=True)
-        test_data = plexus.Dataset.mnist(folder, train=False)
-        print(f"{opts.dataset}: {len(train_data)} training and {len(test_data)} test images from {folder}")
+
+    def body():
+        train_data, test_data = common.load_datasets(opts)
         trained = train(opts, train_data)
         weights = trained["weights"]
         common.write_weights(opts.weights_out, [weights[k] for k in ("W0", "b0", "W1", "b1")])
@@ -246,10 +243,8 @@ def main(argv=None):
                        peak_device_bytes=trained["peak_device_bytes"], runtime=plexus.runtime_info(),
                        rts=bool(opts.rts and opts.replication_factor > 1), memory=trained["memory"])
         common.write_metrics(opts.metrics_out, metrics)
-    except (plexus.Error, OSError, RuntimeError) as e:
-        print(f"mnist_rts: {e}", file=sys.stderr)
-        return 1
-    return 0
+
+    return common.run_sample("mnist_rts", body)
 
 
 if __name__ == "__main__":

@@ -319,3 +319,27 @@ def train_epochs(o, session, loader, streams, describe, on_run=None):
     result["samples_per_second"] = trained / seconds if seconds > 0 else 0.0
     checkpointing.finish(session, at)
     return result
+
+
+def load_datasets(o):
+    """The train and test splits of --dataset in --data-dir, after printing the runtime and
+    what was loaded (the C++ samples' first lines)."""
+    import plexus
+    print(f"plexus: {plexus.runtime_info()}")
+    folder = dataset_folder(o)
+    train_data = plexus.Dataset.mnist(folder, train=True)
+    test_data = plexus.Dataset.mnist(folder, train=False)
+    print(f"{o.dataset}: {len(train_data)} training and {len(test_data)} test images from {folder}")
+    return train_data, test_data
+
+
+def run_sample(name, body):
+    """Runs body() and returns the process's exit status: 0, or 1 after printing
+    "<name>: <error>" for a Plexus, file or runtime error (the C++ samples' catch)."""
+    import plexus
+    try:
+        body()
+    except (plexus.Error, OSError, RuntimeError) as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 1
+    return 0
