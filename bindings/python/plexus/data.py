@@ -95,7 +95,10 @@ class Loader:
         out = ffi.new("plx_loader**")
         check(lib.plx_loader_create(dataset._ptr, o, out))
         self.dataset = dataset
-        self._ptr = ffi.gc(out[0], lib.plx_loader_destroy)
+        # The C dataset must outlive the C loader, whose worker threads read it (plexus.h):
+        # the destructor holds the dataset's cdata, so however the Loader's attributes are
+        # released, the loader is destroyed first.
+        self._ptr = ffi.gc(out[0], lambda ptr, _dataset=dataset._ptr: lib.plx_loader_destroy(ptr))
         self.batch_size, self.replicas, self.steps_per_run = int(batch_size), int(replicas), int(steps_per_run)
         self.epoch = 0
 
