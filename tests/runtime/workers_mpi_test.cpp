@@ -92,13 +92,18 @@ TEST(WorkersOverMpiVariables, EveryWorkerReadsEveryReplicasRow) {
   }
 }
 
-// Runs `inputs` on `s`, where worker 1's replica fails before its first collective: worker 1
-// reports its own error, the others a timeout naming replica 1 within the 2 s timeout.
-void expect_worker_1_named(Session& s, std::span<const HostArray> inputs) {
+// Runs `good` on every worker, then `bad` on worker 1 and `good` on the others, where `bad`
+// makes worker 1's replica fail before its first collective: worker 1 reports its own error,
+// the others a timeout naming replica 1 within the 2 s timeout. The good run lines the
+// workers up first: a worker that reached the failing run more than the timeout after the
+// others (a loaded machine) would otherwise time out in the first collective of the run
+// instead of failing on its input.
+void expect_worker_1_named(Session& s, std::span<const HostArray> good, std::span<const HostArray> bad) {
   const WorkerPlace place = workers_from_environment();
+  s.run(good, {});
   const auto start = std::chrono::steady_clock::now();
   try {
-    s.run(inputs, {});
+    s.run(place.index == 1 ? bad : good, {});
     ADD_FAILURE() << "the run succeeded";
   } catch (const ir::Error& e) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -126,8 +131,9 @@ TEST(WorkersOverMpiFailure, AWorkerWhoseReplicaFailsIsNamedByTheOthers) {
   Session s(g, o);
   int32_t good[2] = {0, 1};
   int32_t bad[2] = {0, 9};  // replica 1's label is out of range: it fails before the all-reduce
-  const HostArray in{labels, place.index == 1 ? bad : good, ir::DType::Int32, s.host_shape(labels)};
-  expect_worker_1_named(s, std::span(&in, 1));
+  const HostArray good_in{labels, good, ir::DType::Int32, s.host_shape(labels)};
+  const HostArray bad_in{labels, bad, ir::DType::Int32, s.host_shape(labels)};
+  expect_worker_1_named(s, std::span(&good_in, 1), std::span(&bad_in, 1));
 }
 
 TEST(WorkersOverMpiFailure, AWorkerThatNeverSendsItsGradientToTheHostIsNamedByTheOthers) {
@@ -139,12 +145,14 @@ TEST(WorkersOverMpiFailure, AWorkerThatNeverSendsItsGradientToTheHostIsNamedByTh
   o.weight_update_on_host = true;
   Session s(m.graph, o);
   std::vector<float> x(2 * testing::kMlpIn, 0.5f);
-  int32_t labels[2] = {0, place.index == 1 ? 9 : 1};  // worker 1 fails in its forward pass
-  const HostArray in[2] = {{m.x, x.data(), ir::DType::Float32, s.host_shape(m.x)},
-                           {m.y, labels, ir::DType::Int32, s.host_shape(m.y)}};
+  int32_t good_labels[2] = {0, 1};
+  int32_t bad_labels[2] = {0, 9};  // worker 1 fails in its forward pass
+  const HostArray good[2] = {{m.x, x.data(), ir::DType::Float32, s.host_shape(m.x)},
+                             {m.y, good_labels, ir::DType::Int32, s.host_shape(m.y)}};
+  const HostArray bad[2] = {good[0], {m.y, bad_labels, ir::DType::Int32, s.host_shape(m.y)}};
   // The others' host threads wait in the all-reduce of the first gradient, their devices
   // for the host: the timeout ends both.
-  expect_worker_1_named(s, in);
+  expect_worker_1_named(s, good, bad);
 }
 
 }  // namespace
