@@ -2,10 +2,12 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
+#include "collectives_workers/cluster.h"
 #include "core/ir/error.h"
-#include "core/runtime/cluster.h"
 
 namespace plexus::runtime {
 namespace {
@@ -24,10 +26,19 @@ int64_t env_number(const char* name, int64_t fallback) {
   return value;
 }
 
+// The cluster definition in the environment, if any; a malformed one is InvalidArgument.
+std::optional<collectives::workers::ClusterDefinition> cluster_definition() {
+  try {
+    return collectives::workers::cluster_from_environment();
+  } catch (const std::invalid_argument& e) {
+    ir::fail(ir::ErrorCode::InvalidArgument, e.what());
+  }
+}
+
 }  // namespace
 
 WorkerPlace workers_from_environment() {
-  if (const std::optional<ClusterDefinition> cluster = cluster_from_environment()) {
+  if (const auto cluster = cluster_definition()) {
     return WorkerPlace{static_cast<int64_t>(cluster->workers.size()), cluster->index};
   }
   const bool open_mpi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;

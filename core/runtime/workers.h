@@ -12,7 +12,7 @@ struct WorkerPlace {
   int64_t index = 0;
 };
 
-/// Reads a cluster definition (PLEXUS_CLUSTER, else TF_CONFIG: core/runtime/cluster.h,
+/// Reads a cluster definition (PLEXUS_CLUSTER, else TF_CONFIG: plugins/collectives_workers/cluster.h,
 /// workers started by hand), else Open MPI's OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK,
 /// else the PMI_SIZE / PMI_RANK that MPICH-style launchers set; 0 of 1 when none is set
 /// (no launcher). Throws InvalidArgument when a variable is set but malformed or out of

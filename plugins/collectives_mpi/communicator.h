@@ -1,23 +1,15 @@
-// A communicator of the MPI plugin: this worker's replicas, its own MPI communicator
-// (a duplicate of MPI_COMM_WORLD, so that its messages never meet anyone else's), the
-// abort flag, and one Group per distinct member list, created on first use.
+// A communicator of the MPI plugin: the cross-worker communicator (collectives_workers)
+// over its own MPI communicator, a duplicate of MPI_COMM_WORLD so that its messages never
+// meet anyone else's. Each call's messages are MpiTransfers.
 #ifndef PLEXUS_COLLECTIVES_MPI_COMMUNICATOR_H
 #define PLEXUS_COLLECTIVES_MPI_COMMUNICATOR_H
 
 #include <mpi.h>
 
-#include <chrono>
-#include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <span>
-#include <vector>
 
-#include "collectives_common/abort_flag.h"
 #include "collectives_common/outcome.h"
-#include "collectives_common/validation.h"
-#include "group.h"
+#include "collectives_workers/communicator.h"
 #include "plexus/collectives_plugin.h"
 
 namespace plexus::collectives::mpi {
@@ -32,38 +24,16 @@ namespace plexus::collectives::mpi {
  */
 Outcome open_world(const plx_comm_config& config, MPI_Comm* out);
 
-class Communicator {
+class MpiCommunicator : public workers::Communicator {
  public:
   /** Takes ownership of `comm` (from open_world). */
-  Communicator(const plx_comm_config& config, MPI_Comm comm);
-  ~Communicator();
-  Communicator(const Communicator&) = delete;
-  Communicator& operator=(const Communicator&) = delete;
+  MpiCommunicator(const plx_comm_config& config, MPI_Comm comm);
+  ~MpiCommunicator() override;
 
-  const HostedReplicas& hosted() const { return hosted_; }
-  const AbortFlag& abort_flag() const { return abort_; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
-  MPI_Comm mpi() const { return comm_; }
-
-  /**
-   * The group of `members` (strictly increasing, with a member hosted here), created on
-   * first use. Fails with PLX_ERR_UNSUPPORTED when its MPI tag (a hash of the member list)
-   * is taken by another group this worker uses.
-   */
-  Outcome group(std::span<const int64_t> members, Group** out);
-
-  /** Sets the abort flag (first reason wins) and wakes every local waiter. */
-  void abort(const char* reason);
+  std::unique_ptr<workers::Transfers> transfers(const workers::Group& group, Collective kind) override;
 
  private:
-  HostedReplicas hosted_;
-  std::chrono::milliseconds timeout_;
   MPI_Comm comm_;
-  int rank_ = 0;
-  int tag_limit_ = 32767;  // MPI_TAG_UB, at least 32767
-  AbortFlag abort_;
-  std::mutex groups_mutex_;
-  std::map<std::vector<int64_t>, std::unique_ptr<Group>, MembersLess> groups_;
 };
 
 }  // namespace plexus::collectives::mpi

@@ -1,14 +1,14 @@
 // The C face of the MPI collectives plugin: the table returned by the one exported
 // symbol, plx_collectives_plugin_v1. Every entry is noexcept (collectives_common/c_entry.h).
-#include "collective_call.h"
 #include "collectives_common/c_entry.h"
 #include "collectives_common/validation.h"
+#include "collectives_workers/collective_call.h"
 #include "communicator.h"
 #include "plexus/collectives_plugin.h"
 
 // The opaque handle of the ABI is the communicator itself.
-struct plx_comm final : plexus::collectives::mpi::Communicator {
-  using Communicator::Communicator;
+struct plx_comm final : plexus::collectives::mpi::MpiCommunicator {
+  using MpiCommunicator::MpiCommunicator;
 };
 
 namespace plexus::collectives::mpi {
@@ -31,8 +31,8 @@ void comm_destroy(plx_comm* comm) noexcept { delete comm; }
 
 template <Collective kind>
 plx_status collective(plx_comm* comm, const plx_coll_args* args) noexcept {
-  return guarded_collective(kName, kind, comm, args, [](Communicator& c, const plx_coll_args& a) {
-    return run_collective(c, a, kind);
+  return guarded_collective(kName, kind, comm, args, [](workers::Communicator& c, const plx_coll_args& a) {
+    return workers::run_collective(c, a, kind);
   });
 }
 

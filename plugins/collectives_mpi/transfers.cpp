@@ -15,16 +15,15 @@ constexpr size_t kSpinRounds = 64;
 
 }  // namespace
 
-Transfers::Transfers(MPI_Comm comm, const Group& group, Collective kind,
-                     std::chrono::milliseconds timeout, const AbortFlag& abort)
-    : comm_(comm),
-      group_(group),
-      kind_(kind),
+MpiTransfers::MpiTransfers(MPI_Comm comm, const Group& group, Collective kind,
+                           std::chrono::milliseconds timeout, const AbortFlag& abort)
+    : Transfers(group, kind),
+      comm_(comm),
       timeout_(timeout),
       abort_(abort),
       last_progress_(Clock::now()) {}
 
-Transfers::~Transfers() {
+MpiTransfers::~MpiTransfers() {
   for (size_t i = 0; i < requests_.size(); ++i) {
     if (requests_[i] == MPI_REQUEST_NULL) continue;
     if (is_recv_[i]) MPI_Cancel(&requests_[i]);
@@ -32,7 +31,7 @@ Transfers::~Transfers() {
   }
 }
 
-Transfers::Id Transfers::post(int rank, bool is_recv, int code, MPI_Request request) {
+MpiTransfers::Id MpiTransfers::post(int rank, bool is_recv, int code, MPI_Request request) {
   if (code != MPI_SUCCESS) {
     fail(PLX_ERR_RUNTIME, std::string("posting a message ") + (is_recv ? "from" : "to") +
                               " MPI rank " + std::to_string(rank) + " failed: " +
@@ -49,35 +48,21 @@ Transfers::Id Transfers::post(int rank, bool is_recv, int code, MPI_Request requ
   return requests_.size() - 1;
 }
 
-Transfers::Id Transfers::post_send(int rank, const void* data, size_t bytes) {
+MpiTransfers::Id MpiTransfers::post_send(int rank, const void* data, size_t bytes) {
   MPI_Request request = MPI_REQUEST_NULL;
   const int code = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, rank, group_.tag(), comm_,
                              &request);
   return post(rank, false, code, request);
 }
 
-Transfers::Id Transfers::post_recv(int rank, void* data, size_t bytes) {
+MpiTransfers::Id MpiTransfers::post_recv(int rank, void* data, size_t bytes) {
   MPI_Request request = MPI_REQUEST_NULL;
   const int code =
       MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, rank, group_.tag(), comm_, &request);
   return post(rank, true, code, request);
 }
 
-void Transfers::post_send_all(int rank, const void* data, size_t bytes) {
-  const auto* bytes_in = static_cast<const std::byte*>(data);
-  for (size_t done = 0; done < bytes; done += kMaxMessageBytes) {
-    post_send(rank, bytes_in + done, std::min(kMaxMessageBytes, bytes - done));
-  }
-}
-
-void Transfers::post_recv_all(int rank, void* data, size_t bytes) {
-  auto* bytes_out = static_cast<std::byte*>(data);
-  for (size_t done = 0; done < bytes; done += kMaxMessageBytes) {
-    post_recv(rank, bytes_out + done, std::min(kMaxMessageBytes, bytes - done));
-  }
-}
-
-bool Transfers::progress() {
+bool MpiTransfers::progress() {
   if (pending_ == 0) return true;
   int completed = 0;
   const int code = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &completed,
@@ -104,11 +89,9 @@ bool Transfers::progress() {
   return true;
 }
 
-bool Transfers::still_waiting(size_t round) {
+bool MpiTransfers::still_waiting(size_t round) {
   if (abort_.is_set()) {
-    failure_ = Outcome::error(PLX_ERR_CANCELLED,
-                              call_prefix(kind_, group_.members()) + ": cancelled: " +
-                                  abort_.reason());
+    fail(PLX_ERR_CANCELLED, "cancelled: " + abort_.reason());
     return false;
   }
   if (Clock::now() - last_progress_ >= timeout_) {
@@ -120,31 +103,32 @@ bool Transfers::still_waiting(size_t round) {
   return true;
 }
 
-Outcome Transfers::wait(Id id) {
-  for (size_t round = 0; failure_.is_ok(); ++round) {
+Outcome MpiTransfers::wait(Id id) {
+  for (size_t round = 0; failure().is_ok(); ++round) {
     if (requests_[id] == MPI_REQUEST_NULL) return Outcome::ok();
     if (!progress() || !still_waiting(round)) break;
   }
-  return failure_;
+  return failure();
 }
 
-Outcome Transfers::wait_all() {
-  for (size_t round = 0; failure_.is_ok(); ++round) {
+Outcome MpiTransfers::wait_all() {
+  for (size_t round = 0; failure().is_ok(); ++round) {
     if (pending_ == 0) return Outcome::ok();
     if (!progress() || !still_waiting(round)) break;
   }
-  return failure_;
+  return failure();
 }
 
-void Transfers::fail(plx_status status, const std::string& what) {
-  if (!failure_.is_ok()) return;
-  note_failure();
-  failure_ = Outcome::error(status, call_prefix(kind_, group_.members()) + ": " + what);
+std::string MpiTransfers::peer_name(int rank) const { return "MPI rank " + std::to_string(rank); }
+
+// A cancellation is this worker's own abort: the peers are fine.
+void MpiTransfers::on_failure(plx_status status) {
+  if (status != PLX_ERR_CANCELLED) note_failure();
 }
 
 // "replica 1 (MPI rank 1)" / "replicas 2,3 (MPI rank 1)": the workers of pending receives
 // (what this worker is waiting for), else of pending sends.
-std::string Transfers::pending_peers() const {
+std::string MpiTransfers::pending_peers() const {
   std::vector<int> ranks;
   for (bool recvs : {true, false}) {
     for (size_t i = 0; i < requests_.size(); ++i) {
@@ -155,14 +139,7 @@ std::string Transfers::pending_peers() const {
     }
     if (!ranks.empty()) break;
   }
-  std::string text;
-  for (int rank : ranks) {
-    if (!text.empty()) text += " and ";
-    const WorkerMembers* worker = group_.worker_of_rank(rank);
-    if (worker != nullptr) text += format_replicas(group_.members_of(*worker)) + " ";
-    text += "(MPI rank " + std::to_string(rank) + ")";
-  }
-  return text.empty() ? "the other workers" : text;
+  return describe_peers(ranks);
 }
 
 }  // namespace plexus::collectives::mpi

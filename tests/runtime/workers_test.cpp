@@ -8,6 +8,7 @@
 
 #include "core/ir/error.h"
 #include "tests/error_of.h"
+#include "tests/scoped_env.h"
 #include "core/session/session.h"
 #include "core/session/session_checkpoint.h"
 #include "core/runtime/workers.h"
@@ -35,6 +36,7 @@ class Environment {
 };
 
 using plexus::test::error_of;
+using plexus::test::ScopedEnv;
 
 TEST(WorkersFromEnvironment, OneWorkerWithoutALauncher) {
   const WorkerPlace place = workers_from_environment();
@@ -152,6 +154,26 @@ TEST(WorkerSession, WorkersFromTheLaunchersEnvironment) {
   EXPECT_EQ(s.options().worker_index, 1);
   EXPECT_EQ(s.hosted_replicas().first, 1);
   EXPECT_EQ(s.hosted_replicas().count, 1);
+}
+
+// Cluster definitions (PLEXUS_CLUSTER, TF_CONFIG) come before the MPI launcher's variables.
+TEST(WorkersFromEnvironment, PlexusClusterComesBeforeTfConfigAndTheMpiLauncher) {
+  const ScopedEnv ompi_size("OMPI_COMM_WORLD_SIZE", "4"), ompi_rank("OMPI_COMM_WORLD_RANK", "3");
+  const ScopedEnv tf("TF_CONFIG", R"({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}})");
+  {
+    const ScopedEnv plexus("PLEXUS_CLUSTER", R"({"workers": ["a:1", "b:1", "c:1"], "index": 1})");
+    EXPECT_EQ(workers_from_environment().count, 3);
+    EXPECT_EQ(workers_from_environment().index, 1);
+  }
+  EXPECT_EQ(workers_from_environment().count, 2);
+  EXPECT_EQ(workers_from_environment().index, 0);
+}
+
+TEST(WorkersFromEnvironment, NoClusterDefinitionLeavesTheLauncherVariables) {
+  const ScopedEnv plexus("PLEXUS_CLUSTER", nullptr), tf("TF_CONFIG", nullptr);
+  const ScopedEnv ompi_size("OMPI_COMM_WORLD_SIZE", "4"), ompi_rank("OMPI_COMM_WORLD_RANK", "3");
+  EXPECT_EQ(workers_from_environment().count, 4);
+  EXPECT_EQ(workers_from_environment().index, 3);
 }
 
 }  // namespace

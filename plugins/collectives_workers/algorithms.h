@@ -1,19 +1,19 @@
-// The data phases of the MPI plugin, run by the group's leader on this worker once every
+// The data phases of a cross-worker plugin, run by the group's leader on this worker once every
 // member's call is known and agreed (call_exchange.h). `local` holds the calls of the
 // members hosted here, in member order; the leader reads and writes their buffers (the
 // other local members wait in the rendezvous' barrier meanwhile). Each phase returns the
 // first transfer failure; on success every local member's recv holds its result.
-#ifndef PLEXUS_COLLECTIVES_MPI_ALGORITHMS_H
-#define PLEXUS_COLLECTIVES_MPI_ALGORITHMS_H
+#ifndef PLEXUS_COLLECTIVES_WORKERS_ALGORITHMS_H
+#define PLEXUS_COLLECTIVES_WORKERS_ALGORITHMS_H
 
 #include <span>
 
 #include "collectives_common/call.h"
 #include "collectives_common/outcome.h"
-#include "group.h"
-#include "transfers.h"
+#include "collectives_workers/group.h"
+#include "collectives_workers/transfers.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 
 /**
  * all_reduce and reduce_scatter as a pipelined chain in member order (chain_reduce.cpp):
@@ -33,6 +33,6 @@ Outcome send_from_root(Transfers& transfers, Group& group, std::span<const CallD
 /** Copies `bytes` from `source` into every local member's recv that is not `source`. */
 void copy_to_local_recvs(std::span<const CallDescriptor> local, const void* source, size_t bytes);
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers
 
-#endif  // PLEXUS_COLLECTIVES_MPI_ALGORITHMS_H
+#endif  // PLEXUS_COLLECTIVES_WORKERS_ALGORITHMS_H

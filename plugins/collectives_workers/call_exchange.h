@@ -3,17 +3,17 @@
 // so that every worker holds every member's call and reaches the same agreement verdict
 // (collectives_common/agreement.h) and the same data plan. For barrier this exchange is
 // the whole collective.
-#ifndef PLEXUS_COLLECTIVES_MPI_CALL_EXCHANGE_H
-#define PLEXUS_COLLECTIVES_MPI_CALL_EXCHANGE_H
+#ifndef PLEXUS_COLLECTIVES_WORKERS_CALL_EXCHANGE_H
+#define PLEXUS_COLLECTIVES_WORKERS_CALL_EXCHANGE_H
 
 #include <span>
 
 #include "collectives_common/call.h"
 #include "collectives_common/outcome.h"
-#include "group.h"
-#include "transfers.h"
+#include "collectives_workers/group.h"
+#include "collectives_workers/transfers.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 
 /**
  * Sends `local` (the calls of the members hosted here) to the group's other workers and
@@ -23,6 +23,6 @@ namespace plexus::collectives::mpi {
  */
 Outcome exchange_calls(Transfers& transfers, const Group& group, std::span<const CallDescriptor> local);
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers
 
-#endif  // PLEXUS_COLLECTIVES_MPI_CALL_EXCHANGE_H
+#endif  // PLEXUS_COLLECTIVES_WORKERS_CALL_EXCHANGE_H

@@ -3,9 +3,9 @@
 // then copies the whole result to the other local members.
 #include <cstring>
 
-#include "algorithms.h"
+#include "collectives_workers/algorithms.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 
 Outcome exchange_blocks(Transfers& transfers, Group& group, std::span<const CallDescriptor> local) {
   const size_t bytes = local[0].count * kElementBytes;
@@ -31,4 +31,4 @@ void copy_to_local_recvs(std::span<const CallDescriptor> local, const void* sour
   }
 }
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers

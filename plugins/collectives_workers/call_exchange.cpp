@@ -1,4 +1,4 @@
-#include "call_exchange.h"
+#include "collectives_workers/call_exchange.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -6,7 +6,7 @@
 
 #include "collectives_common/agreement.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 namespace {
 
 // A call on the wire: fixed widths, no pointers. Every worker runs the same build of the
@@ -62,4 +62,4 @@ Outcome exchange_calls(Transfers& transfers, const Group& group, std::span<const
   return Outcome::error(PLX_ERR_INVALID_ARGUMENT, describe_disagreement(group.members(), all));
 }
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers

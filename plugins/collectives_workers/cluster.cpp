@@ -1,17 +1,16 @@
-#include "core/runtime/cluster.h"
+#include "collectives_workers/cluster.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
-#include "core/ir/error.h"
-
-namespace plexus::runtime {
+namespace plexus::collectives::workers {
 namespace {
 
 using nlohmann::json;
 
 [[noreturn]] void bad(const std::string& source, const std::string& what) {
-  ir::fail(ir::ErrorCode::InvalidArgument, "cluster definition " + source + ": " + what);
+  throw std::invalid_argument("cluster definition " + source + ": " + what);
 }
 
 // The member `key` of object `j` (`path` names it in errors); fails when it is missing.
@@ -82,4 +81,4 @@ std::optional<ClusterDefinition> cluster_from_environment() {
   return std::nullopt;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::collectives::workers

@@ -1,10 +1,10 @@
-// One group (sorted member list) of an MPI communicator, as this worker sees it: the
+// One group (sorted member list) of a cross-worker communicator, as this worker sees it: the
 // members split by worker (global replica r lives on worker r / R_local, so each worker's
 // members are consecutive in the list), the rendezvous of the members hosted here, the
-// MPI tag of the group's messages, and what the local leader (the first member hosted
-// here, which does all of this worker's MPI traffic for the group) hands to the others.
-#ifndef PLEXUS_COLLECTIVES_MPI_GROUP_H
-#define PLEXUS_COLLECTIVES_MPI_GROUP_H
+// tag of the group's messages, and what the local leader (the first member hosted
+// here, which does all of this worker's traffic for the group) hands to the others.
+#ifndef PLEXUS_COLLECTIVES_WORKERS_GROUP_H
+#define PLEXUS_COLLECTIVES_WORKERS_GROUP_H
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include "collectives_common/group_rendezvous.h"
 #include "collectives_common/outcome.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 
 /** The members of a group hosted by one worker: positions [first, first + count). */
 struct WorkerMembers {
@@ -70,6 +70,6 @@ class Group {
   Outcome broken_;  // touched by the leader only (calls on a group are ordered)
 };
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers
 
-#endif  // PLEXUS_COLLECTIVES_MPI_GROUP_H
+#endif  // PLEXUS_COLLECTIVES_WORKERS_GROUP_H

@@ -1,17 +1,20 @@
 // A cluster definition in the environment (seed 002's IPUMultiWorkerStrategy with
 // TF_CONFIG; docs/design.md "Workers"): the workers of a job started by hand, one process
-// per shell, without mpirun.
+// per shell, without mpirun. Read by the core (how many workers, which one this is) and by
+// plugins that find their peers from it (the Gloo collectives plugin), so both read the
+// same definition the same way.
 //   PLEXUS_CLUSTER='{"workers": ["host:port", ...], "index": i}'  (optional "rendezvous":
 //                   a shared folder)
 //   TF_CONFIG='{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": i}}'
-#pragma once
+#ifndef PLEXUS_COLLECTIVES_WORKERS_CLUSTER_H
+#define PLEXUS_COLLECTIVES_WORKERS_CLUSTER_H
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace plexus::runtime {
+namespace plexus::collectives::workers {
 
 /// The job's workers and this process's place among them.
 struct ClusterDefinition {
@@ -22,7 +25,7 @@ struct ClusterDefinition {
 };
 
 /// Parses a definition given as PLEXUS_CLUSTER's or TF_CONFIG's JSON text (`source` names
-/// which). Throws InvalidArgument naming the variable and the field that is missing, of
+/// which). Throws std::invalid_argument naming the variable and the field that is missing, of
 /// the wrong type or out of range.
 ClusterDefinition parse_cluster(const std::string& text, const std::string& source);
 
@@ -30,4 +33,6 @@ ClusterDefinition parse_cluster(const std::string& text, const std::string& sour
 /// changes the environment.
 std::optional<ClusterDefinition> cluster_from_environment();
 
-}  // namespace plexus::runtime
+}  // namespace plexus::collectives::workers
+
+#endif  // PLEXUS_COLLECTIVES_WORKERS_CLUSTER_H

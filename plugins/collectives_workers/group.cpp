@@ -1,10 +1,10 @@
-#include "group.h"
+#include "collectives_workers/group.h"
 
 #include <algorithm>
 
 #include "collectives_common/messages.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 namespace {
 
 std::vector<WorkerMembers> split_by_worker(std::span<const int64_t> members,
@@ -56,4 +56,4 @@ Outcome Group::broken_outcome() const {
                             " is unusable since an earlier call failed: " + broken_.message);
 }
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers

@@ -1,11 +1,11 @@
-#include "collective_call.h"
+#include "collectives_workers/collective_call.h"
 
-#include "algorithms.h"
-#include "call_exchange.h"
+#include "collectives_workers/algorithms.h"
+#include "collectives_workers/call_exchange.h"
 #include "collectives_common/validation.h"
-#include "transfers.h"
+#include "collectives_workers/transfers.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 namespace {
 
 Outcome move_data(Transfers& transfers, Group& group, std::span<const CallDescriptor> local,
@@ -30,9 +30,9 @@ Outcome move_data(Transfers& transfers, Group& group, std::span<const CallDescri
 Outcome lead(Communicator& comm, Group& group, std::span<const CallDescriptor> local,
              Collective kind) {
   if (group.broken()) return group.broken_outcome();
-  Transfers transfers(comm.mpi(), group, kind, comm.timeout(), comm.abort_flag());
-  Outcome outcome = exchange_calls(transfers, group, local);
-  if (outcome.is_ok()) outcome = move_data(transfers, group, local, kind);
+  const std::unique_ptr<Transfers> transfers = comm.transfers(group, kind);
+  Outcome outcome = exchange_calls(*transfers, group, local);
+  if (outcome.is_ok()) outcome = move_data(*transfers, group, local, kind);
   if (outcome.status == PLX_ERR_TIMEOUT || outcome.status == PLX_ERR_RUNTIME) {
     group.mark_broken(outcome);
   }
@@ -61,4 +61,4 @@ Outcome run_collective(Communicator& comm, const plx_coll_args& args, Collective
   return group->outcome;
 }
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "algorithms.h"
+#include "collectives_workers/algorithms.h"
 #include "collectives_common/reduce_kernels.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{256} << 10;
@@ -134,4 +134,4 @@ Outcome chain_reduce(Transfers& transfers, Group& group, std::span<const CallDes
   return Outcome::ok();
 }
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers

@@ -3,9 +3,9 @@
 // it to its other members' recvs.
 #include <algorithm>
 
-#include "algorithms.h"
+#include "collectives_workers/algorithms.h"
 
-namespace plexus::collectives::mpi {
+namespace plexus::collectives::workers {
 
 Outcome send_from_root(Transfers& transfers, Group& group, std::span<const CallDescriptor> local) {
   const CallDescriptor& call = local[0];
@@ -33,4 +33,4 @@ Outcome send_from_root(Transfers& transfers, Group& group, std::span<const CallD
   return Outcome::ok();
 }
 
-}  // namespace plexus::collectives::mpi
+}  // namespace plexus::collectives::workers
