@@ -87,8 +87,10 @@ TEST(LocalPlugin, ServesOnlySingleProcessJobs) {
   EXPECT_NE(std::string(message).find("single-process"), std::string::npos) << message;
 }
 
-TEST(MpiPlugin, RefusesLayoutsThatDoNotMatchTheJob) {
-  if (std::strcmp(plugin().name, "mpi") != 0) GTEST_SKIP() << "mpi plugin only";
+// The plugins whose replicas span processes name this process as their job knows it.
+TEST(MultiWorkerPlugin, RefusesLayoutsThatDoNotMatchTheJob) {
+  const bool mpi = std::strcmp(plugin().name, "mpi") == 0;
+  if (!mpi && std::strcmp(plugin().name, "gloo") != 0) GTEST_SKIP() << "mpi and gloo plugins only";
   const int64_t workers = world().workers;
   plx_comm_config config = make_config(2 * workers, 1000);
   config.replication_factor = 2 * workers + 1;  // not local_replicas x ranks
@@ -97,7 +99,7 @@ TEST(MpiPlugin, RefusesLayoutsThatDoNotMatchTheJob) {
   EXPECT_EQ(status_name(plugin().comm_create(&config, &comm, message, sizeof(message))),
             status_name(PLX_ERR_UNSUPPORTED));
   EXPECT_EQ(comm, nullptr);
-  EXPECT_NE(std::string(message).find("MPI rank"), std::string::npos) << message;
+  EXPECT_NE(std::string(message).find(mpi ? "MPI rank" : "worker "), std::string::npos) << message;
   if (workers > 1) {
     config = make_config(2 * workers, 1000);
     config.first_local_replica = (config.first_local_replica + 2) % (2 * workers);

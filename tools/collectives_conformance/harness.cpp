@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "collectives_workers/cluster.h"
 #include "plugin_under_test.h"
 
 namespace conformance {
@@ -72,11 +73,19 @@ int64_t env_number(const char* name, const char* fallback, int64_t otherwise) {
   return text != nullptr ? std::atoll(text) : otherwise;
 }
 
+// The cluster definition (PLEXUS_CLUSTER / TF_CONFIG: one process per worker, started by
+// hand or by a script) if there is one, else the MPI launcher's variables.
+World world_from_environment() {
+  if (const auto cluster = plexus::collectives::workers::cluster_from_environment()) {
+    return World{static_cast<int64_t>(cluster->workers.size()), cluster->index};
+  }
+  return World{env_number("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1), env_number("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0)};
+}
+
 }  // namespace
 
 const World& world() {
-  static const World kWorld{env_number("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1),
-                            env_number("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0)};
+  static const World kWorld = world_from_environment();
   return kWorld;
 }
 

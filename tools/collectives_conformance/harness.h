@@ -26,11 +26,12 @@ std::string op_name(plx_reduce_op op);
 std::string status_name(plx_status status);
 
 /**
- * The processes running this suite: one, unless it was started by mpirun (then every MPI
- * rank runs the same tests, and rank w hosts replicas [w R/W, (w+1) R/W) of every
+ * The processes running this suite: one, unless it was started as several workers (then
+ * every worker runs the same tests, and worker w hosts replicas [w R/W, (w+1) R/W) of every
  * communicator of R replicas; a test whose R does not split over the W workers is skipped).
- * Read from Open MPI's (OMPI_COMM_WORLD_SIZE / _RANK) or MPICH's (PMI_SIZE / PMI_RANK)
- * environment, so the suite itself does not link MPI.
+ * Read from the cluster definition (PLEXUS_CLUSTER or TF_CONFIG: workers started by hand,
+ * as for the Gloo plugin), else from Open MPI's (OMPI_COMM_WORLD_SIZE / _RANK) or MPICH's
+ * (PMI_SIZE / PMI_RANK) environment under mpirun, so the suite itself does not link MPI.
  */
 struct World {
   int64_t workers = 1;
