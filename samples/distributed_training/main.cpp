@@ -1,13 +1,16 @@
 // distributed_training: seed 002 (IPU TensorFlow "Distributed training": IPUMultiWorkerStrategy
 // / IPUHorovodStrategy with an IPUEstimator) on Plexus: data-parallel training of seed 002's
 // CNN (network.h) on real MNIST (or Fashion-MNIST) over several worker processes started by
-// mpirun, each hosting --replication-factor / workers replicas and reading its own shard of
-// every step's data
+// mpirun, or started by hand with a cluster definition (seed 002's TF_CONFIG), each hosting
+// --replication-factor / workers replicas and reading its own shard of every step's data
 // (seed 002's Dataset.shard(num_workers, index)); gradients are mean-reduced across all
-// replicas of all workers through the mpi collectives plugin. Without mpirun it is one
-// worker.
+// replicas of all workers through the mpi or gloo collectives plugin. Without either it is
+// one worker.
 //
 //   mpirun -np 2 samples/distributed_training/distributed_training --num-steps 2000
+//   # two shells, no mpirun (the Gloo plugin over TCP; worker 0 serves the rendezvous on :29500):
+//   PLEXUS_CLUSTER='{"workers": ["hostA:29500", "hostB:29500"], "index": 0}' distributed_training --collectives gloo
+//   PLEXUS_CLUSTER='{"workers": ["hostA:29500", "hostB:29500"], "index": 1}' distributed_training --collectives gloo
 //   samples/distributed_training/distributed_training --num-steps 2000 --replication-factor 2
 //
 // Where it differs from the seed, and why:
@@ -58,13 +61,16 @@ struct Options : samples::CommonOptions {
   }
   bool skip_test = false;
   bool host_update = false;
+  std::string collectives = "auto";  ///< --collectives
   int64_t replicas_per_worker = 1;  ///< --replication-factor / workers, set by resolve_replicas
 };
 
 constexpr const char* kUsage =
     "Usage: [mpirun -np N] distributed_training [options]\n"
+    "       PLEXUS_CLUSTER='{\"workers\": [\"host:port\", ...], \"index\": i}' distributed_training --collectives gloo [options]\n"
     "Seed 002: data-parallel training of a CNN with Adam on MNIST (or Fashion-MNIST) over worker processes\n"
-    "(Open MPI), each hosting --replication-factor / N replicas; without mpirun, one worker.";
+    "(Open MPI, or started by hand with a cluster definition: PLEXUS_CLUSTER or TF_CONFIG), each hosting\n"
+    "--replication-factor / N replicas; without either, one worker.";
 
 po::options_description describe(Options& o) {
   po::options_description desc("distributed_training options", samples::kHelpWidth, samples::kHelpWidth / 2);
@@ -72,19 +78,33 @@ po::options_description describe(Options& o) {
                      "the weight update on the host (seed 002's host_call, variables_on_host): gradients go to host "
                      "memory as the backward pass finishes them, are all-reduced there, and Adam runs there with its "
                      "state only in host memory")
-      ("skip-test", po::bool_switch(&o.skip_test), "train only: no test pass at the end");
+      ("skip-test", po::bool_switch(&o.skip_test), "train only: no test pass at the end")
+      ("collectives", po::value(&o.collectives)->default_value(o.collectives),
+       "collectives plugin between the workers: gloo (TCP, workers from PLEXUS_CLUSTER / TF_CONFIG), mpi "
+       "(under mpirun), local (one worker), or any installed plugin's name; auto: gloo with a cluster "
+       "definition, mpi under mpirun, else local ($PLEXUS_COLLECTIVES when set)");
   return desc;
 }
 
 // Resolves --replication-factor (0: one per worker) for `place.count` workers; throws
 // UsageError unless it is a multiple of the worker count.
 void resolve_replicas(Options& o, const plx::WorkerPlace& place) {
+  if (o.collectives.empty()) throw samples::UsageError("--collectives must name a plugin (or auto)");
   if (o.replication_factor == 0) o.replication_factor = place.count;
   if (o.replication_factor % place.count != 0) {
     throw samples::UsageError("--replication-factor must be a multiple of the " + std::to_string(place.count) +
                               " worker processes, got " + std::to_string(o.replication_factor));
   }
   o.replicas_per_worker = o.replication_factor / place.count;
+}
+
+// The collectives plugin for --collectives (see describe()); "" leaves the session's default
+// (local, or $PLEXUS_COLLECTIVES).
+std::string collectives_plugin(const Options& o, const plx::WorkerPlace& place) {
+  if (o.collectives != "auto") return o.collectives;
+  if (place.count == 1 || std::getenv("PLEXUS_COLLECTIVES") != nullptr) return "";
+  const bool cluster = std::getenv("PLEXUS_CLUSTER") != nullptr || std::getenv("TF_CONFIG") != nullptr;
+  return cluster ? "gloo" : "mpi";
 }
 
 struct Trained {
@@ -105,7 +125,8 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   opts.worker_index = place.index;
   opts.weight_update_on_host = o.host_update;
   opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
-  if (place.count > 1 && std::getenv("PLEXUS_COLLECTIVES") == nullptr) opts.collectives_plugin = "mpi";
+  const std::string plugin = collectives_plugin(o, place);  // outlives the session's creation
+  if (!plugin.empty()) opts.collectives_plugin = plugin.c_str();
   plx::Session session(t.ir, opts);
 
   plx_loader_options lo = plx::Loader::default_options();

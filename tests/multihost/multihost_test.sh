@@ -8,6 +8,8 @@
 #    mpirun runs in the first namespace and starts its daemon in the second through a
 #    launch agent (plm_rsh_agent) that stands in for ssh: `agent HOST COMMAND...` runs
 #    COMMAND inside HOST's namespace.
+#  - launch_gloo: the Gloo collectives plugin, each worker started on its own (no mpirun)
+#    with PLEXUS_CLUSTER naming both addresses; worker 0 serves the rendezvous store.
 #  - the veth's byte counters in both namespaces must have grown by at least the gradient
 #    traffic: every step, each worker needs the other's whole gradient (parameters x 4
 #    bytes) to form the sum, so each end receives and sends at least steps x that.
@@ -140,13 +142,30 @@ EOF
   bounded ip netns exec "$ns_a" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$name_a" "${mpirun_cmd[@]}"
 }
 
-# launch_gloo goes here (issue 18, the Gloo half): each worker started separately, with no
-# mpirun, as
-#   ip netns exec NS env PLEXUS_CLUSTER='{"workers": ["ADDR_A:29500", "ADDR_B:29500"], "index": K}' \
-#     "$bin" --collectives gloo "${train_args[@]}" --weights-out OUT   (worker 0 only writes OUT)
-# both in the background, waiting for both; then add gloo to `engines` below.
+# Gloo: each worker started on its own in its namespace, no mpirun, as two shells on two
+# hosts would (README "Multi-host"): the cluster definition names both addresses, worker 0
+# serves the rendezvous store on its port, and Gloo's TCP pairs listen on each worker's own
+# address only.
+launch_gloo() {
+  local out=$1 cluster k status=0 pids=()
+  for k in 0 1; do
+    cluster="{\"workers\": [\"$addr_a:29500\", \"$addr_b:29500\"], \"index\": $k}"
+    local ns=$ns_a
+    [[ $k -eq 1 ]] && ns=$ns_b
+    echo "worker $k (in $ns): PLEXUS_CLUSTER='$cluster' $bin --collectives gloo ${train_args[*]}"
+    local args=("${train_args[@]}")
+    [[ $k -eq 0 ]] && args+=(--weights-out "$out")
+    timeout "$run_timeout" ip netns exec "$ns" env PLEXUS_CLUSTER="$cluster" "$bin" --collectives gloo "${args[@]}" \
+      >"$tmp/gloo_worker$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for k in 0 1; do wait "${pids[$k]}" || status=$?; done
+  cat "$tmp/gloo_worker0.log"
+  [[ $status -eq 0 ]] || cat "$tmp/gloo_worker1.log"
+  return "$status"
+}
 
-engines=(mpi)
+engines=(mpi gloo)
 
 # check_engine ENGINE: launch_ENGINE's weights equal the one-process run's, and the veth
 # carried at least the gradient traffic in both directions.
@@ -164,7 +183,7 @@ check_engine() {
     fail "$engine: the two-namespace run failed (status $status)"
   fi
   elapsed=$(($(date +%s) - t0))
-  grep -E "^(mpirun|trained|[0-9]+ worker)" "$tmp/$engine.log" || true
+  grep -E "^(mpirun|worker [01] \\(in|trained|[0-9]+ worker)" "$tmp/$engine.log" || true
   grep -qE "^trained: 2 worker\(s\) x 1 replica\(s\), $steps steps" "$tmp/$engine.log" ||
     { cat "$tmp/$engine.log" >&2; fail "$engine: worker 0 did not report 2 workers x 1 replica, $steps steps"; }
   rx_a=$(($(bytes "$ns_a" "$if_a" rx) - rx_a0)) tx_a=$(($(bytes "$ns_a" "$if_a" tx) - tx_a0))
