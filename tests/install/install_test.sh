@@ -20,12 +20,13 @@
 set -euo pipefail
 export LC_ALL=C
 
-usage="usage: install_test.sh <build dir> <source dir> <libdir> [cc] [cmake]"
+usage="usage: install_test.sh <build dir> <source dir> <libdir> [cc] [cmake] [c++]"
 build=${1:?$usage}
 source_dir=${2:?$usage}
 libdir=${3:?$usage}
 cc=${4:-cc}
 cmake=${5:-cmake}
+cxx=${6:-c++}
 # A sanitizer build of Plexus needs consumers built with the same sanitizers.
 extra_flags=${PLEXUS_CONSUMER_FLAGS:-}
 tutorial=$source_dir/docs/tutorial/tutorial.c
@@ -191,6 +192,26 @@ step "the installed conformance runner on the installed local plugin"
   --gtest_filter='Sequencing.*:BroadcastRoots.*' > "$tmp/conformance.log" 2>&1 ||
   { cat "$tmp/conformance.log"; fail "plexus-collectives-conformance on the installed local plugin"; }
 grep -E '^\[  PASSED  \]' "$tmp/conformance.log"
+
+step "plugins/collectives_gloo built out of tree against the installed prefix, as a third party builds a plugin"
+"$cmake" -S "$source_dir/plugins/collectives_gloo" -B "$tmp/gloo_build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$extra_flags" \
+  > "$tmp/gloo_build.log" 2>&1 && "$cmake" --build "$tmp/gloo_build" -j2 >> "$tmp/gloo_build.log" 2>&1 ||
+  { cat "$tmp/gloo_build.log"; fail "plugins/collectives_gloo does not build against the installed prefix"; }
+gloo=$tmp/gloo_build/libplexus-collectives-gloo.so
+[[ -f $gloo ]] || fail "the out-of-tree build made no libplexus-collectives-gloo.so"
+if readelf -d "$gloo" | grep -q 'NEEDED.*libplexus'; then fail "$gloo links libplexus"; fi
+if grep -q "$source_dir/plugins/collectives_\(common\|workers\)" "$tmp/gloo_build/CMakeFiles/plexus-collectives-gloo.dir/flags.make"; then
+  fail "the out-of-tree Gloo build reads the kit's headers from the source tree, not the install"
+fi
+exported=$(nm -D --defined-only "$gloo" | awk 'NF >= 3 { print $3 }')
+[[ $exported == plx_collectives_plugin_v1 ]] || fail "the out-of-tree Gloo plugin exports '$exported'"
+echo "built against $prefix (plexus::collectives_workers from the install), exports only plx_collectives_plugin_v1"
+step "the installed conformance runner on it: 2 workers started separately (PLEXUS_CLUSTER, no mpirun)"
+bash "$source_dir/tests/plugins/conformance/launch_workers.sh" 2 \
+  "$prefix/bin/plexus-collectives-conformance" --plugin "$gloo" > "$tmp/gloo_conformance.log" 2>&1 ||
+  { tail -n 60 "$tmp/gloo_conformance.log"; fail "plexus-collectives-conformance on the out-of-tree Gloo plugin"; }
+grep -E '\[  PASSED  \]' "$tmp/gloo_conformance.log"
 
 moved=$tmp/second/elsewhere
 step "move $prefix to $moved and run again"
