@@ -71,6 +71,11 @@ count out "^ok " 48
 has out "^ok training S=4 D=4 M=4 stages on devices \[0,1,2,3\] \(one per device\): makespan 15, bubble 0.400, peak in flight 4$"
 has out "^ok inference S=2 D=1 M=8 stages on devices \[0,0\] \(all on one\): makespan 16, bubble 0.000, peak in flight 1$"
 has out "^48 of 48 schedules pass$"
+# docs/plugins.md's example: 1F1B has the makespan of GPipe and half its activations in flight.
+for flavour in fill_drain:8 1f1b:4; do
+  expect 0 --plugin "$pipelined" --options "${flavour%:*}" --stages 4 --micro-batches 8 --verbose
+  has out "^ok training S=4 D=4 M=8 stages on devices \[0,1,2,3\] \(one per device\): makespan 23, bubble 0.261, peak in flight ${flavour#*:}$"
+done
 expect 1 --plugin "$pipelined" --stages 3 --micro-batches 1 --verbose
 count out "^refused .*pipelined execution needs at least as many micro-batches" 12
 has out "^0 of 0 schedules pass$"
