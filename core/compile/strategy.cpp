@@ -3,6 +3,7 @@
 #include <plexus/strategy_plugin.h>
 
 #include <cstddef>
+#include <utility>
 
 #include "core/ir/error.h"
 
@@ -14,7 +15,11 @@ const plx_strategy_plugin* table_of(const void* t) { return static_cast<const pl
 
 }  // namespace
 
-Strategy::Strategy(const std::string& name) : library_(PluginLibrary::open("strategy", name)), name_(name) {
+Strategy::Strategy(const std::string& name) : Strategy(PluginLibrary::open("strategy", name), name) {}
+
+Strategy Strategy::from_file(const std::string& path) { return Strategy(PluginLibrary::open_file("strategy", path), ""); }
+
+Strategy::Strategy(PluginLibrary library, const std::string& name) : library_(std::move(library)), name_(name) {
   auto entry = reinterpret_cast<plx_strategy_plugin_entry>(library_.symbol(PLX_STRATEGY_PLUGIN_SYMBOL));
   const plx_strategy_plugin* t = entry();
   auto bad = [&](const std::string& what) { ir::fail(ir::ErrorCode::Plugin, "strategy plugin " + path() + ": " + what); };
@@ -26,10 +31,17 @@ Strategy::Strategy(const std::string& name) : library_(PluginLibrary::open("stra
     bad("table struct_size " + std::to_string(t->struct_size) + " is smaller than ABI version 1's");
   }
   if (t->name == nullptr || t->make_schedule == nullptr) bad("table has no name or no make_schedule");
+  if (name_.empty()) name_ = t->name;
   table_ = t;
 }
 
 Schedule Strategy::schedule(const ScheduleProblem& problem, const std::string& options) const {
+  Schedule schedule = unchecked_schedule(problem, options);
+  check_schedule(problem, schedule, name_);
+  return schedule;
+}
+
+Schedule Strategy::unchecked_schedule(const ScheduleProblem& problem, const std::string& options) const {
   check_problem(problem);  // the plugin reads stage_device[0 .. S)
   const size_t capacity = static_cast<size_t>(problem.num_stages * (2 * problem.num_micro_batches + 1));
   std::vector<std::vector<plx_schedule_step>> buffers(static_cast<size_t>(problem.num_devices),
@@ -50,7 +62,7 @@ Schedule Strategy::schedule(const ScheduleProblem& problem, const std::string& o
   message[sizeof message - 1] = '\0';
   if (status != PLX_OK) {
     ir::fail(status == PLX_ERR_INVALID_ARGUMENT ? ir::ErrorCode::InvalidArgument : ir::ErrorCode::Plugin,
-             "execution strategy '" + name_ + "': " + message);
+             "execution strategy '" + name_ + "': " + (message[0] != '\0' ? message : "failed with no message"));
   }
   Schedule schedule(buffers.size());
   for (size_t d = 0; d < buffers.size(); ++d) {
@@ -64,7 +76,6 @@ Schedule Strategy::schedule(const ScheduleProblem& problem, const std::string& o
       schedule[d].push_back(Step{s.stage, s.micro_batch, static_cast<StepKind>(s.kind)});
     }
   }
-  check_schedule(problem, schedule, name_);
   return schedule;
 }
 

@@ -22,13 +22,13 @@ bool valid_name(const std::string& name) {
   });
 }
 
-// dlopen()s `path` or throws with dlerror()'s reason.
-std::shared_ptr<void> load(const std::string& kind, const std::string& name, const std::string& path) {
+// dlopen()s `path` or throws "<who>: cannot load <path>: <dlerror()'s reason>".
+std::shared_ptr<void> load(const std::string& who, const std::string& path) {
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    ir::fail(ErrorCode::Plugin, kind + " plugin '" + name + "': cannot load " + path + ": " + (err ? err : "unknown error"));
+    ir::fail(ErrorCode::Plugin, who + ": cannot load " + path + ": " + (err ? err : "unknown error"));
   }
   return std::shared_ptr<void>(handle, [](void* h) { dlclose(h); });
 }
@@ -85,12 +85,23 @@ PluginLibrary PluginLibrary::open(const std::string& kind, const std::string& na
     looked += "\n  " + path + " (" + folder.why + ")";
     if (!fs::exists(path)) continue;
     PluginLibrary lib;
-    lib.handle_ = load(kind, name, path);
+    lib.handle_ = load(kind + " plugin '" + name + "'", path);
     lib.path_ = path;
     return lib;
   }
   if (folders.empty()) looked = " (no folder: PLEXUS_PLUGIN_PATH is unset and the folder of libplexus.so is unknown)";
   ir::fail(ErrorCode::Plugin, kind + " plugin '" + name + "' not found; looked for " + file + " in:" + looked);
+}
+
+PluginLibrary PluginLibrary::open_file(const std::string& kind, const std::string& path) {
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) {
+    ir::fail(ErrorCode::Plugin, kind + " plugin " + path + ": " + (fs::exists(path, error) ? "not a file" : "no such file"));
+  }
+  PluginLibrary lib;
+  lib.handle_ = load(kind + " plugin", path);
+  lib.path_ = path;
+  return lib;
 }
 
 void* PluginLibrary::symbol(const std::string& name) const {

@@ -34,6 +34,12 @@ class PluginLibrary {
   static PluginLibrary open(const std::string& kind, const std::string& name,
                             const std::vector<PluginFolder>& folders);
 
+  /// Loads the plugin file at `path` itself, whatever its name and folder (a plugin under
+  /// test, e.g. plexus-strategy-check --plugin PATH); `kind` ("strategy") only words the
+  /// errors. Throws ir::Error(Plugin) naming the path when there is no such file or it does
+  /// not load (dlerror()).
+  static PluginLibrary open_file(const std::string& kind, const std::string& path);
+
   /// Address of an exported symbol; throws ir::Error(Plugin) naming the symbol and path.
   void* symbol(const std::string& name) const;
   /// The file loaded: the folder searched joined with libplexus-<kind>-<name>.so.

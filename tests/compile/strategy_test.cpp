@@ -72,5 +72,47 @@ TEST(Strategy, MissingStrategyIsAPluginErrorNamingTheFile) {
   }
 }
 
+// The path of a mock plugin file. (Appending, not operator+ on a temporary: GCC 12 reports
+// -Warray-bounds falsely for the latter, GCC bug 105651.)
+std::string mock_file(const char* file) {
+  std::string path = PLEXUS_MOCK_PLUGIN_DIR;
+  path += '/';
+  path += file;
+  return path;
+}
+
+TEST(Strategy, FromFileLoadsAPluginByPathUnderTheTablesName) {
+  const Strategy strategy = Strategy::from_file(mock_file("libplexus-strategy-mock_bad.so"));
+  EXPECT_EQ(strategy.name(), "mock_bad");
+  EXPECT_THAT(strategy.path(), HasSubstr("libplexus-strategy-mock_bad.so"));
+}
+
+TEST(Strategy, FromFileRefusesATableOfAnotherAbiVersion) {
+  try {
+    Strategy::from_file(mock_file("libplexus-strategy-mock_wrong_abi.so"));
+    ADD_FAILURE() << "loaded a table of ABI version 99";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::Plugin);
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("mock_wrong_abi.so"), HasSubstr("ABI version 99, this Plexus needs 1")));
+  }
+}
+
+TEST(Strategy, UncheckedScheduleIsThePluginsOwnListsBrokenOrNot) {
+  const Strategy strategy = Strategy::from_file(mock_file("libplexus-strategy-mock_bad.so"));
+  const Schedule schedule = strategy.unchecked_schedule(make_problem(1, 1, /*training=*/true, Layout::all_on_one), "");
+  const Schedule expected = {{{0, 0, StepKind::Backward}, {0, 0, StepKind::Forward}, {0, -1, StepKind::Update}}};
+  EXPECT_EQ(schedule, expected);
+}
+
+TEST(Strategy, UncheckedScheduleRefusalIsInvalidArgumentWithThePluginsMessage) {
+  try {
+    Strategy("pipelined").unchecked_schedule(make_problem(4, 2, /*training=*/true, Layout::one_per_device), "");
+    ADD_FAILURE() << "pipelined accepted 2 micro-batches for 4 stages";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("at least as many micro-batches"));
+  }
+}
+
 }  // namespace
 }  // namespace plexus::runtime::strategy_test

@@ -12,9 +12,10 @@
 #      when copied into <libdir>/plexus; plexus-plugin.pc gives the headers without
 #      -lplexus, and docs/plugins.md's CMake snippet (plexus::plugin_headers) builds the
 #      strategy with no libplexus dependency; the installed plexus-collectives-conformance
-#      runs on the installed local plugin;
+#      runs on the installed local plugin; the installed plexus-strategy-check passes the
+#      installed pipelined strategy and the example one;
 #   5. the prefix is moved to another folder: the program in it runs again, loading the
-#      moved library and plugin; pkg-config and find_package on the moved prefix give
+#      moved library and plugin, and the moved checker passes the moved sharded strategy; pkg-config and find_package on the moved prefix give
 #      paths inside it, and programs built from them run.
 # Usage: install_test.sh <build dir> <source dir> <CMAKE_INSTALL_LIBDIR> [cc] [cmake]
 set -euo pipefail
@@ -213,6 +214,21 @@ bash "$source_dir/tests/plugins/conformance/launch_workers.sh" 2 \
   { tail -n 60 "$tmp/gloo_conformance.log"; fail "plexus-collectives-conformance on the out-of-tree Gloo plugin"; }
 grep -E '\[  PASSED  \]' "$tmp/gloo_conformance.log"
 
+step "the installed schedule checker on the installed pipelined strategy and on docs/plugins.md's example"
+# check_strategy <plexus-strategy-check> <plugin> <summary> [options]: exit 0 with that summary line.
+check_strategy() {
+  local checker=$1 plugin=$2 summary=$3
+  shift 3
+  "$checker" --plugin "$plugin" "$@" > "$tmp/check.log" 2>&1 ||
+    { cat "$tmp/check.log"; fail "plexus-strategy-check on $plugin"; }
+  grep -qx "$summary" "$tmp/check.log" || { cat "$tmp/check.log"; fail "plexus-strategy-check on $plugin: no '$summary'"; }
+  echo "$(basename "$plugin"): $summary"
+}
+check_strategy "$prefix/bin/plexus-strategy-check" "$prefix/$libdir/plexus/libplexus-strategy-pipelined.so" \
+  "488 of 488 schedules pass"
+check_strategy "$prefix/bin/plexus-strategy-check" "$tmp/plugins/libplexus-strategy-example.so" \
+  "746 of 746 schedules pass"
+
 moved=$tmp/second/elsewhere
 step "move $prefix to $moved and run again"
 mkdir -p "$(dirname "$moved")"
@@ -220,6 +236,8 @@ mv "$prefix" "$moved"
 run_clean "$tmp/ld" env -u LD_LIBRARY_PATH "$moved/bin/tutorial" > /dev/null
 expect_loaded_from "$tmp/ld" "$moved/$libdir"
 
+check_strategy "$moved/bin/plexus-strategy-check" "$moved/$libdir/plexus/libplexus-strategy-sharded.so" \
+  "138 of 138 schedules pass" --stages 2,4
 step "pkg-config and find_package on the moved install"
 flags=$(PKG_CONFIG_PATH=$moved/$libdir/pkgconfig pkg-config --cflags --libs plexus) || fail "pkg-config plexus"
 echo "$flags"

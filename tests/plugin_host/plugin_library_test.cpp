@@ -172,6 +172,33 @@ TEST_F(PluginLibraryFiles, BrokenFileFirstIsNotPassedOverForALaterCopy) {
   EXPECT_THAT(e.what(), HasSubstr("cannot load " + dir("lib/plexus") + "/" + kLocal));
 }
 
+TEST_F(PluginLibraryFiles, OpenFileLoadsAFileOfAnyNameFromItsPath) {
+  const std::string copy = dir("elsewhere") + "/plugin_under_test.so";
+  fs::rename(put_local_plugin("elsewhere"), copy);
+  const PluginLibrary lib = PluginLibrary::open_file("collectives", copy);
+  EXPECT_EQ(lib.path(), copy);
+  EXPECT_NE(lib.symbol("plx_collectives_plugin_v1"), nullptr);
+}
+
+TEST_F(PluginLibraryFiles, OpenFileOfAMissingFileOrAFolderNamesThePath) {
+  const std::string missing = dir("nowhere") + "/libplexus-strategy-mine.so";
+  const ir::Error e = error_of([&] { PluginLibrary::open_file("strategy", missing); });
+  EXPECT_EQ(e.code(), ir::ErrorCode::Plugin);
+  EXPECT_THAT(e.what(), HasSubstr("strategy plugin " + missing + ": no such file"));
+  fs::create_directories(dir("folder"));
+  EXPECT_THAT(error_of([&] { PluginLibrary::open_file("strategy", dir("folder")); }).what(),
+              HasSubstr("strategy plugin " + dir("folder") + ": not a file"));
+}
+
+TEST_F(PluginLibraryFiles, OpenFileOfNoSharedLibraryGivesTheLoadersReason) {
+  fs::create_directories(dir("x"));
+  const std::string broken = dir("x") + "/broken.so";
+  std::ofstream(broken) << std::string(256, 'x');
+  const ir::Error e = error_of([&] { PluginLibrary::open_file("strategy", broken); });
+  EXPECT_THAT(e.what(), HasSubstr("strategy plugin: cannot load " + broken + ": "));
+  EXPECT_THAT(e.what(), HasSubstr("invalid ELF header"));
+}
+
 TEST_F(PluginLibraryFiles, MissingSymbolNamesTheSymbolAndTheFile) {
   const std::string installed = put_local_plugin("lib/plexus");
   const PluginLibrary lib = PluginLibrary::open("collectives", "local", PluginLibrary::search_path(nullptr, dir("lib")));

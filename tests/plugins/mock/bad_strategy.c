@@ -1,7 +1,9 @@
 /* A deliberately broken execution strategy for tests/plugins/strategy: it lists every
  * stage's BACKWARD (s, m) just before its FORWARD (s, m), on the stage's device, so every
  * step is covered and in micro-batch order but the schedule breaks rule 'backward'.
- * Plexus must refuse it when checking the schedule (core/compile/schedule.cpp). */
+ * Plexus must refuse it when checking the schedule (core/compile/schedule.cpp).
+ * Built with MOCK_WRONG_ABI, its table claims ABI version 99: the loader must refuse the
+ * table itself (tests/tools/strategy_check_test.sh). */
 #include <plexus/strategy_plugin.h>
 
 static plx_status make_schedule(const plx_schedule_problem* problem, plx_schedule_step* const* device_steps,
@@ -37,7 +39,11 @@ static plx_status make_schedule(const plx_schedule_problem* problem, plx_schedul
 
 static const plx_strategy_plugin table = {
     sizeof(plx_strategy_plugin),
+#ifdef MOCK_WRONG_ABI
+    99,
+#else
     PLX_STRATEGY_ABI_VERSION,
+#endif
     "mock_bad",
     make_schedule,
 };
