@@ -4,13 +4,17 @@
 // (agreement exchange, chain in member order, timeout polling) over Open MPI's own.
 //
 //   mpirun -np 2 build-bench/bench/mpi_allreduce_bench [--plugin=PATH] [--repetitions=N]
+//       [--seconds=S] [--raw]
 //
 // Whole-program timing, not Google Benchmark: every rank must make the same number of
 // calls, which Google Benchmark's adaptive iteration counts do not guarantee. For each size
-// B (4 KiB .. 64 MiB, powers of 4) and each contender: a barrier, 3 warm-up calls, then
-// `iterations` calls timed on every rank; the time of a repetition is the slowest rank's
-// (MPI_Reduce max); the median of the repetitions is reported. Counters follow nccl-tests:
+// B (4 KiB .. 64 MiB, powers of 4) and each contender: 3 warm-up calls, 3 calls that set
+// the number of calls per timed loop (iterations_for), then per repetition a barrier, one
+// call, a barrier and `iterations` calls timed on every rank; the time of a repetition is
+// the slowest rank's (MPI_Allreduce max); the median of the repetitions is reported. Counters follow nccl-tests:
 // algbw = B / time, busbw = algbw * 2(n-1)/n for n ranks (n = 2: busbw = algbw).
+// --raw adds one line per size and contender: `raw <engine> <bytes> <calls> <seconds per
+// call>` (engines mpi_plugin, mpi), which bench/collectives_engines.sh reads.
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -30,6 +34,8 @@ namespace {
 struct Options {
   std::string plugin = PLEXUS_COLLECTIVES_MPI_PLUGIN;
   int repetitions = 5;
+  double seconds = 0.2;
+  bool raw = false;
 };
 
 bool parse(int argc, char** argv, Options& options) {
@@ -39,24 +45,42 @@ bool parse(int argc, char** argv, Options& options) {
       options.plugin = arg.substr(9);
     } else if (arg.rfind("--repetitions=", 0) == 0) {
       options.repetitions = std::atoi(arg.c_str() + 14);
+    } else if (arg.rfind("--seconds=", 0) == 0) {
+      options.seconds = std::atof(arg.c_str() + 10);
+    } else if (arg == "--raw") {
+      options.raw = true;
     } else {
       return false;
     }
   }
-  return options.repetitions >= 1;
+  return options.repetitions >= 1 && options.seconds > 0;
 }
 
-// Calls per timed loop: about 256 MiB moved per loop, between 5 and 2000 calls.
-int iterations_for(size_t bytes) {
-  return static_cast<int>(std::clamp<size_t>((size_t{256} << 20) / bytes, 5, 2000));
+// Calls per timed loop: enough for `seconds` (--seconds, default 0.2) at the pace of 3
+// calibration calls after 3 warm-up calls (the slowest rank's pace, so that every rank
+// makes the same number), at most about 256 MiB moved and 2000 calls, at least 3.
+int iterations_for(size_t bytes, double seconds, double warmup_seconds_per_call) {
+  const int most = static_cast<int>(std::clamp<size_t>((size_t{256} << 20) / bytes, 3, 2000));
+  const double wanted = seconds / std::max(warmup_seconds_per_call, 1e-9);
+  return std::clamp(static_cast<int>(std::min(wanted, 1e6)), 3, most);
 }
 
 // Median over repetitions of the slowest rank's seconds per call.
-double time_calls(int repetitions, int iterations, const std::function<void()>& call) {
+double time_calls(const Options& options, size_t bytes, int* iterations_out, const std::function<void()>& call) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < 3; ++i) call();  // warm-up
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto warmup_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) call();
+  double warmup = std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_start).count();
+  double warmup_slowest = 0;
+  MPI_Allreduce(&warmup, &warmup_slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const int iterations = iterations_for(bytes, options.seconds, warmup_slowest / 3);
+  *iterations_out = iterations;
   std::vector<double> seconds;
-  for (int rep = 0; rep < repetitions; ++rep) {
+  for (int rep = 0; rep < options.repetitions; ++rep) {
     MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < 3; ++i) call();
+    call();
     MPI_Barrier(MPI_COMM_WORLD);
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iterations; ++i) call();
@@ -81,7 +105,7 @@ int main(int argc, char** argv) {
   Options options;
   if (!parse(argc, argv, options)) {
     if (rank == 0) {
-      std::fprintf(stderr, "usage: mpirun -np N mpi_allreduce_bench [--plugin=PATH] [--repetitions=N]\n");
+      std::fprintf(stderr, "usage: mpirun -np N mpi_allreduce_bench [--plugin=PATH] [--repetitions=N] [--seconds=S] [--raw]\n");
     }
     MPI_Finalize();
     return 2;
@@ -108,7 +132,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("all_reduce sum float32, %d ranks, median of %d repetitions (slowest rank)\n",
                 ranks, options.repetitions);
-    std::printf("%10s %7s | %10s %11s %11s | %10s %11s %11s | %8s\n", "bytes", "calls",
+    std::printf("%10s %11s | %10s %11s %11s | %10s %11s %11s | %8s\n", "bytes", "calls p/r",
                 "plugin us", "algbw GB/s", "busbw GB/s", "MPI us", "algbw GB/s", "busbw GB/s",
                 "overhead");
   }
@@ -116,8 +140,9 @@ int main(int argc, char** argv) {
     const size_t count = bytes / sizeof(float);
     std::vector<float> send(count, 1.0f + static_cast<float>(rank));
     std::vector<float> recv(count, 0.0f);
-    const int iterations = iterations_for(bytes);
-    const double plugin_seconds = time_calls(options.repetitions, iterations, [&] {
+    int plugin_calls = 0;
+    int peer_calls = 0;
+    const double plugin_seconds = time_calls(options, bytes, &plugin_calls, [&] {
       plx_coll_args args{};
       args.struct_size = sizeof args;
       args.group = {members.data(), members.size()};
@@ -134,17 +159,22 @@ int main(int argc, char** argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
     });
-    const double mpi_seconds = time_calls(options.repetitions, iterations, [&] {
+    const double mpi_seconds = time_calls(options, bytes, &peer_calls, [&] {
       MPI_Allreduce(send.data(), recv.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                     MPI_COMM_WORLD);
     });
     if (rank == 0) {
       const double plugin_algbw = static_cast<double>(bytes) / plugin_seconds / 1e9;
       const double mpi_algbw = static_cast<double>(bytes) / mpi_seconds / 1e9;
-      std::printf("%10zu %7d | %10.1f %11.2f %11.2f | %10.1f %11.2f %11.2f | %7.2fx\n", bytes,
-                  iterations, plugin_seconds * 1e6, plugin_algbw, plugin_algbw * bus_factor,
+      std::printf("%10zu %5d/%-5d | %10.1f %11.2f %11.2f | %10.1f %11.2f %11.2f | %7.2fx\n", bytes,
+                  plugin_calls, peer_calls, plugin_seconds * 1e6, plugin_algbw, plugin_algbw * bus_factor,
                   mpi_seconds * 1e6, mpi_algbw, mpi_algbw * bus_factor,
                   plugin_seconds / mpi_seconds);
+      if (options.raw) {
+        std::printf("raw mpi_plugin %zu %d %.9g\n", bytes, plugin_calls, plugin_seconds);
+        std::printf("raw mpi %zu %d %.9g\n", bytes, peer_calls, mpi_seconds);
+      }
+      std::fflush(stdout);
     }
   }
   plugin.comm_destroy(comm);
