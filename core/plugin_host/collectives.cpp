@@ -145,11 +145,14 @@ Collectives::Collectives(const std::string& name, int64_t replication_factor, in
   }
 }
 
-Collectives::~Collectives() { plugin_->table->comm_destroy(plugin_->comm); }
+Collectives::~Collectives() {
+  if (plugin_->comm != nullptr) plugin_->table->comm_destroy(plugin_->comm);
+}
 
 std::string Collectives::name() const { return plugin_->table->name; }
 
 void Collectives::each_hosted(const std::function<void(replication::Communicator&, size_t)>& fn) {
+  ensure_comm();
   std::vector<std::exception_ptr> errors(views_.size());
   std::vector<std::thread> threads;
   for (size_t local = 0; local < views_.size(); ++local) {
@@ -189,14 +192,17 @@ void Collectives::create_comm() {
 
 void Collectives::abort(const std::string& reason) {
   aborted_ = true;
-  plugin_->table->abort(plugin_->comm, reason.c_str());
+  if (plugin_->comm != nullptr) plugin_->table->abort(plugin_->comm, reason.c_str());
 }
 
 void Collectives::reset() {
-  if (!aborted_) return;
+  if (!aborted_ || plugin_->comm == nullptr) return;
   plugin_->table->comm_destroy(plugin_->comm);
   plugin_->comm = nullptr;
-  create_comm();
+}
+
+void Collectives::ensure_comm() {
+  if (plugin_->comm == nullptr) create_comm();
 }
 
 }  // namespace plexus::runtime

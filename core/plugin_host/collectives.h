@@ -50,8 +50,15 @@ class Collectives {
   /// Wakes every waiting member with an error (a replica failed) and marks the
   /// communicator aborted.
   void abort(const std::string& reason);
-  /// After an abort: replaces the communicator with a fresh one. No-op otherwise.
+  /// After an abort: destroys the communicator (a local step; no other worker is waited
+  /// for). The next use creates a fresh one (ensure_comm). No-op otherwise.
   void reset();
+  /// Creates the communicator if reset() destroyed it: a collective step over every worker
+  /// (they all must make it, in the same order). Called as a run or each_hosted begins, never
+  /// as a failed one ends: a worker whose peer died then reports the failure at once instead
+  /// of waiting for that peer to create a communicator, and a worker that gives up on the
+  /// session (destroys it, maybe creating another) stays in step with the others.
+  void ensure_comm();
 
  private:
   class View;

@@ -175,8 +175,9 @@ void Session::prepare_run(const RunRequest& request) {
 std::exception_ptr Session::execute(const RunRequest& request, const std::function<bool()>& cancelled) {
   std::unique_lock variables = variables_->hold();
   try {
+    for (auto& c : collectives_) c->ensure_comm();  // after a failed run (Collectives::reset)
     prepare_run(request);
-  } catch (...) {  // the initial broadcast of the weights failed: nothing ran
+  } catch (...) {  // a new communicator or the initial broadcast of the weights failed: nothing ran
     return std::current_exception();
   }
   streams_->bind(request, layouts_);

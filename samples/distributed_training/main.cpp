@@ -62,6 +62,7 @@ struct Options : samples::CommonOptions {
   bool skip_test = false;
   bool host_update = false;
   std::string collectives = "auto";  ///< --collectives
+  int64_t collective_timeout_ms = plx::SessionOptions().collective_timeout_ms;  ///< --collective-timeout-ms
   int64_t replicas_per_worker = 1;  ///< --replication-factor / workers, set by resolve_replicas
 };
 
@@ -82,7 +83,9 @@ po::options_description describe(Options& o) {
       ("collectives", po::value(&o.collectives)->default_value(o.collectives),
        "collectives plugin between the workers: gloo (TCP, workers from PLEXUS_CLUSTER / TF_CONFIG), mpi "
        "(under mpirun), local (one worker), or any installed plugin's name; auto: gloo with a cluster "
-       "definition, mpi under mpirun, else local ($PLEXUS_COLLECTIVES when set)");
+       "definition, mpi under mpirun, else local ($PLEXUS_COLLECTIVES when set)")
+      ("collective-timeout-ms", po::value(&o.collective_timeout_ms)->default_value(o.collective_timeout_ms),
+       "how long a collective waits for a missing replica (a lost worker) before the run fails naming it");
   return desc;
 }
 
@@ -90,6 +93,9 @@ po::options_description describe(Options& o) {
 // UsageError unless it is a multiple of the worker count.
 void resolve_replicas(Options& o, const plx::WorkerPlace& place) {
   if (o.collectives.empty()) throw samples::UsageError("--collectives must name a plugin (or auto)");
+  if (o.collective_timeout_ms < 1) {
+    throw samples::UsageError("--collective-timeout-ms must be >= 1, got " + std::to_string(o.collective_timeout_ms));
+  }
   if (o.replication_factor == 0) o.replication_factor = place.count;
   if (o.replication_factor % place.count != 0) {
     throw samples::UsageError("--replication-factor must be a multiple of the " + std::to_string(place.count) +
@@ -125,6 +131,7 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   opts.worker_index = place.index;
   opts.weight_update_on_host = o.host_update;
   opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
+  opts.collective_timeout_ms = o.collective_timeout_ms;
   const std::string plugin = collectives_plugin(o, place);  // outlives the session's creation
   if (!plugin.empty()) opts.collectives_plugin = plugin.c_str();
   plx::Session session(t.ir, opts);
