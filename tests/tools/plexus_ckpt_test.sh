@@ -5,28 +5,16 @@
 # checkpoint) and on bad command lines.
 # Usage: plexus_ckpt_test.sh <plexus-ckpt> <ckpt_writer>
 set -euo pipefail
+here=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 ckpt=$(realpath "$1")
 writer=$(realpath "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect CODE ARGS...: plexus-ckpt ARGS exits with CODE; its output stays in out and err.
-expect() {
-  local want=$1
-  shift
-  last="plexus-ckpt $*"
-  local code=0
-  "$ckpt" "$@" >out 2>err || code=$?
-  [[ $code == "$want" ]] || fail "'$last' exited $code, expected $want; stdout: $(cat out); stderr: $(cat err)"
-}
-
-# has out|err REGEX: the last command's stdout or stderr has a line matching REGEX (grep -E).
-has() {
-  grep -qE -- "$2" "$1" || fail "the $1 of '$last' has no line matching /$2/: $(cat "$1")"
-}
+tool_name=plexus-ckpt tool=$ckpt
+# shellcheck source=tests/tools/cli_expect.sh
+source "$here/cli_expect.sh"
 
 # corrupt FILE TENSOR: flips one bit in the middle of TENSOR's zstd frame (offsets from the manifest).
 corrupt() {

@@ -5,6 +5,7 @@
 # does not load or has a bad table is one clear error (exit 1), a bad command line exit 2.
 # Usage: strategy_check_test.sh <plexus-strategy-check> <pipelined .so> <sharded .so> <mock plugin dir>
 set -euo pipefail
+here=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
 usage="usage: strategy_check_test.sh <plexus-strategy-check> <pipelined .so> <sharded .so> <mock plugin dir>"
 check=$(realpath "${1:?$usage}")
 pipelined=$(realpath "${2:?$usage}")
@@ -15,29 +16,9 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 unset PLEXUS_STRATEGY_PLUGIN
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect CODE ARGS...: plexus-strategy-check ARGS exits with CODE; its output stays in out and err.
-expect() {
-  local want=$1
-  shift
-  last="plexus-strategy-check $*"
-  local code=0
-  "$check" "$@" >out 2>err || code=$?
-  [[ $code == "$want" ]] || fail "'$last' exited $code, expected $want; stdout: $(tail -5 out); stderr: $(cat err)"
-}
-
-# has out|err REGEX: the last command's stdout or stderr has a line matching REGEX (grep -E).
-has() {
-  grep -qE -- "$2" "$1" || fail "the $1 of '$last' has no line matching /$2/: $(tail -5 "$1")"
-}
-
-# count out|err REGEX N: exactly N lines of the last command's stdout or stderr match REGEX.
-count() {
-  local n
-  n=$(grep -cE -- "$2" "$1" || true)
-  [[ $n == "$3" ]] || fail "the $1 of '$last' has $n lines matching /$2/, expected $3"
-}
+tool_name=plexus-strategy-check tool=$check
+# shellcheck source=tests/tools/cli_expect.sh
+source "$here/cli_expect.sh"
 
 # --- command line
 expect 0 --help
