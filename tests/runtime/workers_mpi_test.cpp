@@ -115,6 +115,8 @@ void expect_worker_1_named(Session& s, std::span<const HostArray> good, std::spa
       EXPECT_LE(seconds, 2.0 + 3.0);
     }
   }
+  // Every worker replaced its failed communicators: the same session runs again, in step.
+  EXPECT_NO_THROW(s.run(good, {})) << "worker " << place.index;
 }
 
 TEST(WorkersOverMpiFailure, AWorkerWhoseReplicaFailsIsNamedByTheOthers) {
@@ -134,6 +136,11 @@ TEST(WorkersOverMpiFailure, AWorkerWhoseReplicaFailsIsNamedByTheOthers) {
   const HostArray good_in{labels, good, ir::DType::Int32, s.host_shape(labels)};
   const HostArray bad_in{labels, bad, ir::DType::Int32, s.host_shape(labels)};
   expect_worker_1_named(s, std::span(&good_in, 1), std::span(&bad_in, 1));
+  // A new session in the same processes after the failure: its collectives line up with
+  // the other workers' (once failed with MPI_ERR_TRUNCATE, message sequences one apart).
+  Session again(g, o);
+  const HostArray in{labels, good, ir::DType::Int32, again.host_shape(labels)};
+  EXPECT_NO_THROW(again.run(std::span(&in, 1), {})) << "worker " << place.index;
 }
 
 TEST(WorkersOverMpiFailure, AWorkerThatNeverSendsItsGradientToTheHostIsNamedByTheOthers) {
@@ -153,6 +160,10 @@ TEST(WorkersOverMpiFailure, AWorkerThatNeverSendsItsGradientToTheHostIsNamedByTh
   // The others' host threads wait in the all-reduce of the first gradient, their devices
   // for the host: the timeout ends both.
   expect_worker_1_named(s, good, bad);
+  Session again(m.graph, o);  // a new session after the failure, as above
+  const HostArray fresh[2] = {{m.x, x.data(), ir::DType::Float32, again.host_shape(m.x)},
+                              {m.y, good_labels, ir::DType::Int32, again.host_shape(m.y)}};
+  EXPECT_NO_THROW(again.run(fresh, {})) << "worker " << place.index;
 }
 
 }  // namespace
