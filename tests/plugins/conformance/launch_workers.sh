@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# launch_workers.sh N COMMAND [ARGS...]: runs COMMAND as N workers of one job on this host,
-# started separately (no mpirun), as the Gloo plugin's users start them: worker i gets
-# PLEXUS_CLUSTER='{"workers": ["127.0.0.1:P0", ...], "index": i}' (loopback only, worker 0's
-# store on a free port). Each worker's output is prefixed with "[worker i] "; exits 0 when
-# every worker does, else 1 naming the ones that failed.
+# launch_workers.sh [--file-store] N COMMAND [ARGS...]: runs COMMAND as N workers of one job
+# on this host, started separately (no mpirun), as the Gloo plugin's users start them:
+# worker i gets PLEXUS_CLUSTER='{"workers": ["127.0.0.1:P0", ...], "index": i}' (loopback
+# only, worker 0's store on a free port). --file-store adds "rendezvous": a fresh folder,
+# removed at the end, so the workers meet through Gloo's file store instead. Each worker's
+# output is prefixed with "[worker i] "; exits 0 when every worker does, else 1 naming the
+# ones that failed.
 set -uo pipefail
+rendezvous=""
+if [[ ${1:-} == --file-store ]]; then
+  rendezvous=$(mktemp -d "${TMPDIR:-/tmp}/plexus_rendezvous.XXXXXX")
+  trap 'rm -rf "$rendezvous"' EXIT
+  shift
+fi
 if [[ $# -lt 2 || ! $1 =~ ^[1-9][0-9]*$ ]]; then
-  echo "usage: launch_workers.sh N COMMAND [ARGS...]   (N >= 1 workers)" >&2
+  echo "usage: launch_workers.sh [--file-store] N COMMAND [ARGS...]   (N >= 1 workers)" >&2
   exit 2
 fi
 n=$1
@@ -21,7 +29,7 @@ workers=""
 for p in $ports; do workers+="${workers:+, }\"127.0.0.1:$p\""; done
 pids=()
 for ((i = 0; i < n; i++)); do
-  PLEXUS_CLUSTER="{\"workers\": [$workers], \"index\": $i}" "$@" 2>&1 | sed -u "s/^/[worker $i] /" &
+  PLEXUS_CLUSTER="{\"workers\": [$workers], \"index\": $i${rendezvous:+, \"rendezvous\": \"$rendezvous\"}}" "$@" 2>&1 | sed -u "s/^/[worker $i] /" &
   pids+=($!)
 done
 failed=()
