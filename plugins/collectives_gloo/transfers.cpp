@@ -80,10 +80,12 @@ Outcome GlooTransfers::wait_all() {
   return failure();
 }
 
+// Every buffer, done or not: `done` belongs to the waiting thread, and an abort flag left on
+// a finished buffer is never read (nothing waits on it again).
 void GlooTransfers::abort_waits() {
   std::lock_guard lock(messages_mutex_);
   for (Message& m : messages_) {
-    if (m.done || !m.buffer) continue;
+    if (!m.buffer) continue;
     if (m.is_recv) {
       m.buffer->abortWaitRecv();
     } else {
