@@ -10,7 +10,7 @@ packages=(
   libboost-dev libboost-program-options-dev
   libblis-pthread-dev libzstd-dev zstd libdeflate-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenmpi-dev openmpi-bin libgloo-dev iproute2
+  libopenmpi-dev openmpi-bin libgloo-dev iproute2 abigail-tools
   nlohmann-json3-dev zlib1g-dev
   npm dataset-fashion-mnist
   python3 python3-dev python3-cffi python3-numpy python3-pytest python3-setuptools python3-pip
