@@ -11,9 +11,12 @@
 # one above all (a removed function, a changed struct layout or signature: a new SOVERSION,
 # the project's major version). It also fails when the version moved but the baseline was
 # not regenerated. update writes the baseline for the current version and removes the old
-# one; it refuses when the version has not moved, and when the change is incompatible but
-# the SOVERSION is the same. The library needs DWARF for its types (abi/CMakeLists.txt
-# builds the C API's own files with -g).
+# one; it refuses when the version has not moved, and when abidiff calls the change
+# incompatible (a removed function) but the SOVERSION is the same. abidiff files a changed
+# member type or layout as a plain change (status bit 4), like an addition: update prints
+# its report, and telling the two apart (fields appended after struct_size's last version
+# are additions; anything else needs a new SOVERSION) is the reviewer's call. The library
+# needs DWARF for its types (abi/CMakeLists.txt builds the C API's own files with -g).
 set -euo pipefail
 export LC_ALL=C
 
@@ -68,6 +71,7 @@ if [[ $mode == update ]]; then
     if (( status & 8 )) && [[ $old_soname == "$soname" ]]; then
       fail_with_report "an incompatible ABI change needs a new SOVERSION (the project's major version), still $soname"
     fi
+    [[ -s $tmp/report ]] && { echo "abidiff $(basename "${baselines[0]}") -> this library:"; sed 's/^/  /' "$tmp/report"; }
     rm -f "${baselines[@]}"
   fi
   mkdir -p "$baseline_dir"
@@ -87,5 +91,5 @@ if [[ $baseline != "$wanted" ]]; then
   exit 1
 fi
 (( status & 8 )) && fail_with_report "incompatible ABI change in $soname without a new SOVERSION (baseline $(basename "$baseline")):"
-(( status & 4 )) && fail_with_report "ABI change in $soname without a new PLX_API_VERSION (still $api; baseline $(basename "$baseline")):"
+(( status & 4 )) && fail_with_report "ABI change in $soname without a version bump (PLX_API_VERSION still $api; baseline $(basename "$baseline")): an addition needs a new PLX_API_VERSION, a changed type or signature a new SOVERSION:"
 echo "ok: $soname, PLX_API_VERSION $api: the same ABI as $(basename "$baseline")"
