@@ -78,11 +78,16 @@ MpiCommunicator::MpiCommunicator(const plx_comm_config& config, MPI_Comm comm)
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  if (failed_.load() || abort_flag().is_set()) {
+    keep_until_exit(comm_);
+  } else {
+    MPI_Comm_free(&comm_);
+  }
 }
 
 std::unique_ptr<workers::Transfers> MpiCommunicator::transfers(const workers::Group& group, Collective kind) {
-  return std::make_unique<MpiTransfers>(comm_, group, kind, timeout(), abort_flag());
+  return std::make_unique<MpiTransfers>(comm_, group, kind, timeout(), abort_flag(), failed_);
 }
 
 }  // namespace plexus::collectives::mpi

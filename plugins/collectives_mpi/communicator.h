@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <memory>
 
 #include "collectives_common/outcome.h"
@@ -28,12 +29,20 @@ class MpiCommunicator : public workers::Communicator {
  public:
   /** Takes ownership of `comm` (from open_world). */
   MpiCommunicator(const plx_comm_config& config, MPI_Comm comm);
+  /**
+   * Frees the MPI communicator, unless a call on it failed or it was aborted: then it is
+   * kept until MPI is finalized (keep_until_exit). Messages of the failed calls may still
+   * be on their way; Open MPI gives a freed communicator's context id to the next one
+   * created, and such a message would then be taken for the new communicator's, out of
+   * sequence, and stall its first calls (a new session after a failure timed out).
+   */
   ~MpiCommunicator() override;
 
   std::unique_ptr<workers::Transfers> transfers(const workers::Group& group, Collective kind) override;
 
  private:
   MPI_Comm comm_;
+  std::atomic<bool> failed_{false};  // a call's transfers failed (set by MpiTransfers)
 };
 
 }  // namespace plexus::collectives::mpi

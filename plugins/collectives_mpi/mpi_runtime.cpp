@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace plexus::collectives::mpi {
 namespace {
@@ -98,6 +99,13 @@ Outcome ensure_mpi() {
 }
 
 void note_failure() noexcept { failed.store(true); }
+
+void keep_until_exit(MPI_Comm comm) {
+  static std::mutex kept_mutex;
+  static std::vector<MPI_Comm> kept;  // MPI_Finalize (or the process's exit) reclaims them
+  const std::lock_guard lock(kept_mutex);
+  kept.push_back(comm);
+}
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING] = "";

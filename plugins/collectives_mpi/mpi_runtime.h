@@ -25,6 +25,13 @@ Outcome ensure_mpi();
 /** Records that a call failed with peers possibly gone (shortens the exit barrier). */
 void note_failure() noexcept;
 
+/**
+ * Keeps `comm` allocated until MPI is finalized instead of freeing it, so that its context
+ * id is not reused while messages of its failed calls may still arrive (MpiCommunicator's
+ * destructor). Thread-safe.
+ */
+void keep_until_exit(MPI_Comm comm);
+
 /** MPI's text for an error code, e.g. "MPI_ERR_PROC_FAILED: ...". */
 std::string mpi_error_text(int code);
 

@@ -16,11 +16,13 @@ constexpr size_t kSpinRounds = 64;
 }  // namespace
 
 MpiTransfers::MpiTransfers(MPI_Comm comm, const Group& group, Collective kind,
-                           std::chrono::milliseconds timeout, const AbortFlag& abort)
+                           std::chrono::milliseconds timeout, const AbortFlag& abort,
+                           std::atomic<bool>& failed)
     : Transfers(group, kind),
       comm_(comm),
       timeout_(timeout),
       abort_(abort),
+      failed_(failed),
       last_progress_(Clock::now()) {}
 
 MpiTransfers::~MpiTransfers() {
@@ -121,8 +123,10 @@ Outcome MpiTransfers::wait_all() {
 
 std::string MpiTransfers::peer_name(int rank) const { return "MPI rank " + std::to_string(rank); }
 
-// A cancellation is this worker's own abort: the peers are fine.
+// Any failure leaves the communicator's messages unsettled (see ~MpiCommunicator); a
+// cancellation is this worker's own abort, so only other failures mean a peer may be gone.
 void MpiTransfers::on_failure(plx_status status) {
+  failed_.store(true);
   if (status != PLX_ERR_CANCELLED) note_failure();
 }
 

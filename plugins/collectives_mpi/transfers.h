@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <vector>
@@ -24,8 +25,9 @@ using workers::Group;
 
 class MpiTransfers final : public workers::Transfers {
  public:
+  /** `failed` (the communicator's, which outlives this) is set when a transfer fails. */
   MpiTransfers(MPI_Comm comm, const Group& group, Collective kind, std::chrono::milliseconds timeout,
-               const AbortFlag& abort);
+               const AbortFlag& abort, std::atomic<bool>& failed);
   /** Cancels and frees the requests still pending (after a failure). */
   ~MpiTransfers() override;
 
@@ -49,6 +51,7 @@ class MpiTransfers final : public workers::Transfers {
   MPI_Comm comm_;
   std::chrono::milliseconds timeout_;
   const AbortFlag& abort_;
+  std::atomic<bool>& failed_;
   Clock::time_point last_progress_;
   std::vector<MPI_Request> requests_;
   std::vector<int> peers_;
