@@ -55,6 +55,12 @@ int32_t decode(const ir::Graph& g, uint64_t id, IdKind kind, const std::string& 
   const auto low = static_cast<uint32_t>(id);
   if (id == 0) ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + name + " id 0 is not a valid id");
   const auto actual = static_cast<IdKind>(low >> kKindShift);
+  // IR tags start at 1 and kind 3 is unused: anything else is no id at all (garbage, an
+  // index, a handle cast to an id), not one of another kind.
+  if (tag == 0 || (low >> kKindShift) == 3) {
+    ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + std::to_string(id) + " is not a " + name +
+                                                 " id (ids are the values the plx_ir_add_* calls return)");
+  }
   if (actual != kind) {
     ir::fail(ir::ErrorCode::InvalidArgument,
              what + ": id " + std::to_string(id) + " is a " + kind_name(actual) + " id, not a " + name + " id");

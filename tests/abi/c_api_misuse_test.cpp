@@ -608,6 +608,26 @@ TEST_F(CApi, TensorAndStreamIdsAreNotInterchangeable) {
                    PLX_ERR_INVALID_ARGUMENT, "is a stream id, not a tensor id");
 }
 
+// A number that no plx_ir_add_* call returned (an index, garbage) is named as such, not
+// as an id of another kind or of another IR.
+TEST_F(CApi, AnIdNoCallReturnedIsNotAnId) {
+  SessionPtr session = make_session(ir());
+  ASSERT_TRUE(session);
+  float xs[6] = {};
+  const std::vector<int64_t> shape = {2, 3};
+  for (const uint64_t garbage : {uint64_t{1}, uint64_t{12345}, ~uint64_t{0}}) {
+    SCOPED_TRACE(garbage);
+    const plx_host_array input = host(static_cast<plx_stream>(garbage), xs, shape);
+    EXPECT_PLX_ERROR(plx_session_run(session.get(), &input, 1, nullptr, 0), PLX_ERR_INVALID_ARGUMENT,
+                     "plx_session_run inputs[0]", std::to_string(garbage) + " is not a stream id");
+    plx_tensor out = kSentinelId;
+    const plx_tensor inputs[] = {a_, static_cast<plx_tensor>(garbage)};
+    EXPECT_PLX_ERROR(plx_ir_add_op(ir(), "add", inputs, 2, nullptr, 0, &out, 1, nullptr), PLX_ERR_INVALID_ARGUMENT,
+                     std::to_string(garbage) + " is not a tensor id");
+    EXPECT_EQ(out, kSentinelId);
+  }
+}
+
 // ---- Variables, constants and streams --------------------------------------------------
 
 TEST_F(CApi, VariableDataBytesMustMatch) {
