@@ -3,7 +3,8 @@
 # MNIST (integration tests train on it), builds, and runs ctest; then builds and runs the
 # same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the threading tests
 # (streaming layer, loader, sessions, pipelines, devices) under ThreadSanitizer; last, when
-# clang++ is there, runs the libFuzzer targets (tests/*/fuzz: the checkpoint reader).
+# clang++ is there, runs the libFuzzer targets (tests/*/fuzz: the checkpoint reader, the IDX
+# reader).
 # Environment: PLEXUS_SKIP_SANITIZE=1 skips the sanitizer pass; PLEXUS_JOBS sets -j;
 # PLEXUS_FUZZ_SECONDS sets each fuzzer's time (default 60, 0 skips them).
 set -euo pipefail
@@ -63,6 +64,7 @@ fi
 # reproduces with `build-fuzz/<fuzzer>/<fuzzer> <file>`.
 fuzzers=(  # <source folder> <fuzzer> <seed corpus program> <dictionary in the folder>
   "tests/checkpoint/fuzz checkpoint_reader_fuzzer checkpoint_seed_corpus manifest.dict"
+  "tests/data/fuzz idx_reader_fuzzer idx_seed_corpus idx.dict"
 )
 run_fuzzer() {  # run_fuzzer <source folder> <fuzzer> <seed corpus program> <dictionary>
   local src="$root/$1" fuzzer=$2 seeds=$3 dict="$root/$1/$4"
