@@ -155,7 +155,9 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
     full.planned_peak_bytes = m.planned_peak_bytes;
     full.remote_buffer_bytes = m.remote_buffer_bytes;
     full.offloaded_bytes = m.offloaded_bytes;
-    abi::write_struct(*out_stats, full, abi::end_of(&plx_memory_stats::planned_peak_bytes),
+    abi::write_struct(*out_stats, full,
+                      {abi::end_of(&plx_memory_stats::planned_peak_bytes), abi::end_of(&plx_memory_stats::remote_buffer_bytes),
+                       abi::end_of(&plx_memory_stats::offloaded_bytes)},
                       std::string(fn) + ": out_stats");
   });
 }
@@ -172,7 +174,7 @@ PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, 
     full.device_bytes = s.device_bytes;
     full.remote_bytes = s.remote_bytes;
     full.shard_over = s.shard_over;
-    abi::write_struct(*out_storage, full, abi::end_of(&plx_variable_storage::shard_over),
+    abi::write_struct(*out_storage, full, {abi::end_of(&plx_variable_storage::shard_over)},
                       std::string(fn) + ": out_storage");
   });
 }

@@ -47,8 +47,11 @@ runtime::SessionOptions to_session_options(const plx_session_options* options) {
   if (options == nullptr) return out;
   plx_session_options defaults;
   plx_session_options_init(&defaults);
-  const plx_session_options o = read_struct(*options, defaults, end_of(&plx_session_options::threads_per_device),
-                                            "plx_session_create: options", "plx_session_options_init");
+  using O = plx_session_options;  // its versions 1, 2, 4, 5, 8 and 9
+  const O o = read_struct(*options, defaults,
+                          {end_of(&O::threads_per_device), end_of(&O::collective_timeout_ms), end_of(&O::profile),
+                           end_of(&O::io_threads), end_of(&O::worker_index), end_of(&O::weight_update_on_host)},
+                          "plx_session_create: options", "plx_session_options_init");
   out.device_iterations = o.device_iterations;
   out.device_memory_bytes = o.device_memory_bytes;
   out.threads_per_device = o.threads_per_device;
