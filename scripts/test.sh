@@ -4,7 +4,7 @@
 # same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the threading tests
 # (streaming layer, loader, sessions, pipelines, devices) under ThreadSanitizer; last, when
 # clang++ is there, runs the libFuzzer targets (tests/*/fuzz: the checkpoint reader, the IDX
-# reader).
+# reader, the C API's decoding of session options and op attributes).
 # Environment: PLEXUS_SKIP_SANITIZE=1 skips the sanitizer pass; PLEXUS_JOBS sets -j;
 # PLEXUS_FUZZ_SECONDS sets each fuzzer's time (default 60, 0 skips them).
 set -euo pipefail
@@ -65,6 +65,7 @@ fi
 fuzzers=(  # <source folder> <fuzzer> <seed corpus program> <dictionary in the folder>
   "tests/checkpoint/fuzz checkpoint_reader_fuzzer checkpoint_seed_corpus manifest.dict"
   "tests/data/fuzz idx_reader_fuzzer idx_seed_corpus idx.dict"
+  "tests/abi/fuzz c_api_decode_fuzzer c_api_decode_seed_corpus c_api_decode.dict"
 )
 run_fuzzer() {  # run_fuzzer <source folder> <fuzzer> <seed corpus program> <dictionary>
   local src="$root/$1" fuzzer=$2 seeds=$3 dict="$root/$1/$4"
