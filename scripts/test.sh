@@ -3,9 +3,10 @@
 # MNIST (integration tests train on it), builds, and runs ctest; then builds and runs the
 # same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and the threading tests
 # (streaming layer, loader, sessions, pipelines, devices) under ThreadSanitizer; last, when
-# clang++ is there, fuzzes the checkpoint reader with libFuzzer (tests/checkpoint/fuzz).
+# clang++ is there, runs the libFuzzer targets (tests/*/fuzz: the checkpoint reader, the IDX
+# reader, the C API's decoding of session options and op attributes).
 # Environment: PLEXUS_SKIP_SANITIZE=1 skips the sanitizer pass; PLEXUS_JOBS sets -j;
-# PLEXUS_FUZZ_SECONDS sets the fuzzing time (default 60, 0 skips it).
+# PLEXUS_FUZZ_SECONDS sets each fuzzer's time (default 60, 0 skips them).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,32 +57,45 @@ if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
   phase_done "TSan build + threading tests"
 fi
 
-# The checkpoint reader under libFuzzer + ASan + UBSan, from a seed corpus of valid
-# checkpoints made at run time. A crash, a sanitizer report or an exception other than
-# ir::Error fails test.sh; the input that did it is kept in build-fuzz/ (crash-*, oom-*, ...)
-# and reproduces with `build-fuzz/checkpoint_reader_fuzzer <file>`.
-fuzz_seconds=${PLEXUS_FUZZ_SECONDS:-60}
-if ! command -v clang++ >/dev/null 2>&1; then
-  echo "== test.sh: clang++ not found: the checkpoint reader fuzzer was skipped"
-elif [[ $fuzz_seconds -gt 0 ]]; then
-  echo "== test.sh: checkpoint reader fuzzer, $fuzz_seconds s"
-  fuzz="$root/build-fuzz"
-  cmake -S "$root/tests/checkpoint/fuzz" -B "$fuzz" -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-  cmake --build "$fuzz" -j "$jobs"
+# The libFuzzer targets (tests/*/fuzz, built apart with clang: tests/fuzz.cmake) under ASan +
+# UBSan, each from a seed corpus its own program makes at run time, for $fuzz_seconds each.
+# A crash, a sanitizer report, a leak or a failed check of the target fails test.sh; the
+# input that did it is kept in build-fuzz/<fuzzer>/ (crash-*, oom-*, leak-*, ...) and
+# reproduces with `build-fuzz/<fuzzer>/<fuzzer> <file>`.
+fuzzers=(  # <source folder> <fuzzer> <seed corpus program> <dictionary in the folder>
+  "tests/checkpoint/fuzz checkpoint_reader_fuzzer checkpoint_seed_corpus manifest.dict"
+  "tests/data/fuzz idx_reader_fuzzer idx_seed_corpus idx.dict"
+  "tests/abi/fuzz c_api_decode_fuzzer c_api_decode_seed_corpus c_api_decode.dict"
+)
+run_fuzzer() {  # run_fuzzer <source folder> <fuzzer> <seed corpus program> <dictionary>
+  local src="$root/$1" fuzzer=$2 seeds=$3 dict="$root/$1/$4"
+  local build="$root/build-fuzz/$fuzzer" corpus status=0
+  echo "== test.sh: $fuzzer, $fuzz_seconds s"
+  cmake -S "$src" -B "$build" -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  cmake --build "$build" -j "$jobs"
+  phase_done "$fuzzer: build"
   corpus=$(mktemp -d)
-  "$fuzz/checkpoint_seed_corpus" "$corpus"
-  fuzz_status=0
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$fuzz/checkpoint_reader_fuzzer" \
-    -max_total_time="$fuzz_seconds" -dict="$root/tests/checkpoint/fuzz/manifest.dict" -artifact_prefix="$fuzz/" \
-    -print_final_stats=1 "$corpus" >"$fuzz/last-run.log" 2>&1 || fuzz_status=$?
+  "$build/$seeds" "$corpus"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$build/$fuzzer" \
+    -max_total_time="$fuzz_seconds" -dict="$dict" -artifact_prefix="$build/" -print_final_stats=1 "$corpus" \
+    >"$build/last-run.log" 2>&1 || status=$?
   rm -rf "$corpus"
-  if [[ $fuzz_status -ne 0 ]]; then
-    tail -n 80 "$fuzz/last-run.log"
-    echo "test.sh: the checkpoint reader fuzzer failed (exit $fuzz_status; log $fuzz/last-run.log)" >&2
+  if [[ $status -ne 0 ]]; then
+    tail -n 80 "$build/last-run.log"
+    echo "test.sh: $fuzzer failed (exit $status; log $build/last-run.log)" >&2
     exit 1
   fi
-  grep -E "^(Done |stat::number_of_executed_units)" "$fuzz/last-run.log" || true
-  phase_done "checkpoint reader fuzzer"
+  grep -E "^(Done |stat::number_of_executed_units)" "$build/last-run.log" || true
+  phase_done "$fuzzer: run"
+}
+fuzz_seconds=${PLEXUS_FUZZ_SECONDS:-60}
+if ! command -v clang++ >/dev/null 2>&1; then
+  echo "== test.sh: clang++ not found: the fuzzers were skipped"
+elif [[ $fuzz_seconds -gt 0 ]]; then
+  for f in "${fuzzers[@]}"; do
+    # shellcheck disable=SC2086  # each entry is four words
+    run_fuzzer $f
+  done
 fi
 echo "== test.sh: wall time per phase"
 printf '   %s\n' "${phases[@]}"

@@ -17,7 +17,7 @@ plx_checkpoint_options options_or_defaults(const plx_checkpoint_options* options
   plx_checkpoint_options o;
   plx_checkpoint_options_init(&o);
   if (options == nullptr) return o;
-  o = abi::read_struct(*options, o, abi::end_of(&plx_checkpoint_options::staging_bytes), std::string(fn) + ": options",
+  o = abi::read_struct(*options, o, {abi::end_of(&plx_checkpoint_options::staging_bytes)}, std::string(fn) + ": options",
                        "plx_checkpoint_options_init");
   if (o.num_counters > 0) {
     require(o.counter_names, fn, "options->counter_names");

@@ -108,8 +108,10 @@ VariableOptions to_variable_options(const plx_variable_options* options, const s
   if (options == nullptr) return out;
   plx_variable_options defaults;
   plx_variable_options_init(&defaults);
-  const plx_variable_options o = read_struct(*options, defaults, end_of(&plx_variable_options::retrieval_mode),
-                                             what + ": options", "plx_variable_options_init");
+  const plx_variable_options o =
+      read_struct(*options, defaults,
+                  {end_of(&plx_variable_options::retrieval_mode), end_of(&plx_variable_options::shard_over)},
+                  what + ": options", "plx_variable_options_init");
   if (o.grouping != nullptr) out.grouping = make_grouping(o.grouping->replication_factor, o.grouping->group_size,
                                                           o.grouping->stride);
   out.retrieval = static_cast<ir::RetrievalMode>(o.retrieval_mode);

@@ -35,8 +35,9 @@ bool to_flag(int32_t value, const char* name) {
 data::LoaderOptions to_loader_options(const plx_loader_options& options) {
   plx_loader_options defaults;
   plx_loader_options_init(&defaults);
-  const plx_loader_options o = abi::read_struct(options, defaults, abi::end_of(&plx_loader_options::workers),
-                                                "options", "plx_loader_options_init");
+  const plx_loader_options o = abi::read_struct(
+      options, defaults, {abi::end_of(&plx_loader_options::workers), abi::end_of(&plx_loader_options::shard_index)},
+      "options", "plx_loader_options_init");
   data::LoaderOptions out;
   out.batch_size = o.batch_size;
   out.replicas = o.replicas;

@@ -46,7 +46,7 @@ runtime::RunRequest to_request(const ir::Graph& g, const plx_run_options* option
   require(options, "plx_session_run_async", "options");
   plx_run_options defaults;
   plx_run_options_init(&defaults);
-  const plx_run_options read = abi::read_struct(*options, defaults, abi::end_of(&plx_run_options::user_data),
+  const plx_run_options read = abi::read_struct(*options, defaults, {abi::end_of(&plx_run_options::user_data)},
                                                 "plx_session_run_async: options", "plx_run_options_init");
   const plx_run_options* o = &read;
   runtime::RunRequest r;
@@ -142,7 +142,7 @@ PLX_API plx_status plx_session_get_stream_stats(const plx_session* session, plx_
     full.mean_occupancy =
         s.micro_batches > 0 ? static_cast<double>(s.occupancy_sum) / static_cast<double>(s.micro_batches) : 0.0;
     full.prefetch_depth = s.prefetch_depth;
-    abi::write_struct(*out_stats, full, abi::end_of(&plx_stream_stats::prefetch_depth),
+    abi::write_struct(*out_stats, full, {abi::end_of(&plx_stream_stats::prefetch_depth)},
                       std::string(fn) + ": out_stats");
   });
 }

@@ -24,7 +24,7 @@ PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_repl
     full.worker_index = s.options().worker_index;
     full.first_local_replica = s.hosted_replicas().first;
     full.local_replicas = s.hosted_replicas().count;
-    abi::write_struct(*out, full, abi::end_of(&plx_replica_info::local_replicas), "plx_session_get_replicas: out");
+    abi::write_struct(*out, full, {abi::end_of(&plx_replica_info::local_replicas)}, "plx_session_get_replicas: out");
   });
 }
 

@@ -65,6 +65,24 @@ uint32_t big_endian_u32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
+// Reads the `bytes` of data the header declares. The buffer grows (doubling from 1 MiB)
+// only as data arrives, so a short file that declares gigabytes costs what it holds, not
+// what it declares.
+std::vector<std::byte> read_data(gzFile f, const std::string& path, const ir::Shape& shape, size_t bytes) {
+  constexpr size_t kFirstChunk = size_t{1} << 20;
+  std::vector<std::byte> data;
+  while (data.size() < bytes) {
+    const size_t have = data.size();
+    data.resize(std::min(bytes, std::max(2 * have, kFirstChunk)));
+    const size_t got = have + read_some(f, path, data.data() + have, data.size() - have);
+    if (got != data.size()) {
+      bad(path, "truncated: header " + ir::shape_string(shape) + " declares " + std::to_string(bytes) +
+                    " bytes of data but only " + std::to_string(got) + " follow");
+    }
+  }
+  return data;
+}
+
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
@@ -93,12 +111,7 @@ IdxArray read_idx(const std::string& path) {
     if (count * ir::dtype_size(out.dtype) > kMaxBytes) bad(path, "declares more than 4 GiB of data");
   }
   const size_t bytes = static_cast<size_t>(count) * ir::dtype_size(out.dtype);
-  out.data.resize(bytes);
-  const size_t got = read_some(file.get(), path, out.data.data(), bytes);
-  if (got != bytes) {
-    bad(path, "truncated: header " + ir::shape_string(out.shape) + " declares " + std::to_string(bytes) +
-                  " bytes of data but only " + std::to_string(got) + " follow");
-  }
+  out.data = read_data(file.get(), path, out.shape, bytes);
   unsigned char extra[256];
   const size_t trailing = read_some(file.get(), path, extra, sizeof extra);
   if (trailing != 0) bad(path, "unexpected bytes after the " + std::to_string(bytes) + " bytes of data");

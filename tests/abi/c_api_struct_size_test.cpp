@@ -3,7 +3,7 @@
 // as that version had it) works: an options struct's later fields are never read (they
 // take their defaults), an out-struct's later fields are never written. Newer callers
 // (struct_size beyond today's sizeof) work too, and a struct_size short of the first
-// version is refused naming the argument. The loader's options are tested the same way in
+// version, or any other that is not a version's, is refused naming the argument. The loader's options are tested the same way in
 // c_api_loader_test.cpp (CApiLoader.BadOptionsAreRefused: a version 5 caller).
 #include <plexus/plexus.h>
 
@@ -179,6 +179,39 @@ struct Session {
     EXPECT_EQ(plx_session_run(session.get(), &input, 1, &output, 1), PLX_OK) << plx_last_error();
   }
 };
+
+// Found by the C API decoding fuzzer (tests/abi/fuzz): a struct_size ending inside a field
+// made that field half the caller's bytes and half the default's; for a pointer
+// (collectives_plugin here) a wild pointer that plx_session_create read. The struct_size of
+// every version works (the end of its last field or its sizeof); any other short of today's
+// sizeof is refused, naming the versions' sizes.
+TEST(CApiStructSize, AStructSizeInsideAFieldOrBetweenVersionsIsRefused) {
+  plx_stream x = 0, y = 0;
+  plx_tensor w = 0;
+  const IrPtr ir = negate_ir(1, &x, &y, &w);
+  plx_session_options o;
+  plx_session_options_init(&o);
+  o.collectives_plugin = "local";
+  const size_t inside_plugin = offsetof(plx_session_options, collectives_plugin) + 4;
+  const size_t inside_timeout = offsetof(plx_session_options, collective_timeout_ms) + 2;
+  const size_t between_fields = offsetof(plx_session_options, collective_timeout_ms);
+  for (const size_t size : {inside_plugin, inside_timeout, between_fields, sizeof(plx_session_options) - 1}) {
+    o.struct_size = size;
+    EXPECT_PLX_ERROR(create_status(ir.get(), o), PLX_ERR_INVALID_ARGUMENT,
+                     "plx_session_create: options->struct_size is " + std::to_string(size),
+                     "not the size of a version of the struct (32, 48, 112, 128, 144 or 152", "plx_session_options_init");
+  }
+  for (const size_t size : {offsetof(plx_session_options, threads_per_device) + sizeof(int32_t),
+                            offsetof(plx_session_options, collectives_plugin)}) {
+    o.struct_size = size;  // version 1, as the end of its last field and as its sizeof
+    EXPECT_EQ(create_status(ir.get(), o), PLX_OK) << plx_last_error();
+  }
+  const Session m;
+  Guarded<plx_memory_stats> inside_a_count(offsetof(plx_memory_stats, remote_buffer_bytes) + 4);
+  EXPECT_PLX_ERROR(plx_session_get_memory_stats(m.session.get(), 0, &inside_a_count.s), PLX_ERR_INVALID_ARGUMENT,
+                   "out_stats->struct_size is 52", "(48, 56 or 64 bytes");
+  EXPECT_TRUE(inside_a_count.untouched_from(sizeof(size_t)));
+}
 
 // plx_memory_stats: version 1 and 3 callers get their fields, the later ones untouched.
 TEST(CApiStructSize, MemoryStatsOfEveryOlderVersion) {

@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -246,6 +247,42 @@ TEST_F(IdxReader, TruncatedFiles) {
   EXPECT_IDX_ERROR(read_idx(empty), ir::ErrorCode::BadFormat, empty);
   const std::string gz = write_gz("truncated-data.gz", Bytes(full.begin(), full.end() - 1));
   EXPECT_IDX_ERROR(read_idx(gz), ir::ErrorCode::BadFormat, gz, "truncated", "only 11 follow");
+}
+
+// The highest resident memory this process has had, in KiB.
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// Found by the IDX reader fuzzer (tests/data/fuzz): a file of a few bytes declaring 4 GiB
+// of data made read_idx allocate and zero all of it before finding it truncated.
+TEST_F(IdxReader, ShortFileDeclaringGigabytesIsRefusedWithoutAllocatingThem) {
+  const Bytes bytes = idx_u8({0xFFFFFFFFu}, {1, 2, 3});
+  const std::string raw = write("declares-4gib", bytes);
+  const std::string gz = write_gz("declares-4gib.gz", bytes);
+  const long before = peak_rss_kib();
+  EXPECT_IDX_ERROR(read_idx(raw), ir::ErrorCode::BadFormat, raw, "declares 4294967295 bytes", "only 3 follow");
+  EXPECT_IDX_ERROR(read_idx(gz), ir::ErrorCode::BadFormat, gz, "declares 4294967295 bytes", "only 3 follow");
+  EXPECT_LT(peak_rss_kib() - before, 256 * 1024) << "KiB of resident memory more than before the reads";
+}
+
+// The data is read in growing chunks (1 MiB first): files past a chunk are read whole, and
+// refused as truncated with the right count when they end inside a later chunk.
+TEST_F(IdxReader, ReadsAndRefusesFilesLargerThanTheFirstChunk) {
+  std::vector<uint8_t> pixels(3u << 20);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i % 251);
+  const Bytes bytes = idx_u8({3, 1024, 1024}, pixels);
+  for (const std::string& path : {write("3mib", bytes), write_gz("3mib.gz", bytes)}) {
+    const IdxArray a = read_idx(path);
+    EXPECT_EQ(a.shape, (ir::Shape{3, 1024, 1024})) << path;
+    EXPECT_EQ(elements<uint8_t>(a), pixels) << path;
+  }
+  const Bytes cut(bytes.begin(), bytes.end() - (1 << 19));
+  for (const std::string& path : {write("3mib-cut", cut), write_gz("3mib-cut.gz", cut)}) {
+    EXPECT_IDX_ERROR(read_idx(path), ir::ErrorCode::BadFormat, path, "declares 3145728 bytes", "only 2621440 follow");
+  }
 }
 
 TEST_F(IdxReader, TrailingBytes) {

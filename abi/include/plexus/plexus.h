@@ -18,8 +18,9 @@
  *   struct_size from any older header names a whole prefix: Plexus reads an options
  *   struct's fields within struct_size and gives the rest their defaults, and writes an
  *   out-struct's fields within struct_size only. A struct_size larger than today's (a
- *   newer header) is accepted; one short of the struct's first version is
- *   PLX_ERR_INVALID_ARGUMENT naming it. Each such struct lists its version history.
+ *   newer header) is accepted; one short of the struct's first version, or any other that
+ *   is not a version's (it would end inside a field), is PLX_ERR_INVALID_ARGUMENT naming it.
+ *   Each such struct lists its version history.
  *   Structs without struct_size (plx_attr, plx_replica_grouping, plx_stage,
  *   plx_host_array, plx_stream_callback: plain values and array elements) have a fixed
  *   layout and never grow; a need for more fields gets a new struct.
