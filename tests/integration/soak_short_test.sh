@@ -5,7 +5,9 @@
 # soak.sh's (RSS growth under 1 % from the first sample after the warm-up to the last,
 # descriptors and threads constant, every checkpoint verified by plexus-ckpt, every
 # process alive to the end). The warm-up is soak.sh's default: until each program has
-# saved twice, past its first epoch (~30-40 s here).
+# saved twice, past its first epoch (~50 s here). On a machine so busy that it does not end
+# in time (distributed_training's first epoch is 460 steps) soak.sh says "inconclusive"
+# (exit 3) and the test is skipped, not failed; a failed check still fails it.
 # Skipped (exit 77) under sanitizers (PLEXUS_SANITIZED=1): ASan's quarantine holds freed
 # memory back (up to 256 MB) and its allocator is not glibc's, so RSS there measures ASan;
 # the descriptor and thread checks would repeat this build's; and 2 minutes of Debug ASan
@@ -26,6 +28,10 @@ trap 'rm -rf "$tmp"' EXIT
 status=0
 DURATION=2m CHECKPOINT_INTERVAL=15s SAMPLE_INTERVAL=5s MAX_RSS_GROWTH=1 ENGINE=gloo OUT_DIR=$tmp \
   MNIST_PIPELINE=$2 DISTRIBUTED_TRAINING=$3 PLEXUS_CKPT=$4 DATA_DIR=$5 bash "$src/bench/soak.sh" || status=$?
+if ((status == 3)); then  # inconclusive: nothing failed, but the warm-up left too little to judge
+  echo "skipped: the warm-up did not end in 2 minutes (the machine is too busy to judge RSS; nothing failed)"
+  exit 77
+fi
 if ((status != 0)); then
   for log in "$tmp"/logs/*.log; do
     echo "== tail of $log" >&2
