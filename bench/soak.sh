@@ -17,7 +17,7 @@
 #  - RSS grew less than MAX_RSS_GROWTH % from the first sample after the warm-up to the last,
 #  - the descriptor and thread counts were the same in every sample after the warm-up,
 #  - it ran until the end,
-# and every checkpoint written verified (at least DURATION / CHECKPOINT_INTERVAL - 1 each);
+# and every checkpoint written verified (at least DURATION / (1.1 CHECKPOINT_INTERVAL) - 1 each);
 # 1, naming what failed, otherwise; 3 (inconclusive) when nothing failed but the warm-up
 # left fewer than 2 samples to judge (a slow or busy machine); 2 for a bad knob.
 # The warm-up (WARMUP=auto) lasts until every program has saved two checkpoints and the
@@ -354,7 +354,9 @@ for name in "${names[@]}"; do
     *) failures+=("$name: ${rest//$'\n'/ }") ;;
   esac
 done
-min_saves=$((duration / ckpt_interval - 1))
+# A save comes after the first run that ends past the interval, so the intervals run a
+# little long (measured: 44 saves in 240 s at 5 s): allow 10 % per interval.
+min_saves=$((duration * 10 / (ckpt_interval * 11) - 1))
 for prog in "${programs[@]}"; do
   saves=$(saves_of "$prog")
   line="${caught[$prog]:-0} caught, ${verified[$prog]:-0} verified by plexus-ckpt verify, $saves saves printed"
