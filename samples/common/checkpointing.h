@@ -1,12 +1,17 @@
 // Checkpoints in the samples (issue 7; docs/design.md "Checkpoints"): --checkpoint-dir,
-// --checkpoint-every N (steps) and --resume, declared in samples/common/options.h. The
+// --checkpoint-every N (steps), --checkpoint-every-seconds S (wall time, for long runs whose
+// step rate is not known in advance: bench/soak.sh) and --resume, declared in
+// samples/common/options.h. Every save prints "checkpoint: step N (epoch E, run R next) saved
+// to PATH" (E counted from 1, as the resume line does). The
 // checkpoint, <dir>/checkpoint.plxckpt, holds the session's state and step counter plus the data position (the epoch and the
 // next run) and the shuffling seed, so that a resumed process trains on exactly the data
 // the first one would have seen next: the samples shuffle epoch e with seed + e.
 #pragma once
 
 #include <plexus/plexus.hpp>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +22,8 @@ namespace samples {
 /// The checkpoint options' values (see options.h).
 struct CheckpointOptions {
   std::string dir;
-  int64_t every = 0;  ///< steps between saves (0: only at the end of training)
+  int64_t every = 0;         ///< steps between saves (0: only at the end of training)
+  double every_seconds = 0;  ///< seconds of wall time between saves (0: no time limit)
   bool resume = false;
 };
 
@@ -55,9 +61,13 @@ class Checkpointing {
   }
 
   /// After a session run; `next` is the run after it. Saves once --checkpoint-every steps
-  /// have passed since the last save.
+  /// or --checkpoint-every-seconds seconds (counted from this object's creation or the last
+  /// save) have passed since the last save, whichever comes first.
   void after_run(plx::Session& session, DataPosition next) {
-    if (c_.every > 0 && session.step() - last_saved_ >= c_.every) save(session, next);
+    const bool steps_due = c_.every > 0 && session.step() - last_saved_ >= c_.every;
+    const double seconds = std::chrono::duration<double>(Clock::now() - last_save_time_).count();
+    const bool time_due = c_.every_seconds > 0 && seconds >= c_.every_seconds;
+    if (steps_due || time_due) save(session, next);
   }
 
   /// At the end of training: saves unless nothing changed since the last save.
@@ -71,11 +81,19 @@ class Checkpointing {
     std::filesystem::create_directories(c_.dir);
     session.save_checkpoint(path(), {{"epoch", next.epoch}, {"run", next.run}, {"seed", seed_}});
     last_saved_ = session.step();
+    last_save_time_ = Clock::now();
+    // On a terminal the line replaces the progress bar, which redraws below it.
+    std::printf("%scheckpoint: step %lld (epoch %lld, run %lld next) saved to %s\n",
+                isatty(STDOUT_FILENO) ? "\r\033[K" : "", static_cast<long long>(last_saved_),
+                static_cast<long long>(next.epoch + 1), static_cast<long long>(next.run), path().c_str());
+    std::fflush(stdout);
   }
 
+  using Clock = std::chrono::steady_clock;
   CheckpointOptions c_;
   int64_t seed_, runs_per_epoch_;
   int64_t last_saved_ = 0;
+  Clock::time_point last_save_time_ = Clock::now();
 };
 
 }  // namespace samples

@@ -52,7 +52,7 @@ void require_at_least(const std::string& option, T value, T minimum) {
 enum Feature : unsigned {
   kEpochs = 1u << 0,        ///< --epochs; without it --num-steps alone sets the training length (>= 1)
   kTestBatch = 1u << 1,     ///< --test-batch-size
-  kCheckpoints = 1u << 2,   ///< --checkpoint-dir, --checkpoint-every, --resume, --model-dir
+  kCheckpoints = 1u << 2,   ///< --checkpoint-dir, --checkpoint-every[-seconds], --resume, --model-dir
   kWeightsOut = 1u << 3,    ///< --weights-out
   kLoader = 1u << 4,        ///< --prefetch-depth, --loader-workers (a plx::Loader feeds the streams)
   kThreads = 1u << 5,       ///< --threads-per-device
@@ -156,9 +156,12 @@ inline void add_files(po::options_description& d, CommonOptions& o, unsigned f) 
     CheckpointOptions& c = o.checkpoint;
     d.add_options()("checkpoint-dir", po::value(&c.dir),
                     "save checkpoint.plxckpt (weights, optimizer state, step, data position) in this folder at the "
-                    "end of training and every --checkpoint-every steps")(
+                    "end of training and every --checkpoint-every steps or --checkpoint-every-seconds")(
         "checkpoint-every", po::value(&c.every)->default_value(c.every),
         "steps between checkpoints (0: only at the end; rounded up to whole session runs)")(
+        "checkpoint-every-seconds", po::value(&c.every_seconds)->default_value(c.every_seconds),
+        "seconds of wall time between checkpoints, whichever of this and --checkpoint-every comes first (0: no "
+        "time limit; checked after each session run)")(
         "resume", po::bool_switch(&c.resume), "continue from the checkpoint in --checkpoint-dir")(
         "model-dir", po::value(&o.model_dir),
         "seed 002's spelling: --checkpoint-dir that resumes from its checkpoint when there is one");
@@ -212,9 +215,14 @@ inline void check_checkpoints(CommonOptions& o) {
     c.resume = c.resume || std::filesystem::exists(checkpoint_path(c.dir));
   }
   require_at_least<int64_t>("checkpoint-every", c.every, 0);
-  if ((c.resume || c.every > 0) && c.dir.empty()) {
-    throw UsageError(std::string(c.resume ? "--resume" : "--checkpoint-every") + " needs --checkpoint-dir");
-  }  if (c.resume && !std::filesystem::exists(checkpoint_path(c.dir))) {
+  if (!(c.every_seconds >= 0)) {  // also NaN
+    throw UsageError("--checkpoint-every-seconds must be >= 0, got " + std::to_string(c.every_seconds));
+  }
+  if ((c.resume || c.every > 0 || c.every_seconds > 0) && c.dir.empty()) {
+    const char* option = c.resume ? "--resume" : c.every > 0 ? "--checkpoint-every" : "--checkpoint-every-seconds";
+    throw UsageError(std::string(option) + " needs --checkpoint-dir");
+  }
+  if (c.resume && !std::filesystem::exists(checkpoint_path(c.dir))) {
     throw UsageError("--resume: no checkpoint in --checkpoint-dir '" + c.dir + "' (no " + checkpoint_path(c.dir) + ")");
   }
 }

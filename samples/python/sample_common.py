@@ -76,9 +76,13 @@ def parser(name, description, defaults, features):
     if features & CHECKPOINTS:
         common.add_argument("--checkpoint-dir", default="",
                             help="save checkpoint.plxckpt (weights, optimizer state, step, data position) in this "
-                                 "folder at the end of training and every --checkpoint-every steps")
+                                 "folder at the end of training and every --checkpoint-every steps or "
+                                 "--checkpoint-every-seconds")
         common.add_argument("--checkpoint-every", type=int, default=0,
                             help="steps between checkpoints (0: only at the end; rounded up to whole session runs)")
+        common.add_argument("--checkpoint-every-seconds", type=float, default=0.0,
+                            help="seconds of wall time between checkpoints, whichever of this and --checkpoint-every "
+                                 "comes first (0: no time limit; checked after each session run)")
         common.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
         common.add_argument("--model-dir", default="",
                             help="seed 002's spelling: --checkpoint-dir that resumes from its checkpoint when there "
@@ -136,8 +140,12 @@ def _check(o, features):
             o.checkpoint_dir = o.model_dir
             o.resume = o.resume or os.path.exists(checkpoint_path(o.checkpoint_dir))
         _at_least("checkpoint-every", o.checkpoint_every, 0)
-        if (o.resume or o.checkpoint_every > 0) and not o.checkpoint_dir:
-            raise UsageError(f"{'--resume' if o.resume else '--checkpoint-every'} needs --checkpoint-dir")
+        if not o.checkpoint_every_seconds >= 0:  # also NaN
+            raise UsageError(f"--checkpoint-every-seconds must be >= 0, got {o.checkpoint_every_seconds:f}")
+        if (o.resume or o.checkpoint_every > 0 or o.checkpoint_every_seconds > 0) and not o.checkpoint_dir:
+            option = ("--resume" if o.resume else "--checkpoint-every" if o.checkpoint_every > 0
+                      else "--checkpoint-every-seconds")
+            raise UsageError(f"{option} needs --checkpoint-dir")
         if o.resume and not os.path.exists(checkpoint_path(o.checkpoint_dir)):
             raise UsageError(f"--resume: no checkpoint in --checkpoint-dir '{o.checkpoint_dir}' "
                              f"(no {checkpoint_path(o.checkpoint_dir)})")
@@ -235,12 +243,14 @@ class Checkpointing:
     the counters epoch, run (the next session run to train) and seed."""
 
     def __init__(self, o, runs_per_epoch):
-        """Takes --checkpoint-dir, --checkpoint-every, --resume and --seed from the options `o`."""
+        """Takes --checkpoint-dir, --checkpoint-every[-seconds], --resume and --seed from the options `o`."""
         self.dir = getattr(o, "checkpoint_dir", "")
         self.every = getattr(o, "checkpoint_every", 0)
+        self.every_seconds = getattr(o, "checkpoint_every_seconds", 0.0)
         self.resume = getattr(o, "resume", False)
         self.seed, self.runs_per_epoch = o.seed, runs_per_epoch
         self.last_saved = 0
+        self.last_save_time = time.monotonic()
 
     def start(self, session):
         """With --resume, loads the checkpoint into `session` and returns its (epoch, run);
@@ -256,8 +266,12 @@ class Checkpointing:
         return counters["epoch"], counters["run"]
 
     def after_run(self, session, at):
-        """After a session run; `at` is (epoch, next run). Saves every --checkpoint-every steps."""
-        if self.every > 0 and session.step - self.last_saved >= self.every:
+        """After a session run; `at` is (epoch, next run). Saves every --checkpoint-every steps or
+        --checkpoint-every-seconds seconds (since the last save or this object's creation),
+        whichever comes first."""
+        steps_due = self.every > 0 and session.step - self.last_saved >= self.every
+        time_due = self.every_seconds > 0 and time.monotonic() - self.last_save_time >= self.every_seconds
+        if steps_due or time_due:
             self._save(session, at)
 
     def finish(self, session, at):
@@ -273,6 +287,10 @@ class Checkpointing:
         os.makedirs(self.dir, exist_ok=True)
         session.save_checkpoint(checkpoint_path(self.dir), {"epoch": epoch, "run": run, "seed": self.seed})
         self.last_saved = session.step
+        self.last_save_time = time.monotonic()
+        erase = "\r\033[K" if sys.stdout.isatty() else ""  # on a terminal the line replaces the progress bar
+        print(f"{erase}checkpoint: step {self.last_saved} (epoch {epoch + 1}, run {run} next) saved to "
+              f"{checkpoint_path(self.dir)}", flush=True)
 
 
 def train_epochs(o, session, loader, streams, describe, on_run=None):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoints in the samples on real MNIST (issue 7): resuming is exact (the weights and
 # the checkpoint file of N + N steps across two processes equal those of 2N steps in one),
-# an R=2 RTS checkpoint of mnist_rts loads at R=1 and R=4 with the same test accuracy, and
-# the options are checked. BLIS_ARCH_TYPE is pinned: each process otherwise times the
+# an R=2 RTS checkpoint of mnist_rts loads at R=1 and R=4 with the same test accuracy,
+# --checkpoint-every-seconds saves on time, and the options are checked. BLIS_ARCH_TYPE is pinned: each process otherwise times the
 # GEMM kernel sets and may pick another one, whose rounding differs in the last bits.
 # Usage: checkpoint_samples_test.sh <mnist_rts> <mnist_pipeline> <data dir>
 set -euo pipefail
@@ -47,6 +47,18 @@ cmp "$tmp/p1.bin" "$tmp/p2.bin" || fail "mnist_pipeline: resumed weights differ"
 cmp "$tmp/p1/checkpoint.plxckpt" "$tmp/p2/checkpoint.plxckpt" || fail "mnist_pipeline: the final checkpoints differ"
 echo "ok: mnist_pipeline, $updates + $updates updates across two processes equal $((2 * updates)) in one, bit for bit"
 
+# --checkpoint-every-seconds (wall time; bench/soak.sh): an interval shorter than any run
+# saves after every run, an hour only at the end; every save prints its line.
+"$rts" "${common[@]}" --num-steps 40 --checkpoint-dir "$tmp/timed" --checkpoint-every-seconds 0.000001 >"$tmp/timed.txt"
+[[ $(grep -c "^checkpoint: step" "$tmp/timed.txt") == 4 ]] || fail "4 runs, 1 us apart: $(grep checkpoint: "$tmp/timed.txt")"
+grep -q "^checkpoint: step 40 (epoch 1, run 4 next) saved to $tmp/timed/checkpoint.plxckpt$" "$tmp/timed.txt" ||
+  fail "no save line for step 40: $(grep checkpoint: "$tmp/timed.txt")"
+"$rts" "${common[@]}" --num-steps 40 --checkpoint-dir "$tmp/hourly" --checkpoint-every-seconds 3600 >"$tmp/hourly.txt"
+[[ $(grep "^checkpoint: step" "$tmp/hourly.txt") == "checkpoint: step 40 (epoch 1, run 4 next) saved to $tmp/hourly/checkpoint.plxckpt" ]] ||
+  fail "an hour apart, only the final save: $(grep checkpoint: "$tmp/hourly.txt")"
+cmp "$tmp/timed/checkpoint.plxckpt" "$tmp/hourly/checkpoint.plxckpt" || fail "the final checkpoints differ"
+echo "ok: --checkpoint-every-seconds saves after every run at 1 us, only at the end at 3600 s"
+
 # Options and errors.
 expect() {  # expect CODE MESSAGE ARGS...
   local code=$1 message=$2
@@ -60,6 +72,9 @@ expect() {  # expect CODE MESSAGE ARGS...
 expect 2 "--resume needs --checkpoint-dir" --resume
 expect 2 "--checkpoint-every needs --checkpoint-dir" --checkpoint-every 10
 expect 2 "--checkpoint-every must be >= 0" --checkpoint-dir "$tmp/x" --checkpoint-every -1
+expect 2 "--checkpoint-every-seconds needs --checkpoint-dir" --checkpoint-every-seconds 60
+expect 2 "--checkpoint-every-seconds must be >= 0" --checkpoint-dir "$tmp/x" --checkpoint-every-seconds -1
+expect 2 "--checkpoint-every-seconds must be >= 0" --checkpoint-dir "$tmp/x" --checkpoint-every-seconds nan
 expect 2 "--resume: no checkpoint in --checkpoint-dir '$tmp/none'" --checkpoint-dir "$tmp/none" --resume
 expect 1 "was trained with --seed 42, not 7" --checkpoint-dir "$tmp/once" --resume --seed 7
 echo "ok: checkpoint options are checked"

@@ -10,7 +10,8 @@
 #      listing 13.2 (remote variable with one group per replica, v += 1);
 #  (c) mnist_pipeline.py (seed 003) trains (its mean loss falls below ln 10, the running
 #      mean falls from run to run, the test accuracy is far above chance) and ends a short run with the C++ sample's
-#      weights, byte for byte (cmp), for the same --seed.
+#      weights, byte for byte (cmp), for the same --seed, saving the same checkpoints on the
+#      same steps (--checkpoint-every-seconds).
 # Under sanitizers (PLEXUS_SANITIZED=1) the runs are shorter. Python runs preload
 # $PLEXUS_PYTHON_PRELOAD (libasan in the ASan build; the interpreter is not instrumented).
 # Usage: python_samples_test.sh <mnist_rts> <mnist_pipeline> <python> <source dir> <data dir>
@@ -89,12 +90,18 @@ assert "group 1 (replica 1): before [32, 33, 34, 35] ... 63, after v += 1: [33, 
 print("ok: listing 13.2 adds 1 to each group's slot of the remote variable")
 PY
 
-# --- (c) mnist_pipeline.py vs samples/mnist_pipeline, a short run
+# --- (c) mnist_pipeline.py vs samples/mnist_pipeline, a short run (saving a checkpoint after
+# every run: --checkpoint-every-seconds shorter than any run)
 "$pipeline_bin" --data-dir "$data" --epochs 1 --num-steps "$pipeline_steps" --seed 0 --weights-out "$tmp/cnn.cpp.bin" \
-  --metrics-out "$tmp/cnn.cpp.json" >"$tmp/cnn.cpp.out"
+  --metrics-out "$tmp/cnn.cpp.json" --checkpoint-dir "$tmp/ck" --checkpoint-every-seconds 0.000001 >"$tmp/cnn.cpp.out"
 py mnist_pipeline.py --data-dir "$data" --epochs 1 --num-steps "$pipeline_steps" --seed 0 --weights-out "$tmp/cnn.py.bin" \
-  --metrics-out "$tmp/cnn.py.json" >"$tmp/cnn.py.out" 2>"$tmp/cnn.py.err"
+  --metrics-out "$tmp/cnn.py.json" --checkpoint-dir "$tmp/ck" --checkpoint-every-seconds 0.000001 \
+  >"$tmp/cnn.py.out" 2>"$tmp/cnn.py.err"
 tail -n 1 "$tmp/cnn.py.out"
+diff <(grep "^checkpoint: " "$tmp/cnn.cpp.out") <(grep "^checkpoint: " "$tmp/cnn.py.out") ||
+  fail "mnist_pipeline.py's checkpoint lines differ from mnist_pipeline's"
+[[ $(grep -c "^checkpoint: step" "$tmp/cnn.py.out") == $((pipeline_steps / 10)) ]] ||
+  fail "mnist_pipeline.py did not save after each of its $((pipeline_steps / 10)) runs: $(grep checkpoint "$tmp/cnn.py.out")"
 "$python" - "$tmp/cnn.cpp.json" "$tmp/cnn.py.json" "$tmp/cnn.py.err" <<'PY'
 import json, math, re, sys
 cpp, py = (json.load(open(p)) for p in sys.argv[1:3])
