@@ -727,6 +727,20 @@ class Fuzz {
     o.weight_update_on_host = b6 % 8 == 3;
     static constexpr size_t sizes[] = {48, 112, 128, 144};
     if (b6 / 32 == 7) o.struct_size = sizes[b6 / 8 % 4];
+    if (tracing()) {
+      std::fprintf(stderr,
+                   "session options: R %lld, iterations %lld, accumulation %lld, threads %d, memory %zu, collectives %s, "
+                   "timeout %lld, output mode %d period %lld, offload %d, profile %d, prefetch %lld, io threads %d, "
+                   "strategy %s (%s), stages %zu, workers %lld/%lld, update on host %d, struct_size %zu\n",
+                   static_cast<long long>(ir.replication), static_cast<long long>(o.device_iterations),
+                   static_cast<long long>(o.gradient_accumulation), o.threads_per_device, o.device_memory_bytes,
+                   o.collectives_plugin ? o.collectives_plugin : "NULL", static_cast<long long>(o.collective_timeout_ms),
+                   o.output_mode, static_cast<long long>(o.output_return_period), o.offload_optimizer_state, o.profile,
+                   static_cast<long long>(o.prefetch_depth), o.io_threads,
+                   o.execution_strategy ? o.execution_strategy : "NULL", o.strategy_options ? o.strategy_options : "NULL",
+                   o.num_stages, static_cast<long long>(o.num_workers), static_cast<long long>(o.worker_index),
+                   o.weight_update_on_host, o.struct_size);
+    }
     plx_session* session = nullptr;
     if (CHECK(plx_session_create(ir.ir, &o, &session)) != PLX_OK) return;
     if (session == nullptr) bug("plx_session_create: PLX_OK and no session");
@@ -796,6 +810,18 @@ class Fuzz {
       }
     }
     if (extra == 0xFE && !d->callbacks.empty()) d->callbacks[0].fill = nullptr, d->callbacks[0].deliver = nullptr;
+    if (tracing()) {
+      std::fprintf(stderr, "run (how %d): %zu inputs, %zu outputs, %zu callbacks, fill status %d\n", how,
+                   d->inputs.size(), d->outputs.size(), d->callbacks.size(), d->fill_status);
+      for (const auto* arrays : {&d->inputs, &d->outputs}) {
+        for (const plx_host_array& a : *arrays) {
+          std::fprintf(stderr, "  %s stream %llu dtype %d shape [", arrays == &d->inputs ? "input" : "output",
+                       static_cast<unsigned long long>(a.stream), a.dtype);
+          for (size_t k = 0; k < a.rank; ++k) std::fprintf(stderr, "%lld ", static_cast<long long>(a.shape[k]));
+          std::fprintf(stderr, "]\n");
+        }
+      }
+    }
     if (how < 2) {
       CHECK(plx_session_run(s.session, d->inputs.empty() ? nullptr : d->inputs.data(), d->inputs.size(),
                             d->outputs.empty() ? nullptr : d->outputs.data(), d->outputs.size()));
