@@ -581,6 +581,11 @@ class Fuzz {
     if (out_mode % 8 == 5) max_outputs = 0, out_ptr = nullptr;
     if (out_mode % 8 == 6) out_ptr = nullptr;
     size_t num_outputs = kMaxTensors;
+    if (tracing()) {
+      std::fprintf(stderr, "add_op '%s' on IR %p, inputs", op_name ? op_name : "(null)", static_cast<void*>(ir.ir));
+      for (plx_tensor t : inputs) std::fprintf(stderr, " %llu", static_cast<unsigned long long>(t));
+      std::fprintf(stderr, ", %zu attributes\n", attrs.size());
+    }
     const plx_status st =
         CHECK(plx_ir_add_op(ir.ir, op_name, input_ptr, num_inputs, attrs.empty() ? nullptr : attrs.data(),
                             attrs.size(), out_ptr, max_outputs, out_mode % 8 == 7 ? nullptr : &num_outputs));
@@ -600,6 +605,11 @@ class Fuzz {
     std::vector<plx_tensor> wrt;
     for (size_t i = 0; i < count % 4; ++i) wrt.push_back(operand(ir));
     std::vector<plx_tensor> grads(wrt.size() + 1, 0);
+    if (tracing()) {
+      std::fprintf(stderr, "autodiff on IR %p: loss %llu, wrt", static_cast<void*>(ir.ir), static_cast<unsigned long long>(loss));
+      for (plx_tensor t : wrt) std::fprintf(stderr, " %llu", static_cast<unsigned long long>(t));
+      std::fprintf(stderr, "\n");
+    }
     const plx_status st = CHECK(plx_ir_autodiff(ir.ir, loss, count == 0xFF ? nullptr : wrt.data(),
                                                 count == 0xFF ? 1 : wrt.size(), count == 0xFE ? nullptr : grads.data()));
     if (st != PLX_OK) return;
