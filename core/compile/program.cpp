@@ -41,6 +41,7 @@ class Builder {
     find_offloaded();
     find_accumulated();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
+    load_unread_streams();
     place_remaining_streams();
     for (int32_t s = 0; s < pl_.num_stages; ++s) plan_stage(s);
     plan_devices();
@@ -232,6 +233,22 @@ class Builder {
       if (phase_of(op) == Phase::Update && owner_phase != Phase::Update && !is_persistent(info(r))) continue;
       body.push_back({ActionKind::StoreStream, static_cast<int32_t>(i)});
       placed_streams_.insert(i);
+    }
+  }
+
+  // Host-to-device streams no op reads are still loaded, by their owner (stage 0, forward):
+  // the pump fills every stream's queue for every micro-batch, and a queue nobody takes from
+  // would block it once full (a run of more micro-batches than prefetch_depth never ended);
+  // a device-to-host stream of such a tensor copies what was loaded.
+  void load_unread_streams() {
+    if (prologue_.empty()) return;  // no stage was built
+    for (size_t i = 0; i < g_.num_streams(); ++i) {
+      const ir::Stream& st = g_.stream(static_cast<ir::StreamId>(i));
+      const TensorId r = root(st.tensor);
+      if (st.direction != ir::StreamDirection::HostToDevice || loader_.count(r)) continue;
+      const auto [s, x] = owner(r);
+      if (!available_[static_cast<size_t>(s)].insert(r).second) continue;
+      prologue_[static_cast<size_t>(s)][phase_index(x)].push_back({ActionKind::LoadStream, static_cast<int32_t>(i)});
     }
   }
 

@@ -18,11 +18,22 @@ TensorId sum_contributions(Graph& graph, std::vector<TensorId>& parts) {
   return total;
 }
 
-std::vector<std::byte> ones_f32(const Shape& shape) {
-  std::vector<std::byte> bytes(static_cast<size_t>(numel(shape)) * sizeof(float));
+// The gradient of the sum of the loss: ones of its shape, as a scalar constant expanded
+// (in the loss's block) when the loss is not a scalar. A constant of the loss's shape would
+// hold its bytes in the IR now, whatever its size: a loss of 2^40 elements (valid in an IR;
+// a session would refuse its memory) made autodiff allocate 4 TiB.
+TensorId seed_gradient(Graph& graph, const TensorInfo& loss) {
   const float one = 1.0f;
-  for (size_t i = 0; i < bytes.size(); i += sizeof(float)) std::memcpy(bytes.data() + i, &one, sizeof(float));
-  return bytes;
+  std::vector<std::byte> bytes(sizeof one);
+  std::memcpy(bytes.data(), &one, sizeof one);
+  const TensorId scalar = graph.add_constant(DType::Float32, {}, std::move(bytes));
+  if (loss.shape.empty()) return scalar;
+  Attributes attrs;
+  attrs.set("shape", std::vector<int64_t>(loss.shape.begin(), loss.shape.end()));
+  graph.set_implicit_block(loss.producer >= 0 ? graph.op(loss.producer).block : -1);
+  const TensorId ones = graph.add_op("expand", {scalar}, std::move(attrs)).front();
+  graph.set_implicit_block(-1);
+  return ones;
 }
 
 
@@ -136,9 +147,8 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
   }
   const auto forward_ops = static_cast<OpId>(graph.num_ops());
   Backward backward{graph, depends_on_wrt(graph, wrt, forward_ops), loss_depends_on(graph, loss, forward_ops), {}};
-  backward.contributions[loss].push_back(
-      graph.add_constant(DType::Float32, loss_info.shape, ones_f32(loss_info.shape)));
   graph.set_phase(Phase::Backward);
+  backward.contributions[loss].push_back(seed_gradient(graph, loss_info));
   for (OpId o = forward_ops; o-- > 0;) backward.differentiate(o);
 
   std::vector<TensorId> result;

@@ -53,7 +53,7 @@ bool reads_in_place(const ir::Graph& graph, ir::StreamId stream, int64_t depth) 
 
 StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin,
                              const std::vector<int64_t>& held)
-    : graph_(graph), replicas_(replicas), depth_(depth), spin_(spin), transport_(streams::make_in_process_transport()) {
+    : graph_(graph), replicas_(replicas), depth_(depth), transport_(streams::make_in_process_transport()) {
   num_endpoints_ = graph.num_streams() * static_cast<size_t>(replicas);
   endpoints_ = std::make_unique<Endpoint[]>(num_endpoints_);
   active_.assign(graph.num_streams(), false);

@@ -126,7 +126,6 @@ class StreamBinding {
 
   const ir::Graph& graph_;
   int64_t replicas_, depth_;
-  bool spin_;
   std::unique_ptr<streams::Transport> transport_;
   std::unique_ptr<streams::IoService> io_;
   std::unique_ptr<streams::StreamPump> pump_;

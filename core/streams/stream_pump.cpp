@@ -18,6 +18,7 @@ void StreamPump::start(std::vector<Feed> feeds, std::vector<Drain> drains,
   finished_ = 0;
   produce_ns_ = 0;
   consume_ns_ = 0;
+  std::lock_guard lock(shares_mutex_);
   shares_.clear();
   const size_t n = static_cast<size_t>(io_.threads());
   for (size_t k = 0; k < n; ++k) shares_.push_back(std::make_unique<Share>());
@@ -92,6 +93,7 @@ void StreamPump::wait() {
 }
 
 void StreamPump::detach() {
+  std::lock_guard lock(shares_mutex_);
   for (auto& share : shares_) {
     for (Feed& f : share->feeds) f.queue->set_doorbell(nullptr);
     for (Drain& d : share->drains) d.queue->set_doorbell(nullptr);
@@ -100,6 +102,7 @@ void StreamPump::detach() {
 
 void StreamPump::abort() {
   stop_.store(true, std::memory_order_release);
+  std::lock_guard lock(shares_mutex_);
   for (auto& share : shares_) {
     share->doorbell.fetch_add(1, std::memory_order_release);
     share->doorbell.notify_all();

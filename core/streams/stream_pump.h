@@ -61,7 +61,8 @@ class StreamPump {
   /// Waits until every pump task has finished: all items moved, or stopped by an error
   /// or abort().
   void wait();
-  /// Stops the pump tasks (they return at their next check).
+  /// Stops the pump tasks (they return at their next check). Safe from any thread, also
+  /// while start() sets up a run (a session destroyed as its run begins).
   void abort();
   /// After wait(), once no device touches the queues: unhooks the queues' doorbells.
   void detach();
@@ -78,6 +79,9 @@ class StreamPump {
 
   IoService& io_;
   bool spin_;
+  /// Guards shares_ between start() (the run's thread) and abort() (any thread: the run
+  /// queue aborts a run from the thread destroying or cancelling the session).
+  std::mutex shares_mutex_;
   std::vector<std::unique_ptr<Share>> shares_;
   std::function<void(std::exception_ptr)> on_error_;
   std::atomic<bool> stop_{false};

@@ -511,6 +511,49 @@ TEST_F(CApi, FailedAutodiffLeavesIrUnchanged) {
   EXPECT_EQ(next, loss + 1);
 }
 
+// Found by the C API sequence fuzzer (tests/abi/sequence_fuzz): autodiff built the loss's
+// gradient seed as a constant of the loss's shape, holding its bytes in the IR at once: a
+// loss of 2^40 elements (a valid IR; only a session needs its memory) asked for 4 TiB
+// (std::bad_alloc: PLX_ERR_INTERNAL; an abort under AddressSanitizer). The seed is now a
+// scalar expanded on the device; the session refuses the memory with a status.
+TEST(CApiAutodiff, AHugeLossIsDifferentiatedWithoutAllocatingIt) {
+  IrPtr ir = make_ir();
+  const plx_tensor w = variable(ir.get(), "w", {1}, {2.0f});
+  const H2d x = h2d(ir.get(), "x", PLX_DTYPE_FLOAT32, {int64_t{1} << 20, int64_t{1} << 20});
+  const plx_tensor loss = op1(ir.get(), "mul", {x.tensor, w});  // [2^20, 2^20], not reduced
+  plx_tensor grad = 0;
+  ASSERT_PLX_OK(plx_ir_autodiff(ir.get(), loss, &w, 1, &grad));
+  plx_dtype dtype = 0;
+  int64_t shape[PLX_MAX_RANK] = {};
+  size_t rank = 0;
+  ASSERT_PLX_OK(plx_ir_get_tensor_type(ir.get(), grad, &dtype, shape, PLX_MAX_RANK, &rank));
+  EXPECT_EQ(dtype, PLX_DTYPE_FLOAT32);
+  ASSERT_EQ(rank, 1u);
+  EXPECT_EQ(shape[0], 1);
+  plx_session_options o = options_with(1);
+  o.device_memory_bytes = size_t{1} << 20;
+  plx_session* out = nullptr;
+  EXPECT_PLX_ERROR(plx_session_create(ir.get(), &o, &out), PLX_ERR_OUT_OF_DEVICE_MEMORY, "device 0");
+  EXPECT_EQ(out, nullptr);
+}
+
+// The gradient of a non-scalar loss is still the gradient of its sum.
+TEST(CApiAutodiff, TheGradientOfANonScalarLossIsThatOfItsSum) {
+  IrPtr ir = make_ir();
+  const plx_tensor w = variable(ir.get(), "w", {3}, {1.0f, 2.0f, 3.0f});
+  const plx_tensor loss = op1(ir.get(), "mul", {w, w});  // [3]: d sum(w*w) / dw = 2w
+  plx_tensor grad = 0;
+  ASSERT_PLX_OK(plx_ir_autodiff(ir.get(), loss, &w, 1, &grad));
+  plx_stream gs = d2h(ir.get(), "g", grad);
+  SessionPtr session = make_session(ir.get());
+  ASSERT_TRUE(session);
+  std::vector<float> g(3, 0.0f);
+  const int64_t shape[] = {3};
+  const plx_host_array out{gs, PLX_DTYPE_FLOAT32, g.data(), shape, 1};
+  ASSERT_PLX_OK(plx_session_run(session.get(), nullptr, 0, &out, 1));
+  EXPECT_EQ(g, (std::vector<float>{2.0f, 4.0f, 6.0f}));
+}
+
 // ---- Ids of the wrong IR, kind or range ------------------------------------------------
 
 TEST_F(CApi, TensorOfAnotherIrIsRefused) {

@@ -167,4 +167,43 @@ TEST(CApiRun, BadRunOptionsAreRefusedNamingTheField) {
   EXPECT_PLX_ERROR(plx_session_get_stream_stats(m.session.get(), &st), PLX_ERR_INVALID_ARGUMENT, "struct_size");
 }
 
+// Found by the C API sequence fuzzer (tests/abi/sequence_fuzz): a host-to-device stream that
+// no op reads was never taken from its queue, so with more micro-batches than
+// prefetch_depth the run never ended. It is loaded like any other: the run ends, and a
+// device-to-host stream of its tensor returns what was fed.
+TEST(CApiRun, AStreamNoOpReadsDoesNotStallTheRun) {
+  for (int64_t depth : {0, 1, 2, 3}) {
+    SCOPED_TRACE("prefetch_depth " + std::to_string(depth));
+    IrPtr ir = make_ir();
+    const int64_t shape[] = {2};
+    const float one = 1.0f;
+    plx_stream x = 0, unread = 0, x_out = 0, c_out = 0;
+    plx_tensor xt = 0, ut = 0, c = 0, yt = 0;
+    size_t n = 0;
+    ASSERT_PLX_OK(plx_ir_add_constant(ir.get(), PLX_DTYPE_FLOAT32, nullptr, 0, &one, sizeof one, &c));
+    ASSERT_PLX_OK(plx_ir_add_d2h_stream(ir.get(), "c", c, &c_out));
+    ASSERT_PLX_OK(plx_ir_add_h2d_stream(ir.get(), "unread", PLX_DTYPE_FLOAT32, nullptr, 0, &unread, &ut));
+    ASSERT_PLX_OK(plx_ir_add_h2d_stream(ir.get(), "x", PLX_DTYPE_FLOAT32, shape, 1, &x, &xt));
+    ASSERT_PLX_OK(plx_ir_add_d2h_stream(ir.get(), "x_out", xt, &x_out));  // x is read by no op either
+    ASSERT_PLX_OK(plx_ir_add_op(ir.get(), "neg", &c, 1, nullptr, 0, &yt, 1, &n));
+    plx_session_options o;
+    plx_session_options_init(&o);
+    o.device_iterations = 4;
+    o.prefetch_depth = depth;
+    o.threads_per_device = 1;
+    plx_session* s = nullptr;
+    ASSERT_PLX_OK(plx_session_create(ir.get(), &o, &s));
+    SessionPtr session(s);
+    const int64_t unread_shape[] = {4}, x_shape[] = {4, 2};
+    std::vector<float> unread_data = {1, 2, 3, 4}, x_data = {0, 1, 2, 3, 4, 5, 6, 7}, x_back(8, -1.0f);
+    const plx_host_array inputs[] = {{unread, PLX_DTYPE_FLOAT32, unread_data.data(), unread_shape, 1},
+                                     {x, PLX_DTYPE_FLOAT32, x_data.data(), x_shape, 2}};
+    const plx_host_array outputs[] = {{x_out, PLX_DTYPE_FLOAT32, x_back.data(), x_shape, 2}};
+    for (int run = 0; run < 2; ++run) {
+      ASSERT_PLX_OK(plx_session_run(session.get(), inputs, 2, outputs, 1));
+      EXPECT_EQ(x_back, x_data);
+    }
+  }
+}
+
 }  // namespace

@@ -74,5 +74,26 @@ TEST(StreamPump, AFailingProducerIsReportedOnceAndStopsThePump) {
   EXPECT_EQ(reports, 1);
 }
 
+// Found by the C API sequence fuzzer (tests/abi/sequence_fuzz): a session destroyed as its
+// run begins aborts the pump from the destroying thread while the run's thread is in
+// start(), rebuilding the shares; abort() walked the vector as it grew (a moved-from, null
+// share: UBSan's null member access). abort() is safe during start() (ThreadSanitizer runs
+// this test: scripts/test.sh).
+TEST(StreamPump, AbortWhileStartingIsSafe) {
+  IoService io(8);
+  StreamPump pump(io, false);
+  std::atomic<bool> done{false};
+  std::thread aborter([&] {
+    while (!done.load()) pump.abort();
+  });
+  for (int run = 0; run < 300; ++run) {
+    pump.start({}, {}, [](std::exception_ptr) {});
+    pump.wait();
+    pump.detach();
+  }
+  done = true;
+  aborter.join();
+}
+
 }  // namespace
 }  // namespace plexus::streams
