@@ -28,7 +28,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
 
-"$bin" --help | grep -q -- "--replication-factor" || fail "--help does not list --replication-factor"
+"$bin" --help | grep -- "--replication-factor" >/dev/null || fail "--help does not list --replication-factor"
 set +e
 "$bin" --num-steps 0 >"$tmp/out" 2>"$tmp/err"; code=$?
 set -e

@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
 
-"$bin" --help | grep -q -- "--offload-optimiser" || fail "--help does not list --offload-optimiser"
+"$bin" --help | grep -- "--offload-optimiser" >/dev/null || fail "--help does not list --offload-optimiser"
 expect_usage_error() {  # expect_usage_error MESSAGE ARGS...
   local message=$1
   shift

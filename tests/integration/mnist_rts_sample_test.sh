@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$bin" --help | grep -q -- "--rts" || fail "--help does not list --rts"
+"$bin" --help | grep -- "--rts" >/dev/null || fail "--help does not list --rts"
 set +e
 "$bin" --replication-factor 0 >"$tmp/out" 2>"$tmp/err"; code=$?
 set -e

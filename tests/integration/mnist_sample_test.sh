@@ -31,7 +31,7 @@ expect_exit() {
   grep -q -- "$pattern" "$tmp/err" || fail "'$*' stderr lacks '$pattern': $(cat "$tmp/err")"
 }
 
-"$bin" --help | grep -q -- "--device-iterations" || fail "--help does not list the options"
+"$bin" --help | grep -- "--device-iterations" >/dev/null || fail "--help does not list the options"
 expect_exit 2 "batch-size must be >= 1, got 0" --batch-size 0
 expect_exit 2 "dataset must be 'mnist' or 'fashion', got 'cifar'" --dataset cifar
 expect_exit 2 "learning-rate must be > 0" --learning-rate -1

@@ -35,7 +35,7 @@ py() {  # py SCRIPT ARGS...: runs a Python sample with the sanitizer runtime pre
 if [[ ${PLEXUS_SANITIZED:-0} == 1 ]]; then rts_steps=10 pipeline_steps=10; else rts_steps=50 pipeline_steps=20; fi
 
 # --- (a) mnist_rts.py vs samples/mnist_rts
-py mnist_rts.py --help | grep -q -- "--rts" || fail "mnist_rts.py --help does not list --rts"
+py mnist_rts.py --help | grep -- "--rts" >/dev/null || fail "mnist_rts.py --help does not list --rts"
 set +e
 py mnist_rts.py --data-dir "$data" --replication-factor 0 >"$tmp/out" 2>"$tmp/err"; code=$?
 set -e
