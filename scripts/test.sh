@@ -66,7 +66,8 @@ fuzzers=(  # <source folder> <fuzzer> <seed corpus program> <dictionary in the f
   "tests/checkpoint/fuzz checkpoint_reader_fuzzer checkpoint_seed_corpus manifest.dict"
   "tests/data/fuzz idx_reader_fuzzer idx_seed_corpus idx.dict"
   "tests/abi/fuzz c_api_decode_fuzzer c_api_decode_seed_corpus c_api_decode.dict"
-)  # tests/abi/sequence_fuzz (the C API call sequences) joins once its open hang is fixed (see its CMakeLists.txt)
+  "tests/abi/sequence_fuzz c_api_sequence_fuzzer c_api_sequence_seed_corpus c_api_sequence.dict"
+)
 run_fuzzer() {  # run_fuzzer <source folder> <fuzzer> <seed corpus program> <dictionary>
   local src="$root/$1" fuzzer=$2 seeds=$3 dict="$root/$1/$4"
   local build="$root/build-fuzz/$fuzzer" corpus status=0

@@ -400,7 +400,7 @@ class Builder {
 }  // namespace
 
 bool is_training(const ir::Graph& graph) {
-  return std::any_of(graph.ops().begin(), graph.ops().end(), [](const ir::Op& op) { return op.phase == Phase::Backward; });
+  return graph.phase() != Phase::Forward;
 }
 
 bool stored_by_update(const Program& program, ir::StreamId stream) {

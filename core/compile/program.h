@@ -106,7 +106,9 @@ Program compile(const ir::Graph& graph, const Placement& placement, const Compil
 /// iteration: its host array has no micro-batch dim) rather than once per micro-batch.
 bool stored_by_update(const Program& program, ir::StreamId stream);
 
-/// True when the graph has a backward pass (autodiff ran).
+/// True when autodiff ran: the program has a backward pass and an update step, run once per
+/// iteration of `gradient_accumulation` micro-batches, even when autodiff added no backward
+/// op (the loss is a stream or a variable) or only update ops read the streams.
 bool is_training(const ir::Graph& graph);
 
 }  // namespace plexus::runtime

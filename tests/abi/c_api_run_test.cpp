@@ -206,4 +206,38 @@ TEST(CApiRun, AStreamNoOpReadsDoesNotStallTheRun) {
   }
 }
 
+// Found by the C API sequence fuzzer: after autodiff of a loss that is itself a scalar stream
+// (no backward op), the program was taken for inference, so its update step never ran and the
+// stream only an update op read was never taken from its queue: with prefetch_depth >= 1
+// the run never ended. Autodiff makes a training program: the update op runs once per
+// iteration and reads that iteration's micro-batch.
+TEST(CApiRun, AnUpdateOpReadingAStreamRunsEveryIteration) {
+  for (int64_t depth : {0, 1, 2}) {
+    SCOPED_TRACE("prefetch_depth " + std::to_string(depth));
+    IrPtr ir = make_ir();
+    plx_stream x = 0, x_out = 0;
+    plx_tensor xt = 0, grad = 0, doubled = 0;
+    size_t n = 0;
+    ASSERT_PLX_OK(plx_ir_add_h2d_stream(ir.get(), "x", PLX_DTYPE_FLOAT32, nullptr, 0, &x, &xt));
+    ASSERT_PLX_OK(plx_ir_autodiff(ir.get(), xt, &xt, 1, &grad));
+    const plx_tensor both[] = {xt, xt};
+    ASSERT_PLX_OK(plx_ir_add_op(ir.get(), "scaled_add_", both, 2, nullptr, 0, &doubled, 1, &n));
+    ASSERT_PLX_OK(plx_ir_add_d2h_stream(ir.get(), "x_out", xt, &x_out));
+    plx_session_options o;
+    plx_session_options_init(&o);
+    o.device_iterations = 3;
+    o.prefetch_depth = depth;
+    o.threads_per_device = 1;
+    plx_session* s = nullptr;
+    ASSERT_PLX_OK(plx_session_create(ir.get(), &o, &s));
+    SessionPtr session(s);
+    const int64_t run_shape[] = {3};
+    std::vector<float> x_data = {1, 2, 3}, x_back(3, -1.0f);
+    const plx_host_array inputs[] = {{x, PLX_DTYPE_FLOAT32, x_data.data(), run_shape, 1}};
+    const plx_host_array outputs[] = {{x_out, PLX_DTYPE_FLOAT32, x_back.data(), run_shape, 1}};
+    ASSERT_PLX_OK(plx_session_run(session.get(), inputs, 1, outputs, 1));
+    EXPECT_EQ(x_back, (std::vector<float>{2, 4, 6}));
+  }
+}
+
 }  // namespace
