@@ -248,9 +248,21 @@ StreamId Graph::add_h2d_stream(const std::string& name, DType dtype, Shape shape
   return static_cast<StreamId>(streams_.size() - 1);
 }
 
+namespace {
+
+/// A remote variable lives in its remote buffer, not on the device: ops and streams read
+/// it after a remote_load. `what` names the reader, e.g. "op 'add': input 0".
+void refuse_remote_variable(const TensorInfo& t, const std::string& what) {
+  if (t.kind != TensorKind::RemoteVariable) return;
+  fail(ErrorCode::InvalidArgument, what + " is the remote variable '" + t.name + "', which lives in remote buffer " +
+                                       std::to_string(t.remote_buffer) + ": remote_load it first");
+}
+
+}  // namespace
+
 StreamId Graph::add_d2h_stream(const std::string& name, TensorId tensor_id) {
   check_unique_name(name, "stream");
-  tensor(tensor_id);  // range check
+  refuse_remote_variable(tensor(tensor_id), "device-to-host stream '" + name + "': its tensor");
   streams_.push_back(Stream{name, StreamDirection::DeviceToHost, tensor_id, ops_.size()});
   return static_cast<StreamId>(streams_.size() - 1);
 }
@@ -282,11 +294,7 @@ std::vector<const TensorInfo*> input_infos(const OpDef& def, const std::vector<T
                                     std::to_string(inputs[i]) + ", which does not exist");
     }
     const TensorInfo& t = tensors[static_cast<size_t>(inputs[i])];
-    if (t.kind == TensorKind::RemoteVariable) {
-      fail(ErrorCode::InvalidArgument, "op '" + def.name + "': input " + std::to_string(i) + " is the remote variable '" +
-                                           t.name + "', which lives in remote buffer " +
-                                           std::to_string(t.remote_buffer) + ": remote_load it first");
-    }
+    refuse_remote_variable(t, "op '" + def.name + "': input " + std::to_string(i));
     infos.push_back(&t);
   }
   return infos;

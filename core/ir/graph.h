@@ -111,7 +111,8 @@ class Graph {
   int in_sequence_depth() const { return in_sequence_depth_; }
   /// Adds a host-to-device stream and the tensor it fills each step.
   StreamId add_h2d_stream(const std::string& name, DType dtype, Shape shape);
-  /// Adds a device-to-host stream that copies `tensor` to the host each step.
+  /// Adds a device-to-host stream that copies `tensor` to the host each step. Throws
+  /// InvalidArgument for a remote variable (it is not on the device: remote_load it).
   StreamId add_d2h_stream(const std::string& name, TensorId tensor);
   /// Adds an op by registered name; returns its outputs. Throws UnknownOp, InvalidArgument
   /// (input count, attributes), ShapeMismatch / DTypeMismatch (inference), NotFound (ids).

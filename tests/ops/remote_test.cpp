@@ -95,6 +95,12 @@ TEST(RemoteOps, StoresMustMatchTheSlotAndRemoteVariablesNeedALoad) {
                                                     0, std::nullopt, ir::RetrievalMode::OnePerGroup);
   e = error_of([&] { g.add_op("neg", {remote}, {}); });
   EXPECT_THAT(e.what(), HasSubstr("is the remote variable 'r', which lives in remote buffer 0: remote_load it first"));
+  // Found by the C API sequence fuzzer: a device-to-host stream of a remote variable was
+  // accepted, and creating a session over it failed with PLX_ERR_INTERNAL ("map::at").
+  e = error_of([&] { g.add_d2h_stream("r_out", remote); });
+  EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.what(), HasSubstr("device-to-host stream 'r_out': its tensor is the remote variable 'r', which lives in "
+                                  "remote buffer 0: remote_load it first"));
 }
 
 // Seed 001, listing 13.2: two replicas, each its own group; every replica loads its remote

@@ -446,7 +446,8 @@ PLX_API plx_status plx_ir_add_h2d_stream(plx_ir* ir, const char* name, plx_dtype
  * value copied.
  *
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, duplicate name, id of another
- *         IR); PLX_ERR_NOT_FOUND (no such tensor).
+ *         IR, a remote variable: stream what a remote_load of it returns);
+ *         PLX_ERR_NOT_FOUND (no such tensor).
  * Thread safety: not safe on the same `ir` from several threads at once.
  * @since 1
  */
