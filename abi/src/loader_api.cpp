@@ -64,7 +64,7 @@ static plx_status loader_fill(void* user_data, plx_stream stream, int64_t step, 
   return guarded([&] {
     require(user_data, "plx_loader fill callback", "user_data");
     const auto& feed = *static_cast<const plx_loader::Feed*>(user_data);
-    prefixed(std::string("plx_loader ") + data::role_name(feed.role) + " callback of stream " + std::to_string(stream),
+    prefixed(std::string("plx_loader ") + feed.loader->field(feed.role).name + " callback of stream " + std::to_string(stream),
              [&] { feed.loader->fill(feed.role, step, replica, buffer, bytes); });
   });
 }

@@ -1,6 +1,9 @@
 #include "core/data/loader.h"
 
+#include "core/data/idx_image_source.h"
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -27,19 +30,16 @@ struct Loader::Order {
   std::vector<int64_t> positions;  // position -> sample index
 };
 
-// One run's samples of this shard, normalised, in position order ([steps, R, batch] host
-// array order, R the local replicas).
+// One run's samples of this shard, as the source wrote them, in position order
+// ([steps, R, batch] host array order, R the local replicas).
 struct Loader::Run {
   int64_t epoch = 0;
   int64_t run = 0;
   std::shared_ptr<Order> order;
-  std::unique_ptr<float[]> images;     // this shard's P x image_size
-  std::unique_ptr<int32_t[]> labels;   // this shard's P
+  std::array<std::unique_ptr<std::byte[]>, 2> fields;  // per role: this shard's P x field bytes
   int64_t chunks_left = 0;             // tasks not finished yet (guarded by mutex_)
   bool ready = false;                  // all tasks finished (guarded by mutex_)
 };
-
-const char* role_name(LoaderRole role) { return role == LoaderRole::Images ? "images" : "labels"; }
 
 namespace {
 
@@ -50,16 +50,7 @@ void check_at_least(int64_t value, int64_t min, const char* name) {
   }
 }
 
-void check_uint8(const IdxArray& array, const char* what) {
-  if (array.dtype != ir::DType::UInt8) {
-    fail(ErrorCode::InvalidArgument, std::string("loader: the dataset's ") + what + " (" + array.path + ") are " +
-                                         std::string(ir::dtype_name(array.dtype)) + ", uint8 expected");
-  }
-}
-
-}  // namespace
-
-namespace {
+constexpr std::array<LoaderRole, 2> kRoles = {LoaderRole::Images, LoaderRole::Labels};
 
 // The layout of one run's micro-batches over `replicas` replicas.
 streams::HostArrayLayout run_layout(const LoaderOptions& o, int64_t replicas) {
@@ -70,7 +61,14 @@ streams::HostArrayLayout run_layout(const LoaderOptions& o, int64_t replicas) {
 }  // namespace
 
 Loader::Loader(const IdxDataset& dataset, const LoaderOptions& options)
-    : dataset_(dataset),
+    : Loader(std::make_unique<IdxImageSource>(dataset, options.mean, options.std), options) {}
+
+Loader::Loader(std::unique_ptr<const SampleSource>&& owned, const LoaderOptions& options)
+    : Loader(*owned, options, std::move(owned)) {}
+
+Loader::Loader(const SampleSource& source, const LoaderOptions& options, std::unique_ptr<const SampleSource>&& owned)
+    : owned_(std::move(owned)),
+      source_(source),
       options_(options),
       local_layout_(run_layout(options, options.replicas)),
       // Wrapping multiplication: an overflowing product is refused below, before any use.
@@ -89,34 +87,25 @@ Loader::Loader(const IdxDataset& dataset, const LoaderOptions& options)
     fail(ErrorCode::InvalidArgument, "loader options: workers is " + std::to_string(options.workers) +
                                          ", must be <= " + std::to_string(kMaxLoaderWorkers));
   }
-  if (!std::isfinite(options.std) || !(options.std > 0.0f)) {
-    fail(ErrorCode::InvalidArgument,
-         "loader options: std is " + std::to_string(options.std) + ", must be finite and > 0");
-  }
-  if (!std::isfinite(options.mean)) {
-    fail(ErrorCode::InvalidArgument, "loader options: mean is " + std::to_string(options.mean) + ", must be finite");
-  }
-  check_uint8(dataset.images, "images");
-  check_uint8(dataset.labels, "labels");
-  const int64_t n = dataset.num_samples();
-  if (n < 1) fail(ErrorCode::InvalidArgument, "loader: the dataset (" + dataset.images.path + ") has no samples");
-  image_size_ = ir::numel(std::span<const int64_t>(dataset.images.shape).subspan(1));
+  const int64_t n = source.num_samples();
+  if (n < 1) fail(ErrorCode::InvalidArgument, "loader: " + source.describe() + " has no samples");
+  const int64_t sample_bytes = static_cast<int64_t>(std::max(source.field(LoaderRole::Images).bytes(),
+                                                             source.field(LoaderRole::Labels).bytes()));
 
   const std::string run_shape = "steps_per_run " + std::to_string(options.steps_per_run) + " x replicas " +
                                 std::to_string(options.replicas) + " x num_shards " +
                                 std::to_string(options.num_shards) + " x batch_size " +
                                 std::to_string(options.batch_size);
-  int64_t run_floats = 0;
+  int64_t run_bytes = 0;
   if (__builtin_mul_overflow(options.steps_per_run, options.replicas, &local_samples_per_run_) ||
       __builtin_mul_overflow(local_samples_per_run_, options.batch_size, &local_samples_per_run_) ||
       __builtin_mul_overflow(local_samples_per_run_, options.num_shards, &samples_per_run_) ||
-      __builtin_mul_overflow(local_samples_per_run_, image_size_, &run_floats) ||
-      run_floats > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(float))) {
+      __builtin_mul_overflow(local_samples_per_run_, sample_bytes, &run_bytes)) {
     fail(ErrorCode::InvalidArgument, "loader options: one run (" + run_shape + " samples of " +
-                                         std::to_string(image_size_) + " elements) is too large");
+                                         std::to_string(sample_bytes) + " bytes) is too large");
   }
   if (options.drop_last && n < samples_per_run_) {
-    fail(ErrorCode::InvalidArgument, "loader: the dataset (" + dataset.images.path + ") has " + std::to_string(n) +
+    fail(ErrorCode::InvalidArgument, "loader: " + source.describe() + " has " + std::to_string(n) +
                                          " samples, fewer than one run of " + std::to_string(samples_per_run_) +
                                          " (" + run_shape + ") with drop_last");
   }
@@ -144,9 +133,7 @@ void Loader::stop() noexcept {
 }
 
 size_t Loader::fill_bytes(LoaderRole role) const {
-  const auto batch = static_cast<size_t>(options_.batch_size);
-  return role == LoaderRole::Images ? batch * static_cast<size_t>(image_size_) * sizeof(float)
-                                    : batch * sizeof(int32_t);
+  return static_cast<size_t>(options_.batch_size) * source_.field(role).bytes();
 }
 
 void Loader::begin_run(int64_t epoch, int64_t run) {
@@ -188,11 +175,13 @@ std::shared_ptr<Loader::Run> Loader::find_or_schedule(int64_t epoch, int64_t run
   if (!out->order) {
     out->order = std::make_shared<Order>();
     out->order->epoch = epoch;
-    out->order->positions.resize(static_cast<size_t>(dataset_.num_samples()));
+    out->order->positions.resize(static_cast<size_t>(source_.num_samples()));
   }
   const int64_t p = local_samples_per_run_;
-  out->images = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(p * image_size_));
-  out->labels = std::make_unique_for_overwrite<int32_t[]>(static_cast<size_t>(p));
+  for (LoaderRole role : kRoles) {
+    out->fields[static_cast<size_t>(role)] =
+        std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(p) * source_.field(role).bytes());
+  }
   // Split the run's positions evenly among the workers (the first p % workers get one more).
   const int64_t workers = options_.workers, base = p / workers, extra = p % workers;
   int64_t first = 0;
@@ -216,17 +205,14 @@ void Loader::prepare(const Task& task) const {
       std::shuffle(order.positions.begin(), order.positions.end(), rng);
     }
   });
-  const int64_t n = dataset_.num_samples();
-  const auto* pixels = reinterpret_cast<const uint8_t*>(dataset_.images.data.data());
-  const auto* classes = reinterpret_cast<const uint8_t*>(dataset_.labels.data.data());
-  const float scale = 1.0f / (255.0f * options_.std), shift = -options_.mean / options_.std;
+  const int64_t n = source_.num_samples();
   for (int64_t j = task.first; j < task.first + task.count; ++j) {
     // Past the end of the epoch's order (only without drop_last), wrap to its start.
     const int64_t s = order.positions[static_cast<size_t>((run.run * samples_per_run_ + run_position(j)) % n)];
-    const uint8_t* src = pixels + s * image_size_;
-    float* dst = run.images.get() + j * image_size_;
-    for (int64_t i = 0; i < image_size_; ++i) dst[i] = static_cast<float>(src[i]) * scale + shift;
-    run.labels[static_cast<size_t>(j)] = classes[s];
+    for (LoaderRole role : kRoles) {
+      const size_t bytes = source_.field(role).bytes();
+      source_.write(role, s, run.fields[static_cast<size_t>(role)].get() + static_cast<size_t>(j) * bytes);
+    }
   }
 }
 
@@ -275,13 +261,14 @@ void Loader::work() {
 }
 
 void Loader::fill(LoaderRole role, int64_t step, int64_t replica, void* buffer, size_t bytes) {
-  const auto what = [role] { return std::string("loader ") + role_name(role) + " fill"; };
+  const SampleField& f = source_.field(role);
+  const auto what = [&f] { return "loader " + f.name + " fill"; };
   const size_t expected = fill_bytes(role);
   if (bytes != expected) {
     fail(ErrorCode::ShapeMismatch,
          what() + ": buffer is " + std::to_string(bytes) + " bytes, " + std::to_string(expected) + " expected (batch_size " +
-             std::to_string(options_.batch_size) +
-             (role == LoaderRole::Images ? " x " + std::to_string(image_size_) + " float32)" : " int32)"));
+             std::to_string(options_.batch_size) + " x " + std::to_string(f.elements) + " " +
+             std::string(ir::dtype_name(f.dtype)) + ")");
   }
   if (buffer == nullptr) fail(ErrorCode::InvalidArgument, what() + ": buffer is NULL");
   if (step < 0 || step >= options_.steps_per_run) {
@@ -316,10 +303,8 @@ void Loader::fill(LoaderRole role, int64_t step, int64_t replica, void* buffer, 
     }
   }
   // The run stays alive through `run` even if begin_run() discards it meanwhile.
-  const int64_t first = local_layout_.index(step, replica) * options_.batch_size;
-  const void* src = role == LoaderRole::Images ? static_cast<const void*>(run->images.get() + first * image_size_)
-                                               : static_cast<const void*>(run->labels.get() + first);
-  std::memcpy(buffer, src, bytes);
+  const auto first = static_cast<size_t>(local_layout_.index(step, replica) * options_.batch_size);
+  std::memcpy(buffer, run->fields[static_cast<size_t>(role)].get() + first * f.bytes(), bytes);
 }
 
 LoaderStats Loader::stats() const {

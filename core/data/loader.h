@@ -1,8 +1,8 @@
-// Data loader over an IDX dataset (seed 003's poptorch.DataLoader in async mode): each
-// epoch a seeded permutation of the samples, cut into runs of steps_per_run x replicas x
-// batch_size samples; images normalised to float32 ((x / 255 - mean) / std, torchvision's
-// Normalize), labels widened to int32. Worker threads prepare the current run and the next
-// one while the caller computes; fill() copies one (step, replica) micro-batch out.
+// Data loader (seed 003's poptorch.DataLoader in async mode) over a SampleSource (IDX
+// images and labels, windows of a text): each epoch a seeded permutation of the samples,
+// cut into runs of steps_per_run x replicas x batch_size samples. Worker threads prepare
+// the current run and the next one while the caller computes; fill() copies one
+// (step, replica) micro-batch out.
 #pragma once
 
 #include <condition_variable>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/data/idx_reader.h"
+#include "core/data/sample_source.h"
 #include "core/streams/host_array_layout.h"
 
 namespace plexus::data {
@@ -26,8 +27,8 @@ struct LoaderOptions {
   int64_t steps_per_run = 1;  ///< micro-batches per replica per run, >= 1
   bool shuffle = true;        ///< a new order each epoch; false: the dataset's order
   uint64_t seed = 0;          ///< epoch e is shuffled with mt19937_64(seed + e)
-  float mean = 0.1307f;       ///< normalisation mean, finite
-  float std = 0.3081f;        ///< normalisation standard deviation, finite and > 0
+  float mean = 0.1307f;       ///< IDX images: normalisation mean, finite
+  float std = 0.3081f;        ///< IDX images: normalisation standard deviation, finite and > 0
   bool drop_last = true;      ///< floor(N / P) runs per epoch; false: ceil(N / P)
   int32_t workers = 2;        ///< threads preparing runs, 1 .. kMaxLoaderWorkers
   int64_t num_shards = 1;     ///< processes (seed 002's workers) sharing each run, >= 1
@@ -37,11 +38,6 @@ struct LoaderOptions {
 /// Upper bound of LoaderOptions::workers.
 inline constexpr int32_t kMaxLoaderWorkers = 256;
 
-/// The stream a fill is for: images (float32) or labels (int32).
-enum class LoaderRole { Images, Labels };
-
-/// Name of a role for messages: "images" or "labels".
-const char* role_name(LoaderRole role);
 
 /// Counters of a Loader (for tests and tuning the worker count).
 struct LoaderStats {
@@ -50,8 +46,8 @@ struct LoaderStats {
 };
 
 /**
- * Serves the micro-batches of one run at a time from a dataset of uint8 images
- * [N, ...] and uint8 labels [N].
+ * Serves the micro-batches of one run at a time from a SampleSource: a fill of `role` is
+ * batch_size samples of the source's field for that role.
  *
  * Sample order: epoch e is a permutation of [0, N) (std::iota, then std::shuffle with
  * std::mt19937_64(seed + e); the identity without shuffle). Run n takes positions
@@ -69,19 +65,20 @@ struct LoaderStats {
  * process of W * R replicas gives its replicas, and the global batch is
  * batch_size * W * R.
  *
- * Normalisation: dst = float(x) * (1 / (255 * std)) + (-mean / std), in float32, the
- * expression of samples/common/mnist_data.h (so both give identical bytes).
- *
  * Thread-safety: fill() may be called from several threads at once; the constructor,
  * begin_run() and the destructor from one thread, not concurrently with each other.
  * Errors are ir::Error.
  */
 class Loader {
  public:
-  /// Starts options.workers threads. `dataset` is borrowed and must outlive the loader.
-  /// Throws InvalidArgument naming the option out of range, for a dataset whose images or
-  /// labels are not uint8 or that has no samples, when one run's size overflows, and
-  /// with drop_last when the dataset has fewer samples than one run.
+  /// Starts options.workers threads. `source` is borrowed and must outlive the loader.
+  /// Throws InvalidArgument naming the option out of range, when one run's size
+  /// overflows, and with drop_last when the source has fewer samples than one run.
+  Loader(const SampleSource& source, const LoaderOptions& options) : Loader(source, options, nullptr) {}
+
+  /// Serves IDX images and labels (IdxImageSource with options.mean and options.std).
+  /// `dataset` is borrowed and must outlive the loader. Throws as above and as
+  /// IdxImageSource's constructor.
   Loader(const IdxDataset& dataset, const LoaderOptions& options);
 
   /// Stops and joins the workers. fill() calls still waiting end with Cancelled; no fill()
@@ -94,9 +91,11 @@ class Loader {
   /// Runs per epoch: floor(N / P) with drop_last, else ceil(N / P).
   int64_t runs_per_epoch() const { return runs_per_epoch_; }
 
-  /// Bytes of one fill() of `role`: batch_size x image elements x 4 (float32) for images,
-  /// batch_size x 4 (int32) for labels.
+  /// Bytes of one fill() of `role`: batch_size x the source's field(role).bytes().
   size_t fill_bytes(LoaderRole role) const;
+
+  /// The field a fill of `role` serves (dtype, elements per sample, name).
+  const SampleField& field(LoaderRole role) const { return source_.field(role); }
 
   /**
    * Makes run `run` of epoch `epoch` current and has the workers prepare it and the run
@@ -147,14 +146,17 @@ class Loader {
   // Sets stopping_, wakes everyone, waits for waiting fills to leave, joins the workers.
   void stop() noexcept;
 
-  const IdxDataset& dataset_;
+  Loader(std::unique_ptr<const SampleSource>&& owned, const LoaderOptions& options);
+  Loader(const SampleSource& source, const LoaderOptions& options, std::unique_ptr<const SampleSource>&& owned);
+
+  const std::unique_ptr<const SampleSource> owned_;  // the IDX source the IdxDataset constructor made
+  const SampleSource& source_;
   const LoaderOptions options_;
   /// Micro-batches of a run: this shard's [steps_per_run, replicas], and every shard's
   /// [steps_per_run, replicas * num_shards] (one value = batch_size samples).
   const streams::HostArrayLayout local_layout_, global_layout_;
   int64_t samples_per_run_ = 0;        // P, over every shard
   int64_t local_samples_per_run_ = 0;  // this shard's part of P: what a run holds
-  int64_t image_size_ = 0;       // elements of one image
   int64_t runs_per_epoch_ = 0;
 
   mutable std::mutex mutex_;
