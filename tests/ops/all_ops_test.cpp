@@ -49,6 +49,8 @@ const std::map<std::string, Coverage>& covered() {
       {"reduce_sum", {"reductions_test.cpp", true}},
       {"reduce_mean", {"reductions_test.cpp", true}},
       {"argmax", {"reductions_test.cpp", false}},
+      {"layer_norm", {"layer_norm_test.cpp", true}},
+      {"layer_norm_grad", {"layer_norm_test.cpp", false}},
       {"softmax", {"softmax_test.cpp", true}},
       {"softmax_grad", {"softmax_test.cpp", false}},
       {"log_softmax", {"softmax_test.cpp", true}},
