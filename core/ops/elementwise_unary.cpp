@@ -93,12 +93,12 @@ ir::OpDef activation_grad(const char* name) {
 float relu(float x) { return x > 0.0f ? x : 0.0f; }
 float relu_derivative(float x) { return x > 0.0f ? 1.0f : 0.0f; }
 
-// The tanh op uses std::tanh, not tanh_via_exp: 1 - 2/(e^2x + 1) loses relative precision
-// as x -> 0 (its absolute error is that of a number near 1), and the op must be accurate
-// to float32 rounding across its range.
 float exp_fn(float x) { return std::exp(x); }
 float sqrt_fn(float x) { return std::sqrt(x); }
 float sqrt_derivative(float x) { return 0.5f / std::sqrt(x); }
+// The tanh op uses std::tanh, not tanh_via_exp: 1 - 2/(e^2x + 1) loses relative precision
+// as x -> 0 (its absolute error is that of a number near 1), and the op must be accurate
+// to float32 rounding across its range.
 float tanh_fn(float x) { return std::tanh(x); }
 float tanh_derivative(float x) {
   const float t = std::tanh(x);

@@ -71,7 +71,9 @@ void check_per_channel(const ir::InferContext& ctx, size_t i, const char* what) 
 // x float32 of rank >= 1 and a valid eps.
 void check_x_and_eps(const ir::InferContext& ctx) {
   ctx.expect_dtype(0, DType::Float32);
-  if (ctx.rank(0) == 0) ctx.fail(ErrorCode::ShapeMismatch, "x must have rank >= 1 (it is normalised over its last dim)");
+  if (ctx.rank(0) == 0) {
+    ctx.fail(ErrorCode::ShapeMismatch, "x must have rank >= 1 (it is normalised over its last dim)");
+  }
   const double eps = ctx.attrs.get_float("eps");
   if (!(eps >= 0.0 && std::isfinite(eps))) {
     ctx.fail(ErrorCode::InvalidArgument, "eps is " + number(eps) + ", must be finite and >= 0");
