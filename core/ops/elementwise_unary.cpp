@@ -1,7 +1,11 @@
 // Unary elementwise ops and their gradient ops: relu, gelu (tanh approximation, as
-// PyTorch's gelu(approximate="tanh") and PopXL's gelu), neg.
+// PyTorch's gelu(approximate="tanh") and PopXL's gelu), exp, sqrt, tanh (torch.exp,
+// torch.sqrt, torch.tanh), all float32 of any shape, and neg (float32 or int32).
 //   relu_grad(x, dy) = dy * (x > 0)
 //   gelu_grad(x, dy) = dy * d/dx gelu(x)
+//   exp_grad(x, dy)  = dy * exp(x)
+//   sqrt_grad(x, dy) = dy / (2 sqrt(x))   (dy * inf at x = 0, NaN for x < 0, as PyTorch)
+//   tanh_grad(x, dy) = dy * (1 - tanh(x)^2)
 #include <cmath>
 #include <cstdint>
 
@@ -89,10 +93,28 @@ ir::OpDef activation_grad(const char* name) {
 float relu(float x) { return x > 0.0f ? x : 0.0f; }
 float relu_derivative(float x) { return x > 0.0f ? 1.0f : 0.0f; }
 
+float exp_fn(float x) { return std::exp(x); }
+float sqrt_fn(float x) { return std::sqrt(x); }
+float sqrt_derivative(float x) { return 0.5f / std::sqrt(x); }
+// The tanh op uses std::tanh, not tanh_via_exp: 1 - 2/(e^2x + 1) loses relative precision
+// as x -> 0 (its absolute error is that of a number near 1), and the op must be accurate
+// to float32 rounding across its range.
+float tanh_fn(float x) { return std::tanh(x); }
+float tanh_derivative(float x) {
+  const float t = std::tanh(x);
+  return 1.0f - t * t;
+}
+
 const ir::OpRegistration relu_op{activation<relu>("relu")};
 const ir::OpRegistration relu_grad_op{activation_grad<relu_derivative>("relu_grad")};
 const ir::OpRegistration gelu_op{activation<gelu>("gelu")};
 const ir::OpRegistration gelu_grad_op{activation_grad<gelu_derivative>("gelu_grad")};
+const ir::OpRegistration exp_op{activation<exp_fn>("exp")};
+const ir::OpRegistration exp_grad_op{activation_grad<exp_fn>("exp_grad")};
+const ir::OpRegistration sqrt_op{activation<sqrt_fn>("sqrt")};
+const ir::OpRegistration sqrt_grad_op{activation_grad<sqrt_derivative>("sqrt_grad")};
+const ir::OpRegistration tanh_op{activation<tanh_fn>("tanh")};
+const ir::OpRegistration tanh_grad_op{activation_grad<tanh_derivative>("tanh_grad")};
 
 ir::OpDef neg_def() {
   ir::OpDef def;

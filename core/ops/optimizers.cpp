@@ -12,10 +12,10 @@
 //     give each parameter its own step tensor). The bias corrections are computed in
 //     double from t at run time, the elementwise update in float32 in PyTorch's order.
 #include <cmath>
-#include <sstream>
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/number_format.h"
 
 namespace plexus::ops {
 
@@ -60,13 +60,6 @@ const ir::TensorInfo* storage_of(const ir::Graph& graph, const ir::TensorInfo* t
 
 // adamw_'s inputs, in order, for error messages.
 constexpr const char* kAdamWInputs[] = {"w", "grad", "m", "v", "step"};
-
-// A hyper-parameter as error messages show it (std::ostream's default format).
-std::string number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
 
 // adamw_'s inputs: float32, m and v shaped as w, step one element.
 void check_adamw_inputs(const ir::InferContext& ctx) {

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/ir/graph.h"
+#include "core/ops/axis.h"
 #include "core/ops/grad_helpers.h"
 #include "core/ops/strided_loop.h"
 
@@ -132,21 +133,16 @@ ir::OpDef reduce_def(const char* name, bool mean) {
 
 template <class T>
 ir::Kernel argmax_kernel(const ir::KernelContext& ctx, int64_t axis) {
-  const ir::Shape& s = ctx.inputs[0]->shape;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) inner *= s[d];
-  return [x = ctx.input<T>(0), y = ctx.output<int32_t>(0), outer, inner, len = s[axis]] {
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const T* px = x + o * len * inner + i;
-        int32_t best = 0;
-        for (int64_t k = 1; k < len; ++k) {
-          if (px[k * inner] > px[best * inner]) best = static_cast<int32_t>(k);
-        }
-        y[o * inner + i] = best;
+  return [x = ctx.input<T>(0), y = ctx.output<int32_t>(0), split = split_at_axis(ctx.inputs[0]->shape, axis)] {
+    int32_t* out = y;
+    for_each_line(split, [&](int64_t start, auto stride) {
+      const T* px = x + start;
+      int32_t best = 0;
+      for (int64_t k = 1; k < split.len; ++k) {
+        if (px[k * stride] > px[best * stride]) best = static_cast<int32_t>(k);
       }
-    }
+      *out++ = best;
+    });
   };
 }
 
@@ -158,9 +154,7 @@ ir::OpDef argmax_def() {
   d.infer = [](const ir::InferContext& ctx) {
     ctx.expect_numeric(0);
     if (ctx.rank(0) == 0) ctx.fail(ErrorCode::ShapeMismatch, "input must have rank >= 1");
-    const int64_t axis = ir::normalize_axis(ctx.attrs.get_int("axis"), ctx.rank(0));
-    if (axis < 0) ctx.fail(ErrorCode::InvalidArgument, "axis " + std::to_string(ctx.attrs.get_int("axis")) +
-                                                           " is out of range");
+    const int64_t axis = checked_axis(ctx, ctx.attrs.get_int("axis"));
     std::vector<bool> reduced(ctx.rank(0), false);
     reduced[axis] = true;
     return ir::InferResult{{{DType::Int32, reduced_shape(ctx.shape(0), reduced, ctx.attrs.get_int("keepdims") != 0)}}};

@@ -1,9 +1,11 @@
 // Unary elementwise ops (core/ops/elementwise_unary.cpp): relu, gelu (tanh approximation,
-// PyTorch's gelu(approximate='tanh')), neg, and the gradient ops relu_grad and gelu_grad.
+// PyTorch's gelu(approximate='tanh')), exp, sqrt, tanh, neg, and the gradient ops
+// relu_grad, gelu_grad, exp_grad, sqrt_grad and tanh_grad.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <limits>
 #include <cmath>
 #include <numbers>
 
@@ -102,6 +104,57 @@ TEST(GeluGrad, DerivativeReferenceAgreesWithFiniteDifferences) {
   }
 }
 
+double exp_fn(double x) { return std::exp(x); }
+double sqrt_fn(double x) { return std::sqrt(x); }
+double sqrt_derivative(double x) { return 0.5 / std::sqrt(x); }
+double tanh_fn(double x) { return std::tanh(x); }
+double tanh_derivative(double x) { return 1.0 - std::tanh(x) * std::tanh(x); }
+
+TEST(Exp, ForwardAndGradient) { expect_gradients("exp", {random_f32({3, 7}, 21, -3.0, 3.0)}, {}, unary(exp_fn)); }
+
+TEST(Exp, ValuesByHand) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // exp(89) overflows float32 (max 3.4e38 = exp(88.7)).
+  expect_equal(run_op1("exp", {f32({5}, {0, -0.0, -inf, inf, 89})}), f32({5}, {1, 1, 0, inf, inf}), "exp");
+}
+
+TEST(Sqrt, ForwardAndGradient) {
+  // x >= 0.1: the derivative 1/(2 sqrt x) stays <= 1.6, so the finite differences are accurate.
+  expect_gradients("sqrt", {random_f32({4, 5}, 22, 0.1, 4.0)}, {}, unary(sqrt_fn));
+}
+
+TEST(Sqrt, ValuesByHand) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  expect_equal(run_op1("sqrt", {f32({5}, {0, -0.0, 4, inf, -1})}), f32({5}, {0, -0.0, 2, inf, nan}), "sqrt");
+  // At 0 the derivative is infinite (PyTorch: dy / (2 * sqrt(0)) = inf).
+  expect_equal(run_op1("sqrt_grad", {f32({2}, {0, 0.25}), f32({2}, {1, 3})}), f32({2}, {inf, 3}), "sqrt_grad");
+}
+
+TEST(Tanh, ForwardAndGradient) { expect_gradients("tanh", {random_f32({5, 4}, 23, -4.0, 4.0)}, {}, unary(tanh_fn)); }
+
+TEST(Tanh, RelativelyAccurateNearZero) {
+  // tanh(x) ~ x for small x: the result must be accurate relative to x, not to 1.
+  // 1 - 2/(e^2x + 1) has an absolute error of ~2e-8, a relative one of 2e-4 at x = 1e-4 (and
+  // 100% below 1e-8). glibc's tanhf is within 2 ulps (2.4e-7) and the float result of the
+  // double reference rounds by 0.5 ulp (6e-8): 4e-7 relative leaves a 1.3x margin on that.
+  const Value x = f32({8}, {1e-4, -1e-4, 3e-3, -2e-2, 1e-7, -1e-20, 0.1, -0.5});
+  expect_close(run_op1("tanh", {x}), map_unary(x, tanh_fn), Tolerance{0.0, 4e-7}, "tanh near 0");
+}
+
+TEST(Tanh, SaturatesAndKeepsSignedZero) {
+  const double inf = std::numeric_limits<double>::infinity();
+  expect_equal(run_op1("tanh", {f32({6}, {0, -0.0, inf, -inf, 20, -20})}), f32({6}, {0, -0.0, 1, -1, 1, -1}), "tanh");
+  expect_equal(run_op1("tanh_grad", {f32({3}, {0, 20, -inf}), f32({3}, {2, 1, 1})}), f32({3}, {2, 0, 0}),
+               "tanh_grad");
+}
+
+TEST(UnaryGradOps, ForwardMatchesReference) {
+  const Value x = random_f32({3, 6}, 24, 0.05, 3.0), dy = random_f32({3, 6}, 25);
+  expect_forward("exp_grad", {x, dy}, {}, unary_grad(exp_fn));
+  expect_forward("sqrt_grad", {x, dy}, {}, unary_grad(sqrt_derivative));
+  expect_forward("tanh_grad", {x, dy}, {}, unary_grad(tanh_derivative));
+}
+
 TEST(Neg, ForwardAndGradient) {
   expect_gradients("neg", {random_f32({2, 3, 4}, 7)}, {}, unary([](double x) { return -x; }));
 }
@@ -117,7 +170,7 @@ TEST(Unary, ScalarInput) {
 }
 
 TEST(Unary, ActivationsRejectNonFloat) {
-  for (const char* op : {"relu", "gelu"}) {
+  for (const char* op : {"relu", "gelu", "exp", "sqrt", "tanh"}) {
     SCOPED_TRACE(op);
     const OpError e = op_error(op, {i32({2}, {1, 2})});
     EXPECT_EQ(e.stage, Stage::Build);
@@ -132,7 +185,7 @@ TEST(Unary, ActivationsRejectNonFloat) {
 }
 
 TEST(Unary, GradOpsNeedMatchingShapes) {
-  for (const char* op : {"relu_grad", "gelu_grad"}) {
+  for (const char* op : {"relu_grad", "gelu_grad", "exp_grad", "sqrt_grad", "tanh_grad"}) {
     SCOPED_TRACE(op);
     const OpError e = op_error(op, {random_f32({2, 3}, 1), random_f32({3, 2}, 2)});
     EXPECT_EQ(e.stage, Stage::Build);

@@ -146,6 +146,45 @@ def test_softmax_cross_entropy_and_its_gradient():
     np.testing.assert_allclose(out["grad"], (np.exp(log_softmax) - onehot) / 6, rtol=1e-5, atol=1e-7)
 
 
+def test_transformer_ops_match_numpy():
+    x, pos = _randn(2, 3, 4), np.abs(_randn(3, 4)) + 0.1
+    w, b = _randn(4) + 1.0, _randn(4)
+    logits = _randn(2, 3, 5)
+    labels = np.array([[0, 4, -100], [2, -100, 1]], np.int32)
+
+    def build():
+        tx, tl = plexus.constant(x), plexus.variable(logits, name="logits")
+        loss = ops.softmax_cross_entropy(tl, plexus.constant(labels))
+        grad, = plexus.autodiff(loss, [tl])
+        return dict(exp=ops.exp(tx), sqrt=ops.sqrt(plexus.constant(pos)), tanh=ops.tanh(tx),
+                    softmax=ops.softmax(tx, axis=1), log_softmax=ops.log_softmax(tx),
+                    ln=ops.layer_norm(tx, plexus.constant(w), plexus.constant(b), eps=1e-3),
+                    ln_plain=ops.layer_norm(tx), loss=loss, grad=grad)
+
+    out = _evaluate(build)
+    np.testing.assert_allclose(out["exp"], np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(out["sqrt"], np.sqrt(pos), rtol=1e-6)
+    np.testing.assert_allclose(out["tanh"], np.tanh(x), rtol=1e-6, atol=1e-7)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out["softmax"], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    np.testing.assert_allclose(out["log_softmax"], shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True)),
+                               rtol=1e-5, atol=1e-6)
+    for name, eps, scale, shift in (("ln", 1e-3, w, b), ("ln_plain", 1e-5, 1.0, 0.0)):
+        normed = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+        np.testing.assert_allclose(out[name], normed * scale + shift, rtol=1e-5, atol=1e-5)
+    # F.cross_entropy(logits.reshape(-1, 5), labels.reshape(-1), ignore_index=-100): the mean
+    # over the 4 rows kept; the ignored rows get no gradient.
+    rows, kept = logits.reshape(-1, 5), labels.reshape(-1) != -100
+    lse = np.log(np.exp(rows - rows.max(axis=1, keepdims=True)).sum(axis=1)) + rows.max(axis=1)
+    picked = rows[np.arange(6), np.where(kept, labels.reshape(-1), 0)]
+    np.testing.assert_allclose(out["loss"], ((lse - picked) * kept).sum() / kept.sum(), rtol=1e-5)
+    softmax = np.exp(rows - lse[:, None])
+    onehot = np.eye(5, dtype=np.float32)[np.where(kept, labels.reshape(-1), 0)]
+    expected = (softmax - onehot) * kept[:, None] / kept.sum()
+    np.testing.assert_allclose(out["grad"], expected.reshape(2, 3, 5), rtol=1e-5, atol=1e-7)
+
+
 def test_autodiff_of_a_small_mlp_matches_the_analytic_gradients():
     x, w1, w2 = _randn(4, 3), _randn(3, 5), _randn(5, 2)
 
