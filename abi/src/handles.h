@@ -13,6 +13,7 @@
 #include "core/session/async_saver.h"
 #include "core/data/idx_reader.h"
 #include "core/data/loader.h"
+#include "core/data/text_corpus.h"
 #include "core/ir/error.h"
 #include "core/ir/graph.h"
 #include "core/session/session.h"
@@ -37,6 +38,10 @@ struct plx_dataset {
   plexus::data::IdxDataset data;
 };
 
+struct plx_text {
+  plexus::data::TextCorpus corpus;
+};
+
 /// A loader and the user_data of its two fill callbacks (abi/src/loader_api.cpp).
 struct plx_loader {
   /// What a fill callback serves: one role of one loader.
@@ -46,12 +51,20 @@ struct plx_loader {
   };
   plx_loader(const plexus::data::IdxDataset& dataset, const plexus::data::LoaderOptions& options)
       : loader(dataset, options) {}
+  /// Serves `source`, which the loader owns (windows of a plx_text).
+  plx_loader(std::unique_ptr<const plexus::data::SampleSource> owned, const plexus::data::LoaderOptions& options)
+      : source(std::move(owned)), loader(*source, options) {}
+  std::unique_ptr<const plexus::data::SampleSource> source;  ///< null for an IDX dataset's loader
   plexus::data::Loader loader;
   Feed images{&loader, plexus::data::LoaderRole::Images};
   Feed labels{&loader, plexus::data::LoaderRole::Labels};
 };
 
 namespace plexus::abi {
+
+/// The bytes of `split` of `text`; throws InvalidArgument, naming `function`, for a value
+/// that is no plx_text_split (abi/src/text_api.cpp).
+const std::string& text_split(const plx_text& text, plx_text_split split, const char* function);
 
 /// Records `message` as this thread's last error and returns `status`.
 plx_status set_error(plx_status status, const std::string& message) noexcept;

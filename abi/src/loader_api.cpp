@@ -4,6 +4,7 @@
 
 #include "abi/src/handles.h"
 #include "abi/src/struct_size.h"
+#include "core/data/text_windows.h"
 
 using namespace plexus;
 using abi::guarded;
@@ -94,6 +95,20 @@ PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loade
     require(options, "plx_loader_create", "options");
     require(out_loader, "plx_loader_create", "out_loader");
     prefixed("plx_loader_create", [&] { *out_loader = new plx_loader(dataset->data, to_loader_options(*options)); });
+  });
+}
+
+PLX_API plx_status plx_loader_create_text(const plx_text* text, plx_text_split split, int64_t context,
+                                          const plx_loader_options* options, plx_loader** out_loader) {
+  return guarded([&] {
+    require(text, "plx_loader_create_text", "text");
+    require(options, "plx_loader_create_text", "options");
+    require(out_loader, "plx_loader_create_text", "out_loader");
+    const std::string& bytes = abi::text_split(*text, split, "plx_loader_create_text");
+    const char* name = split == PLX_TEXT_TRAIN ? "training split" : "validation split";
+    prefixed("plx_loader_create_text", [&] {
+      *out_loader = new plx_loader(std::make_unique<data::TextWindows>(bytes, context, name), to_loader_options(*options));
+    });
   });
 }
 

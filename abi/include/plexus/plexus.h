@@ -63,6 +63,8 @@
  *      plx_replica_grouping_get_num_groups (plx_replica_grouping_num_groups).
  *  11  plx_runtime_get_ops: the op catalog as JSON (the Python package's plexus.ops);
  *      plx_workers_read_environment reads a cluster definition (PLEXUS_CLUSTER, TF_CONFIG).
+ *  12  text corpora (plx_text_load, plx_text_get_split, plx_text_destroy,
+ *      PLX_FORTUNES_DIR) and loaders over their windows (plx_loader_create_text).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -1063,6 +1065,57 @@ PLX_API plx_status plx_dataset_get_info(const plx_dataset* dataset, int64_t* out
 PLX_API plx_status plx_dataset_get_data(const plx_dataset* dataset, const void** out_images,
                                         const void** out_labels, plx_dtype* out_label_dtype);
 
+/* ---- Text corpora (a byte-level language model's data; issue 20) ------------------- */
+
+/** Where the Debian package `fortunes` installs its corpus (plain English text). */
+#define PLX_FORTUNES_DIR "/usr/share/games/fortunes"
+
+/**
+ * A text corpus in host memory, split into a training and a validation text. Bytes, not
+ * characters: a model of it predicts one of 256 byte values.
+ */
+typedef struct plx_text plx_text;
+
+/** Which part of a plx_text. */
+typedef enum plx_text_split {
+  PLX_TEXT_TRAIN = 0,      /**< the training text */
+  PLX_TEXT_VALIDATION = 1  /**< the validation text */
+} plx_text_split;
+
+/**
+ * Reads the corpus at `path`: a file, or a directory's regular files (symlinks and
+ * strfile's `*.dat` indexes skipped) in the byte order of their names. Documents are the
+ * text between lines holding only "%" (strfile's format, the `fortunes` package's; a file
+ * without such lines is one document). Document k, counted from 0 over all files, goes to
+ * the validation text when k % validation_every == validation_every - 1, else to the
+ * training text (every 10th with 10): the same split on every machine.
+ * @return PLX_OK; PLX_ERR_NOT_FOUND (`path` does not exist; for PLX_FORTUNES_DIR the
+ *         message names the package to install); PLX_ERR_IO (a file cannot be read);
+ *         PLX_ERR_INVALID_ARGUMENT (NULL, validation_every < 2, too few documents for two
+ *         non-empty texts).
+ * Thread safety: safe from any thread.
+ * @since 12
+ */
+PLX_API plx_status plx_text_load(const char* path, int64_t validation_every, plx_text** out_text);
+
+/**
+ * Frees the text; NULL is ignored. No loader over it may still exist.
+ * Thread safety: not concurrently with any other call on `text`.
+ * @since 12
+ */
+PLX_API void plx_text_destroy(plx_text* text);
+
+/**
+ * The bytes of one split, valid until plx_text_destroy(), and the corpus's document count.
+ * @param out_bytes May be NULL. @param out_size Bytes of the split; may be NULL.
+ * @param out_documents Documents in both splits; may be NULL.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (text NULL, split not a plx_text_split).
+ * Thread safety: safe from any thread (a text is read-only).
+ * @since 12
+ */
+PLX_API plx_status plx_text_get_split(const plx_text* text, plx_text_split split, const char** out_bytes,
+                                      size_t* out_size, int64_t* out_documents);
+
 /* ---- Data loader (seed 003's poptorch.DataLoader in async mode) ------------------- */
 
 /**
@@ -1124,6 +1177,23 @@ PLX_API void plx_loader_options_init(plx_loader_options* options);
  */
 PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loader_options* options,
                                      plx_loader** out_loader);
+
+/**
+ * Creates a loader over windows of one split of `text`, which must outlive it (a
+ * character model's data, nanoGPT's get_batch without its random offsets). Sample i is the
+ * context + 1 bytes from i * context: its tokens, int32 [context], the first context
+ * bytes (0..255), served to the `images` stream of plx_loader_get_callbacks; its targets,
+ * int32 [context], the last context bytes (the next token of each), served to `labels`.
+ * A split of n bytes has (n - 1) / context samples; order, runs and shards as for
+ * plx_loader_create; mean and std are not used.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL, split not a plx_text_split, context < 1,
+ *         a split shorter than context + 1 bytes, an option out of range naming it, fewer
+ *         windows than one run with drop_last).
+ * Thread safety: safe from any thread; `text` must outlive the loader.
+ * @since 12
+ */
+PLX_API plx_status plx_loader_create_text(const plx_text* text, plx_text_split split, int64_t context,
+                                          const plx_loader_options* options, plx_loader** out_loader);
 
 /**
  * Stops the workers and frees the loader; NULL is ignored. No run may still call it.

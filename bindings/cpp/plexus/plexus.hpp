@@ -21,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -829,15 +830,60 @@ class Dataset {
   plx_dataset* handle_ = nullptr;
 };
 
-/// A data loader over a Dataset (plx_loader; seed 003's poptorch.DataLoader): shuffled,
-/// normalised float32 images and int32 labels served to a session's streams by fill
-/// callbacks, prepared ahead by worker threads. The Dataset must outlive it. Thread
-/// safety: as plx_loader (the callbacks from any thread; the methods from one).
+/// A text corpus split into training and validation bytes (plx_text; the Debian package
+/// `fortunes` at PLX_FORTUNES_DIR by default). Read-only once loaded: safe from any thread.
+class Text {
+ public:
+  /// Reads `path` (a file or a directory of strfile-format files) and puts every
+  /// `validation_every`-th document in the validation split. Throws Error: NOT_FOUND for a
+  /// missing path, IO, INVALID_ARGUMENT for too few documents (plx_text_load).
+  explicit Text(const std::string& path = PLX_FORTUNES_DIR, int64_t validation_every = 10) {
+    check(plx_text_load(path.c_str(), validation_every, &handle_));
+  }
+  ~Text() { plx_text_destroy(handle_); }
+  Text(Text&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Text& operator=(Text&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  Text(const Text&) = delete;
+  Text& operator=(const Text&) = delete;
+
+  /// The bytes of `split`, valid while this Text lives.
+  std::string_view bytes(plx_text_split split) const {
+    const char* p = nullptr;
+    size_t n = 0;
+    check(plx_text_get_split(handle_, split, &p, &n, nullptr));
+    return {p, n};
+  }
+  /// Documents in both splits.
+  int64_t documents() const {
+    int64_t n = 0;
+    check(plx_text_get_split(handle_, PLX_TEXT_TRAIN, nullptr, nullptr, &n));
+    return n;
+  }
+  const plx_text* get() const { return handle_; }
+
+ private:
+  plx_text* handle_ = nullptr;
+};
+
+/// A data loader (plx_loader; seed 003's poptorch.DataLoader) over a Dataset (shuffled,
+/// normalised float32 images and int32 labels) or over windows of a Text (int32 tokens
+/// and next-token targets [batch, context]), served to a session's streams by fill
+/// callbacks, prepared ahead by worker threads. The Dataset or Text must outlive it.
+/// Thread safety: as plx_loader (the callbacks from any thread; the methods from one).
 class Loader {
  public:
   /// Throws Error(PLX_ERR_INVALID_ARGUMENT) naming an option out of range.
   Loader(const Dataset& dataset, const plx_loader_options& options) {
     check(plx_loader_create(dataset.get(), &options, &handle_));
+  }
+  /// Windows of context + 1 bytes of `split` (plx_loader_create_text). Throws
+  /// Error(PLX_ERR_INVALID_ARGUMENT) for a context < 1, a split shorter than one window,
+  /// an option out of range.
+  Loader(const Text& text, plx_text_split split, int64_t context, const plx_loader_options& options) {
+    check(plx_loader_create_text(text.get(), split, context, &options, &handle_));
   }
   ~Loader() { plx_loader_destroy(handle_); }
   Loader(Loader&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
