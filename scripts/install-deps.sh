@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libgloo-dev iproute2 abigail-tools
   nlohmann-json3-dev zlib1g-dev
-  npm dataset-fashion-mnist
+  npm dataset-fashion-mnist fortunes
   python3 python3-dev python3-cffi python3-numpy python3-pytest python3-setuptools python3-pip
   python3-venv python3-wheel
 )
