@@ -32,7 +32,7 @@ from plexus.variables import (variable, constant, remote_buffer, remote_variable
                               remote_replica_sharded_variable, h2d_stream, d2h_stream, autodiff)
 from plexus import ops
 from plexus.session import Session, Run
-from plexus.data import Dataset, Loader
+from plexus.data import Dataset, Loader, Text, TextWindows, FORTUNES_DIR
 
 
 def runtime_info():
@@ -57,5 +57,5 @@ __all__ = [
     "Tensor", "HostToDeviceStream", "DeviceToHostStream", "RemoteBuffer",
     "variable", "constant", "remote_buffer", "remote_variable", "replica_sharded_variable",
     "remote_replica_sharded_variable", "h2d_stream", "d2h_stream", "autodiff",
-    "ops", "Session", "Run", "Dataset", "Loader", "runtime_info", "api_version",
+    "ops", "Session", "Run", "Dataset", "Loader", "Text", "TextWindows", "FORTUNES_DIR", "runtime_info", "api_version",
 ]

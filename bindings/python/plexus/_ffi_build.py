@@ -22,7 +22,7 @@ HEADERS = ("plexus/types.h", "plexus/plexus.h")
 
 def _strip_preprocessor(text):
     """Drops comments, #if blocks for C++/Windows/compilers, includes and guards; keeps
-    `#define NAME <integer>`."""
+    `#define NAME <integer>`, and declares `#define NAME "string"` as a constant string."""
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r"//[^\n]*", "", text)
     out, skip = [], []
@@ -42,6 +42,8 @@ def _strip_preprocessor(text):
                 skip.pop()
             elif not any(skip) and re.match(r"define\s+PLX_[A-Z0-9_]+\s+-?\d+\s*$", directive):
                 out.append("#" + directive)
+            elif not any(skip) and (m := re.match(r"define\s+(PLX_[A-Z0-9_]+)\s+\"[^\"]*\"\s*$", directive)):
+                out.append(f"static const char *const {m.group(1)};")  # a string macro: API mode reads its value
             continue
         if not any(skip):
             out.append(line)

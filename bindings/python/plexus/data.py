@@ -1,5 +1,6 @@
-"""IDX datasets (MNIST, Fashion-MNIST) and the data loader (seed 003's poptorch.DataLoader
-in async mode; seed 002's Dataset.shard for workers), over plx_dataset and plx_loader.
+"""IDX datasets (MNIST, Fashion-MNIST), text corpora (the Debian package `fortunes`) and
+the data loader (seed 003's poptorch.DataLoader in async mode; seed 002's Dataset.shard for
+workers), over plx_dataset, plx_text and plx_loader.
 
 A Loader feeds a session in two ways: as fill callbacks on the io threads
 (`session.run(callbacks=loader.callbacks(images, labels))` after `loader.begin_run(e, r)`),
@@ -71,10 +72,63 @@ class Dataset:
         return self.num_samples
 
 
+FORTUNES_DIR = ffi.string(lib.PLX_FORTUNES_DIR).decode()
+"""Where the Debian package `fortunes` installs its corpus (plexus.h PLX_FORTUNES_DIR)."""
+
+_SPLITS = {"train": lib.PLX_TEXT_TRAIN, "validation": lib.PLX_TEXT_VALIDATION}
+
+
+class Text:
+    """A text corpus in host memory, split into training and validation bytes (plx_text):
+    `path` is a file or a directory of strfile-format files (documents between lines
+    holding only "%"); document k goes to validation when k % validation_every ==
+    validation_every - 1. `train` and `validation` are the bytes, `documents` the count.
+    Raises NotFound (a missing path; for FORTUNES_DIR the message names the package),
+    IoError, InvalidArgument (too few documents). Read-only: safe from any thread."""
+
+    def __init__(self, path=FORTUNES_DIR, validation_every=10):
+        out = ffi.new("plx_text**")
+        check(lib.plx_text_load(str(path).encode(), int(validation_every), out))
+        self._ptr = ffi.gc(out[0], lib.plx_text_destroy)
+        self.documents = self._split("train")[1]
+        self.train = self._split("train")[0]
+        self.validation = self._split("validation")[0]
+
+    def _split(self, split):
+        data, size, documents = ffi.new("char**"), ffi.new("size_t*"), ffi.new("int64_t*")
+        check(lib.plx_text_get_split(self._ptr, _split_code(split), data, size, documents))
+        return ffi.buffer(data[0], size[0])[:], documents[0]
+
+    def windows(self, split="train", context=64):
+        """The windows a Loader serves from `split` ("train" or "validation"): sample i is
+        the context + 1 bytes from i * context, its tokens int32 [context] (the images
+        stream) and its next-token targets int32 [context] (the labels stream)."""
+        return TextWindows(self, split, context)
+
+
+class TextWindows:
+    """Windows of context + 1 bytes of one split of a Text, for Loader (Text.windows)."""
+
+    def __init__(self, text, split, context):
+        self.text, self.split, self.context = text, split, int(context)
+        _split_code(split)
+        self.image_shape, self.image_dtype = (self.context,), np.int32
+
+    def _create(self, options, out):
+        return lib.plx_loader_create_text(self.text._ptr, _split_code(self.split), self.context, options, out)
+
+
+def _split_code(split):
+    if split not in _SPLITS:
+        raise ValueError(f"split is {split!r}, must be 'train' or 'validation'")
+    return _SPLITS[split]
+
+
 class Loader:
-    """Micro-batches of a Dataset for every replica and step of a run, prepared ahead on
-    `workers` threads: images float32 normalised by (x / 255 - mean) / std, labels int32
-    (seed 003's DataLoader; plexus.h plx_loader_options gives every option).
+    """Micro-batches of a Dataset (images float32 normalised by (x / 255 - mean) / std,
+    labels int32) or of TextWindows (tokens and targets int32 [context]) for every replica
+    and step of a run, prepared ahead on `workers` threads (seed 003's DataLoader; plexus.h
+    plx_loader_options gives every option).
 
     batch_size: samples per micro-batch per replica; replicas: R (the session's hosted
     replicas); steps_per_run: device_iterations x gradient_accumulation; shuffle, seed: a
@@ -93,12 +147,16 @@ class Loader:
         o.drop_last, o.workers, o.num_shards, o.shard_index = int(bool(drop_last)), int(workers), int(num_shards), \
             int(shard_index)
         out = ffi.new("plx_loader**")
-        check(lib.plx_loader_create(dataset._ptr, o, out))
+        windows = isinstance(dataset, TextWindows)
+        check(dataset._create(o, out) if windows else lib.plx_loader_create(dataset._ptr, o, out))
         self.dataset = dataset
-        # The C dataset must outlive the C loader, whose worker threads read it (plexus.h):
-        # the destructor holds the dataset's cdata, so however the Loader's attributes are
-        # released, the loader is destroyed first.
-        self._ptr = ffi.gc(out[0], lambda ptr, _dataset=dataset._ptr: lib.plx_loader_destroy(ptr))
+        self._input_dtype = np.int32 if windows else np.float32
+        self._label_shape = dataset.image_shape if windows else ()  # targets: one per token
+        # The C dataset or text must outlive the C loader, whose worker threads read it
+        # (plexus.h): the destructor holds its cdata, so however the Loader's attributes
+        # are released, the loader is destroyed first.
+        owner = dataset.text._ptr if windows else dataset._ptr
+        self._ptr = ffi.gc(out[0], lambda ptr, _owner=owner: lib.plx_loader_destroy(ptr))
         self.batch_size, self.replicas, self.steps_per_run = int(batch_size), int(replicas), int(steps_per_run)
         self.epoch = 0
 
@@ -132,8 +190,8 @@ class Loader:
         self.begin_run(epoch, run)
         c = ffi.new("plx_stream_callback[2]")
         check(lib.plx_loader_get_callbacks(self._ptr, 0, 0, c))
-        images = np.empty(self._host_shape(self.dataset.image_shape), np.float32)
-        labels = np.empty(self._host_shape(()), np.int32)
+        images = np.empty(self._host_shape(self.dataset.image_shape), self._input_dtype)
+        labels = np.empty(self._host_shape(self._label_shape), np.int32)
         for c_cb, array in ((c[0], images), (c[1], labels)):
             per = array.reshape(self.steps_per_run, self.replicas, -1)
             for step in range(self.steps_per_run):
