@@ -35,6 +35,8 @@ const std::map<std::string, Coverage>& covered() {
       {"transpose", {"shape_ops_test.cpp", true}},
       {"expand", {"shape_ops_test.cpp", true}},
       {"flatten", {"shape_ops_test.cpp", true}},
+      {"gather", {"gather_test.cpp", true}},
+      {"gather_grad", {"gather_test.cpp", false}},
       {"conv2d", {"conv_test.cpp", true}},
       {"conv2d_grad_input", {"conv_test.cpp", false}},
       {"conv2d_grad_weight", {"conv_test.cpp", false}},
