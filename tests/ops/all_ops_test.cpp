@@ -20,6 +20,7 @@ struct Coverage {
 const std::map<std::string, Coverage>& covered() {
   static const std::map<std::string, Coverage> ops = {
       {"matmul", {"matmul_test.cpp", true}},
+      {"batch_matmul", {"batch_matmul_test.cpp", true}},
       {"add", {"elementwise_binary_test.cpp", true}},
       {"add_", {"elementwise_binary_test.cpp", false}},
       {"sub", {"elementwise_binary_test.cpp", true}},
