@@ -27,6 +27,7 @@ const std::map<std::string, Coverage>& covered() {
       {"mul", {"elementwise_binary_test.cpp", true}},
       {"div", {"elementwise_binary_test.cpp", true}},
       {"equal", {"elementwise_binary_test.cpp", false}},
+      {"where", {"where_test.cpp", true}},
       {"relu", {"elementwise_unary_test.cpp", true}},
       {"relu_grad", {"elementwise_unary_test.cpp", false}},
       {"gelu", {"elementwise_unary_test.cpp", true}},
