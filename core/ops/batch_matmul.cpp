@@ -80,25 +80,16 @@ ir::Kernel kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::Attributes shape_attr(std::vector<int64_t> shape) {
-  ir::Attributes attrs;
-  attrs.set("shape", std::move(shape));
-  return attrs;
-}
-
 // The single-GEMM case as a matmul of a, dY flattened to rows and b as a matrix.
 std::vector<TensorId> single_gemm_grads(ir::GradContext& ctx) {
   const TensorId a = ctx.op.inputs[0], b = ctx.op.inputs[1];
   const ir::Shape a_shape = ctx.shape(a), b_shape = ctx.shape(b), y_shape = ctx.shape(ctx.output_grads[0]);
-  auto rows = [&](TensorId t, const ir::Shape& s) {
-    return ctx.add("reshape", {t}, shape_attr({ir::numel(s) / s.back(), s.back()}));
-  };
-  const TensorId b2 = b_shape.size() == 2 ? b : ctx.add("reshape", {b}, shape_attr({b_shape[b_shape.size() - 2],
-                                                                                    b_shape.back()}));
+  auto rows = [&](TensorId t, const ir::Shape& s) { return reshape_to(ctx, t, {ir::numel(s) / s.back(), s.back()}); };
+  const TensorId b2 = b_shape.size() == 2 ? b : reshape_to(ctx, b, {b_shape[b_shape.size() - 2], b_shape.back()});
   const auto [da, db] = matrix_product_grads(ctx, "matmul", rows(a, a_shape), b2, rows(ctx.output_grads[0], y_shape),
                                              ctx.needs_grad[0], ctx.needs_grad[1]);
-  return {da == ir::kNoTensor ? da : ctx.add("reshape", {da}, shape_attr(a_shape)),
-          db == ir::kNoTensor || b2 == b ? db : ctx.add("reshape", {db}, shape_attr(b_shape))};
+  return {da == ir::kNoTensor ? da : reshape_to(ctx, da, a_shape),
+          db == ir::kNoTensor || b2 == b ? db : reshape_to(ctx, db, b_shape)};
 }
 
 std::vector<TensorId> grad(ir::GradContext& ctx) {
