@@ -4,7 +4,7 @@
 //                                     inputs one after the other along axis (numpy
 //                                     concatenate, PyTorch torch.cat, ONNX Concat).
 //                                     grad: dy sliced back into each input's part
-//   split(x; axis=0, sizes)           the inverse: one output per entry of sizes (each >= 1,
+//   split(x; sizes, axis=0)           the inverse: one output per entry of sizes (each >= 1,
 //                                     summing to x's dim along axis), numpy split at the
 //                                     cumulative sizes (PyTorch torch.split with a list,
 //                                     ONNX Split). grad: concat of the outputs' gradients
@@ -200,7 +200,8 @@ std::vector<TensorId> split_grad(ir::GradContext& ctx) {
 ir::OpDef split_def() {
   ir::OpDef d;
   d.name = "split";
-  d.attrs = {{"axis", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}, {"sizes", ir::AttrKind::Ints, std::nullopt}};
+  // sizes first, as torch.split(x, sizes, dim) takes them.
+  d.attrs = {{"sizes", ir::AttrKind::Ints, std::nullopt}, {"axis", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}};
   d.infer = infer_split;
   d.kernel = split_kernel;
   d.grad = split_grad;
