@@ -70,8 +70,8 @@ ir::Kernel kernel(const ir::KernelContext& ctx) {
   }
   const std::vector<std::pair<int64_t, int64_t>> offsets = entry_offsets(a_shape, b_shape, y_shape);
   const auto count = static_cast<int64_t>(offsets.size());
-  return [gemm = plan_gemm(ctx, s, count), offsets, a, b, y, a_size = s.m * s.k, b_size = s.k * s.n,
-          y_size = s.m * s.n] {
+  const int64_t a_size = s.m * s.k, b_size = s.k * s.n, y_size = s.m * s.n;
+  return [gemm = plan_gemm(ctx, s, count), offsets, a, b, y, a_size, b_size, y_size] {
     float* out = y;
     for (const auto& [oa, ob] : offsets) {
       gemm.run(a + oa * a_size, b + ob * b_size, out, 1.0f, 0.0f);

@@ -102,8 +102,8 @@ ir::InferResult infer_concat(const ir::InferContext& ctx) {
       s[axis] = first[axis];
     }
     if (s != first) {
-      ctx.fail(ErrorCode::ShapeMismatch, "input " + std::to_string(i) + " must have input 0's shape except along axis " +
-                                             std::to_string(axis));
+      ctx.fail(ErrorCode::ShapeMismatch,
+               "input " + std::to_string(i) + " must have input 0's shape except along axis " + std::to_string(axis));
     }
   }
   return {{{ctx.dtype(0), out}}};
@@ -129,10 +129,10 @@ std::vector<TensorId> slices_along(ir::GradContext& ctx, TensorId dy, int64_t ax
   std::vector<TensorId> grads;
   int64_t start = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    grads.push_back(wanted[k] ? ctx.add("slice", {dy}, ints_attrs({{"starts", {start}},
-                                                                  {"ends", {start + sizes[k]}},
-                                                                  {"axes", {axis}}}))
-                              : ir::kNoTensor);
+    grads.push_back(
+        wanted[k]
+            ? ctx.add("slice", {dy}, ints_attrs({{"starts", {start}}, {"ends", {start + sizes[k]}}, {"axes", {axis}}}))
+            : ir::kNoTensor);
     start += sizes[k];
   }
   return grads;
@@ -288,8 +288,7 @@ ir::OpDef slice_def() {
   d.kernel = [](const ir::KernelContext& ctx) {
     const ir::TensorInfo& x = *ctx.inputs[0];
     const Box box = slice_box(x.shape, ctx.op.attrs);
-    return box_copy(x.shape, box.begin, box.shape, ir::dtype_size(x.dtype), ctx.in[0],
-                    ctx.out[0], false);
+    return box_copy(x.shape, box.begin, box.shape, ir::dtype_size(x.dtype), ctx.in[0], ctx.out[0], false);
   };
   d.grad = [](ir::GradContext& ctx) {
     const ir::Shape x = ctx.shape(ctx.op.inputs[0]);
@@ -310,8 +309,8 @@ ir::OpDef slice_grad_def() {
     bool fits = shape.size() == dy.size() && starts.size() == dy.size();
     for (size_t i = 0; fits && i < dy.size(); ++i) fits = starts[i] >= 0 && starts[i] + dy[i] <= shape[i];
     if (!fits) {
-      ctx.fail(ErrorCode::ShapeMismatch, "dy at starts " + ir::shape_string(starts) + " must lie inside shape " +
-                                             ir::shape_string(shape));
+      ctx.fail(ErrorCode::ShapeMismatch,
+               "dy at starts " + ir::shape_string(starts) + " must lie inside shape " + ir::shape_string(shape));
     }
     return ir::InferResult{{{ctx.dtype(0), shape}}};
   };

@@ -56,8 +56,10 @@ ir::Shape gathered_shape(const ir::InferContext& ctx, const ir::Shape& indices, 
   ir::Shape out = indices;
   out.insert(out.end(), row.begin(), row.end());
   if (out.size() > ir::kMaxRank) {
-    ctx.fail(ErrorCode::ShapeMismatch, "the output's rank " + std::to_string(out.size()) + " (indices' rank + table's "
-                                       "rank - 1) exceeds " + std::to_string(ir::kMaxRank));
+    ctx.fail(ErrorCode::ShapeMismatch, "the output's rank " + std::to_string(out.size()) +
+                                           " (indices' rank + table's "
+                                           "rank - 1) exceeds " +
+                                           std::to_string(ir::kMaxRank));
   }
   return out;
 }
@@ -91,8 +93,7 @@ ir::OpDef gather_def() {
   d.grad = [](ir::GradContext& ctx) {
     ir::Attributes attrs;
     attrs.set("num_rows", ctx.shape(ctx.op.inputs[0])[0]);
-    return std::vector<TensorId>{ctx.add("gather_grad", {ctx.op.inputs[1], ctx.output_grads[0]}, attrs),
-                                 ir::kNoTensor};
+    return std::vector<TensorId>{ctx.add("gather_grad", {ctx.op.inputs[1], ctx.output_grads[0]}, attrs), ir::kNoTensor};
   };
   return d;
 }

@@ -39,8 +39,8 @@ GemmShape infer_matrix_product(const ir::InferContext& ctx) {
   const ir::Shape& b = ctx.shape(1);
   const int64_t k_b = tb ? b[b.size() - 1] : b[b.size() - 2];
   if (s.k != k_b) {
-    ctx.fail(ErrorCode::ShapeMismatch, "inner dimensions differ (" + std::to_string(s.k) + " vs " +
-                                           std::to_string(k_b) + ")");
+    ctx.fail(ErrorCode::ShapeMismatch,
+             "inner dimensions differ (" + std::to_string(s.k) + " vs " + std::to_string(k_b) + ")");
   }
   return s;
 }

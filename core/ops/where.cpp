@@ -24,8 +24,9 @@ ir::InferResult infer(const ir::InferContext& ctx) {
   if (ctx.dtype(2) != ctx.dtype(1)) ctx.fail(ErrorCode::DTypeMismatch, "a and b (inputs 1 and 2) must have one dtype");
   ir::Shape ab, out;
   if (!ir::broadcast_shapes(ctx.shape(1), ctx.shape(2), ab) || !ir::broadcast_shapes(ctx.shape(0), ab, out)) {
-    ctx.fail(ErrorCode::ShapeMismatch, "cond, a and b are not broadcast-compatible (numpy rules: trailing dims must "
-                                       "be equal or 1)");
+    ctx.fail(ErrorCode::ShapeMismatch,
+             "cond, a and b are not broadcast-compatible (numpy rules: trailing dims must "
+             "be equal or 1)");
   }
   return {{{ctx.dtype(1), out}}};
 }

@@ -36,7 +36,8 @@ Reference batch_matmul_reference(bool ta, bool tb) {
     const int64_t a0 = a.shape[ra - 2], a1 = a.shape[ra - 1], b0 = b.shape[rb - 2], b1 = b.shape[rb - 1];
     const int64_t m = ta ? a1 : a0, k = ta ? a0 : a1, n = tb ? b0 : b1;
     ir::Shape shape = broadcast_shape(leading(a.shape), leading(b.shape));
-    const std::vector<double> ma = matrix_of_entry(leading(a.shape), shape), mb = matrix_of_entry(leading(b.shape), shape);
+    const std::vector<double> ma = matrix_of_entry(leading(a.shape), shape),
+                              mb = matrix_of_entry(leading(b.shape), shape);
     shape.push_back(m);
     shape.push_back(n);
     Value y{ir::DType::Float32, shape, {}};
@@ -46,7 +47,8 @@ Reference batch_matmul_reference(bool ta, bool tb) {
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
           double sum = 0.0;
-          for (int64_t p = 0; p < k; ++p) sum += (ta ? pa[p * m + i] : pa[i * k + p]) * (tb ? pb[j * k + p] : pb[p * n + j]);
+          for (int64_t p = 0; p < k; ++p)
+            sum += (ta ? pa[p * m + i] : pa[i * k + p]) * (tb ? pb[j * k + p] : pb[p * n + j]);
           y.data.push_back(sum);
         }
       }

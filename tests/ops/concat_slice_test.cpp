@@ -88,12 +88,12 @@ struct ConcatCase {
 
 TEST(Concat, ForwardAndGradientsMatchDoubleReference) {
   const ConcatCase cases[] = {
-      {{{2, 3}, {1, 3}}, 0},
-      {{{2, 1, 3}, {2, 4, 3}, {2, 2, 3}}, 1},
-      {{{2, 2}, {2, 3}}, -1},
-      {{{3, 2, 2}, {3, 2, 1}, {3, 2, 2}, {3, 2, 3}}, 2},
-      {{{4}, {1}, {2}}, 0},
-      {{{2, 3}}, 1},  // one input: a copy
+      {{{2, 3}, {1, 3}}, 0},                              // rows
+      {{{2, 1, 3}, {2, 4, 3}, {2, 2, 3}}, 1},             // a middle axis
+      {{{2, 2}, {2, 3}}, -1},                             // negative axis
+      {{{3, 2, 2}, {3, 2, 1}, {3, 2, 2}, {3, 2, 3}}, 2},  // four inputs, the last axis
+      {{{4}, {1}, {2}}, 0},                               // rank 1
+      {{{2, 3}}, 1},                                      // one input: a copy
   };
   uint32_t seed = 1;
   for (const ConcatCase& c : cases) {
@@ -172,7 +172,8 @@ TEST(Split, OutputsAreTheSlicesAtCumulativeSizes) {
 TEST(Split, GradientIsTheConcatOfThePartsGradients) {
   ir::Graph g;
   const ir::TensorId x = add_inputs(g, {random_f32({3, 5}, 1)}).front();
-  const std::vector<ir::TensorId> parts = g.add_op("split", {x}, make_attrs({{"axis", int64_t{1}}, {"sizes", Ints{2, 1, 2}}}));
+  const std::vector<ir::TensorId> parts =
+      g.add_op("split", {x}, make_attrs({{"axis", int64_t{1}}, {"sizes", Ints{2, 1, 2}}}));
   const Value r0 = random_f32({3, 2}, 2), r2 = random_f32({3, 2}, 3);
   auto weighted = [&](ir::TensorId part, const Value& r) {
     const ir::TensorId c = g.add_constant(ir::DType::Float32, r.shape, to_bytes(r));
@@ -191,9 +192,9 @@ TEST(Split, SizesAndAxisAreChecked) {
                                          ir::ErrorCode::ShapeMismatch);
     EXPECT_THAT(e.message, HasSubstr("must be >= 1 each and sum to 5 (dim 0)"));
   }
-  const OpError a = expect_build_error("split", {random_f32({5, 2}, 1)},
-                                       make_attrs({{"axis", int64_t{2}}, {"sizes", Ints{1, 1}}}),
-                                       ir::ErrorCode::InvalidArgument);
+  const OpError a =
+      expect_build_error("split", {random_f32({5, 2}, 1)}, make_attrs({{"axis", int64_t{2}}, {"sizes", Ints{1, 1}}}),
+                         ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(a.message, HasSubstr("axis 2 must be in [-2, 2) for rank 2"));
 }
 
@@ -206,28 +207,29 @@ struct SliceCase {
 
 TEST(Slice, ForwardAndGradientMatchDoubleReference) {
   const SliceCase cases[] = {
-      {{5, 4}, {1}, {3}, {0}},                // rows 1..2
-      {{5, 4}, {1, 2}, {4, 4}, {}},           // axes empty: 0, 1
-      {{5, 4}, {-3}, {-1}, {1}},              // negative: from the end
-      {{5, 4}, {-100}, {1000}, {0}},          // clamped to the whole dim
-      {{2, 3, 4}, {1, 0}, {3, 1}, {-1, 0}},   // negative axis, any order
-      {{2, 3, 4}, {2}, {3}, {1}},             // a middle dim
-      {{6}, {5}, {6}, {}},                    // the last element
-      {{2, 3}, {}, {}, {}},                   // nothing sliced: a copy
+      {{5, 4}, {1}, {3}, {0}},               // rows 1..2
+      {{5, 4}, {1, 2}, {4, 4}, {}},          // axes empty: 0, 1
+      {{5, 4}, {-3}, {-1}, {1}},             // negative: from the end
+      {{5, 4}, {-100}, {1000}, {0}},         // clamped to the whole dim
+      {{2, 3, 4}, {1, 0}, {3, 1}, {-1, 0}},  // negative axis, any order
+      {{2, 3, 4}, {2}, {3}, {1}},            // a middle dim
+      {{6}, {5}, {6}, {}},                   // the last element
+      {{2, 3}, {}, {}, {}},                  // nothing sliced: a copy
   };
   uint32_t seed = 1;
   for (const SliceCase& c : cases) {
     SCOPED_TRACE(testing::Message() << "x " << ::testing::PrintToString(c.x) << " starts "
-                                    << ::testing::PrintToString(c.starts) << " ends " << ::testing::PrintToString(c.ends)
-                                    << " axes " << ::testing::PrintToString(c.axes));
+                                    << ::testing::PrintToString(c.starts) << " ends "
+                                    << ::testing::PrintToString(c.ends) << " axes "
+                                    << ::testing::PrintToString(c.axes));
     expect_gradients("slice", {random_f32(c.x, seed++)}, slice_attrs(c.starts, c.ends, c.axes),
                      slice_reference(c.starts, c.ends, c.axes));
   }
 }
 
 TEST(Slice, WorksOnEveryDtype) {
-  expect_equal(run_op1("slice", {i32({2, 3}, {1, 2, 3, 4, 5, 6})}, slice_attrs({1}, {3}, {1})), i32({2, 2}, {2, 3, 5, 6}),
-               "int32");
+  expect_equal(run_op1("slice", {i32({2, 3}, {1, 2, 3, 4, 5, 6})}, slice_attrs({1}, {3}, {1})),
+               i32({2, 2}, {2, 3, 5, 6}), "int32");
   expect_equal(run_op1("slice", {u8({4}, {7, 8, 9, 255})}, slice_attrs({-2}, {4}, {})), u8({2}, {9, 255}), "uint8");
 }
 
@@ -270,9 +272,9 @@ TEST(SliceGrad, PutsDyIntoZeros) {
 TEST(SliceGrad, DyMustFitInsideTheShape) {
   for (const Ints& starts : {Ints{2, 0}, Ints{-1, 0}, Ints{0}}) {
     SCOPED_TRACE(::testing::PrintToString(starts));
-    const OpError e = expect_build_error("slice_grad", {random_f32({2, 2}, 1)},
-                                         make_attrs({{"shape", Ints{3, 2}}, {"starts", starts}}),
-                                         ir::ErrorCode::ShapeMismatch);
+    const OpError e =
+        expect_build_error("slice_grad", {random_f32({2, 2}, 1)},
+                           make_attrs({{"shape", Ints{3, 2}}, {"starts", starts}}), ir::ErrorCode::ShapeMismatch);
     EXPECT_THAT(e.message, HasSubstr("must lie inside shape [3,2]"));
   }
 }

@@ -29,9 +29,9 @@ constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
 
 std::vector<bool> mask(size_t n, double p, int64_t seed, int64_t micro_batch, int64_t replica, int64_t key) {
   auto mix = [](uint64_t z) { return splitmix_finaliser(z + kGamma); };
-  uint64_t state = mix(mix(mix(mix(static_cast<uint64_t>(seed)) ^ static_cast<uint64_t>(micro_batch)) ^
-                           static_cast<uint64_t>(replica)) ^
-                       static_cast<uint64_t>(key));
+  uint64_t state = mix(
+      mix(mix(mix(static_cast<uint64_t>(seed)) ^ static_cast<uint64_t>(micro_batch)) ^ static_cast<uint64_t>(replica)) ^
+      static_cast<uint64_t>(key));
   std::vector<bool> keep;
   for (size_t i = 0; i < n; ++i) {
     state += kGamma;  // splitmix64: advance, then finalise
@@ -104,8 +104,9 @@ TrainingRuns run_training(const Value& x, const ir::Attributes& attrs, const Val
 
 Value as_value(const std::vector<float>& v, const ir::Shape& shape, size_t offset = 0) {
   const size_t n = static_cast<size_t>(ir::numel(shape));
-  return Value{ir::DType::Float32, shape, std::vector<double>(v.begin() + static_cast<int64_t>(offset),
-                                                              v.begin() + static_cast<int64_t>(offset + n))};
+  return Value{
+      ir::DType::Float32, shape,
+      std::vector<double>(v.begin() + static_cast<int64_t>(offset), v.begin() + static_cast<int64_t>(offset + n))};
 }
 
 // --- tests -------------------------------------------------------------------------------
@@ -208,8 +209,8 @@ TEST(DropoutGrad, DrawsTheMaskOfItsKey) {
 TEST(Dropout, PAndDtypeAreChecked) {
   for (const double p : {1.0, -0.1, 2.0}) {
     SCOPED_TRACE(p);
-    const OpError e = expect_build_error("dropout", {random_f32({2}, 1)}, dropout_attrs(p, 0),
-                                         ir::ErrorCode::InvalidArgument);
+    const OpError e =
+        expect_build_error("dropout", {random_f32({2}, 1)}, dropout_attrs(p, 0), ir::ErrorCode::InvalidArgument);
     EXPECT_THAT(e.message, HasSubstr("must be in [0, 1)"));
   }
   const OpError d = expect_build_error("dropout", {i32({2}, {1, 2})}, {}, ir::ErrorCode::DTypeMismatch);

@@ -58,13 +58,13 @@ struct GatherCase {
 
 TEST(Gather, ForwardAndTableGradientMatchDoubleReference) {
   const GatherCase cases[] = {
-      {{5, 3}, i32({2, 3}, {4, 0, 4, 1, 4, 2})},      // row 4 hit three times: its gradient accumulates
-      {{7, 2, 3}, i32({4}, {6, 0, 3, 3})},            // rows of rank 2
-      {{6}, i32({3}, {5, 0, 5})},                     // scalar rows
-      {{6}, i32({}, {2})},                            // scalar index, scalar result
-      {{4, 5}, i32({}, {3})},                         // scalar index: one row
-      {{3, 4}, i32({1, 2, 2}, {2, 2, 2, 2})},         // every position hits the same row
-      {{1, 8}, i32({2, 1, 3}, {0, 0, 0, 0, 0, 0})},   // V = 1
+      {{5, 3}, i32({2, 3}, {4, 0, 4, 1, 4, 2})},     // row 4 hit three times: its gradient accumulates
+      {{7, 2, 3}, i32({4}, {6, 0, 3, 3})},           // rows of rank 2
+      {{6}, i32({3}, {5, 0, 5})},                    // scalar rows
+      {{6}, i32({}, {2})},                           // scalar index, scalar result
+      {{4, 5}, i32({}, {3})},                        // scalar index: one row
+      {{3, 4}, i32({1, 2, 2}, {2, 2, 2, 2})},        // every position hits the same row
+      {{1, 8}, i32({2, 1, 3}, {0, 0, 0, 0, 0, 0})},  // V = 1
   };
   uint32_t seed = 1;
   for (const GatherCase& c : cases) {
@@ -75,8 +75,8 @@ TEST(Gather, ForwardAndTableGradientMatchDoubleReference) {
 }
 
 TEST(Gather, CopiesRowsOfAnyDtype) {
-  expect_equal(run_op1("gather", {i32({3, 2}, {1, -2, 3, -4, 5, -6}), i32({2}, {2, 0})}),
-               i32({2, 2}, {5, -6, 1, -2}), "int32 table");
+  expect_equal(run_op1("gather", {i32({3, 2}, {1, -2, 3, -4, 5, -6}), i32({2}, {2, 0})}), i32({2, 2}, {5, -6, 1, -2}),
+               "int32 table");
   expect_equal(run_op1("gather", {u8({3}, {7, 8, 255}), i32({2, 2}, {2, 2, 0, 1})}), u8({2, 2}, {255, 255, 7, 8}),
                "uint8 table");
 }
@@ -110,8 +110,8 @@ TEST(Gather, IndexOutOfRangeIsARunErrorNamingThePosition) {
 }
 
 TEST(Gather, DtypesAndShapesAreChecked) {
-  const OpError e = expect_build_error("gather", {random_f32({4, 2}, 1), f32({2}, {0, 1})}, {},
-                                       ir::ErrorCode::DTypeMismatch);
+  const OpError e =
+      expect_build_error("gather", {random_f32({4, 2}, 1), f32({2}, {0, 1})}, {}, ir::ErrorCode::DTypeMismatch);
   EXPECT_THAT(e.message, HasSubstr("input 1 must be int32"));
 
   const OpError s = expect_build_error("gather", {f32({}, {1}), i32({1}, {0})}, {}, ir::ErrorCode::ShapeMismatch);
@@ -134,8 +134,8 @@ TEST(GatherGrad, ScatterAddsRowsIntoZeros) {
 TEST(GatherGrad, ShapesDtypesAndNumRowsAreChecked) {
   const ir::Attributes rows = make_attrs({{"num_rows", int64_t{4}}});
   const Value indices = i32({2, 3}, {0, 1, 2, 3, 0, 1});
-  const OpError s = expect_build_error("gather_grad", {indices, random_f32({3, 2, 2}, 1)}, rows,
-                                       ir::ErrorCode::ShapeMismatch);
+  const OpError s =
+      expect_build_error("gather_grad", {indices, random_f32({3, 2, 2}, 1)}, rows, ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(s.message, HasSubstr("dy's shape must start with the indices' shape"));
   const OpError d = expect_build_error("gather_grad", {f32({2, 3}, {0, 1, 2, 3, 0, 1}), random_f32({2, 3}, 1)}, rows,
                                        ir::ErrorCode::DTypeMismatch);

@@ -33,11 +33,11 @@ struct WhereCase {
 
 TEST(Where, ForwardAndGradientsMatchDoubleReference) {
   const WhereCase cases[] = {
-      {{3, 4}, {3, 4}, {3, 4}},
-      {{3, 1}, {1, 4}, {3, 4}},     // every input broadcast somewhere
-      {{4}, {2, 3, 4}, {}},         // scalar b: its gradient is a sum over everything
-      {{2, 3, 4}, {4}, {3, 1}},     // cond decides the shape
-      {{}, {2, 2}, {2, 2}},         // scalar cond
+      {{3, 4}, {3, 4}, {3, 4}},  // no broadcast
+      {{3, 1}, {1, 4}, {3, 4}},  // every input broadcast somewhere
+      {{4}, {2, 3, 4}, {}},      // scalar b: its gradient is a sum over everything
+      {{2, 3, 4}, {4}, {3, 1}},  // cond decides the shape
+      {{}, {2, 2}, {2, 2}},      // scalar cond
   };
   uint32_t seed = 1;
   for (const WhereCase& c : cases) {
@@ -78,7 +78,8 @@ TEST(Where, DtypesAreChecked) {
   const Value a = random_f32({2}, 1), b = random_f32({2}, 2);
   const OpError c = expect_build_error("where", {f32({2}, {0, 1}), a, b}, {}, ir::ErrorCode::DTypeMismatch);
   EXPECT_THAT(c.message, HasSubstr("cond (input 0) must be uint8 or int32"));
-  const OpError m = expect_build_error("where", {u8({2}, {0, 1}), a, i32({2}, {1, 2})}, {}, ir::ErrorCode::DTypeMismatch);
+  const OpError m =
+      expect_build_error("where", {u8({2}, {0, 1}), a, i32({2}, {1, 2})}, {}, ir::ErrorCode::DTypeMismatch);
   EXPECT_THAT(m.message, HasSubstr("a and b (inputs 1 and 2) must have one dtype"));
   const OpError u = expect_build_error("where", {u8({2}, {0, 1}), u8({2}, {1, 2}), u8({2}, {3, 4})}, {},
                                        ir::ErrorCode::DTypeMismatch);
@@ -89,9 +90,9 @@ TEST(Where, ShapesMustBroadcast) {
   for (const WhereCase& c : {WhereCase{{3}, {2, 4}, {4}}, WhereCase{{2, 4}, {3}, {1}}, WhereCase{{4}, {4}, {2}}}) {
     SCOPED_TRACE(::testing::PrintToString(c.cond) + " " + ::testing::PrintToString(c.a) + " " +
                  ::testing::PrintToString(c.b));
-    const OpError e = expect_build_error("where", {pattern(ir::DType::UInt8, c.cond), random_f32(c.a, 1),
-                                                   random_f32(c.b, 2)},
-                                         {}, ir::ErrorCode::ShapeMismatch);
+    const OpError e =
+        expect_build_error("where", {pattern(ir::DType::UInt8, c.cond), random_f32(c.a, 1), random_f32(c.b, 2)}, {},
+                           ir::ErrorCode::ShapeMismatch);
     EXPECT_THAT(e.message, HasSubstr("cond, a and b are not broadcast-compatible"));
   }
 }
