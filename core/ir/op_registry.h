@@ -73,6 +73,14 @@ struct KernelContext {
   int max_threads = 1;
   int64_t replica = 0;              ///< global index of the replica this kernel runs for
   int64_t replication_factor = 1;   ///< R
+  /// Micro-batches this replica ran before the one the kernel runs for, over the session's
+  /// life: (session steps before this iteration) * micro-batches per step + the micro-batch's
+  /// index in the step (the update step counts as micro-batch 0). Checkpoints restore it
+  /// with the step count. The device updates it before each step, so a kernel reads
+  /// *micro_batch_counter when it runs (random masks keyed by it are reproducible and a
+  /// micro-batch's forward and backward steps see the same value). Null for kernels run
+  /// outside the device steps (the host weight update).
+  const int64_t* micro_batch_counter = nullptr;
   /// This replica's collectives; null when the session has one replica (groups of one
   /// need no communication).
   replication::Communicator* comm = nullptr;

@@ -21,9 +21,13 @@ ir::TensorId unbroadcast(ir::GradContext& ctx, ir::TensorId grad, const ir::Shap
     attrs.set("keepdims", int64_t{1});
     summed = ctx.add("reduce_sum", {grad}, attrs);
   }
-  ir::Attributes reshape;
-  reshape.set("shape", std::vector<int64_t>(target.begin(), target.end()));
-  return ctx.add("reshape", {summed}, reshape);
+  return reshape_to(ctx, summed, target);
+}
+
+ir::TensorId reshape_to(ir::GradContext& ctx, ir::TensorId t, const ir::Shape& shape) {
+  ir::Attributes attrs;
+  attrs.set("shape", std::vector<int64_t>(shape.begin(), shape.end()));
+  return ctx.add("reshape", {t}, attrs);
 }
 
 ir::TensorId scalar_constant(ir::Graph& graph, float value) {

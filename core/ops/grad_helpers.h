@@ -9,6 +9,9 @@ namespace plexus::ops {
 /// rules) and returns a tensor of shape `target`; `grad` itself when the shapes agree.
 ir::TensorId unbroadcast(ir::GradContext& ctx, ir::TensorId grad, const ir::Shape& target);
 
+/// `t` reshaped to `shape` (a view).
+ir::TensorId reshape_to(ir::GradContext& ctx, ir::TensorId t, const ir::Shape& shape);
+
 /// A float32 scalar constant.
 ir::TensorId scalar_constant(ir::Graph& graph, float value);
 

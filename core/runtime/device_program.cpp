@@ -41,6 +41,7 @@ struct DeviceProgram::DeviceState {
   std::vector<size_t> slot_live;  ///< bytes live in each (stage, slot) region
   size_t live_total = 0;
   int64_t iteration = 0, micro_batch = 0;
+  int64_t micro_batch_counter = 0;  ///< KernelContext::micro_batch_counter
   std::vector<Span> spans;
 
   void set_live(size_t index, size_t bytes) {
@@ -326,6 +327,7 @@ DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, i
                         .max_threads = r_.threads_per_device,
                         .replica = st.global_replica,
                         .replication_factor = r_.graph.replication_factor(),
+                        .micro_batch_counter = &st.micro_batch_counter,
                         .comm = r_.collectives.empty()
                                     ? nullptr
                                     : r_.collectives[static_cast<size_t>(st.index)]->communicator(st.global_replica),
@@ -368,6 +370,7 @@ void DeviceProgram::run_step(DeviceState& st, const Step& step, int64_t iteratio
   const bool update = step.kind == StepKind::Update;
   st.iteration = iteration;
   st.micro_batch = update ? 0 : step.micro_batch;
+  st.micro_batch_counter = first_micro_batch_ + iteration * r_.program.micro_batches + st.micro_batch;
   const StagePlan& sp = r_.program.stages[static_cast<size_t>(step.stage)];
   const int64_t slot = update ? 0 : step.micro_batch % sp.slots;
   const auto ring = static_cast<int64_t>(update ? 1 : stage_ring_[static_cast<size_t>(step.stage)]);
@@ -423,7 +426,8 @@ void DeviceProgram::run_device(DeviceState& st) {
   st.clear_live();
 }
 
-std::vector<std::exception_ptr> DeviceProgram::run() {
+std::vector<std::exception_ptr> DeviceProgram::run(int64_t first_micro_batch) {
+  first_micro_batch_ = first_micro_batch;
   for (auto& per_replica : channels_) {
     for (auto& channel : per_replica) channel->reset();
   }

@@ -60,7 +60,8 @@ class DeviceProgram {
   /// Runs every device's steps for the iterations on its thread and waits for all; returns
   /// each device's error (null: none), in device order. A device that fails first aborts
   /// the others (abort_all), and its error names it ("replica r device d").
-  std::vector<std::exception_ptr> run();
+  /// `first_micro_batch`: micro-batches run before this run (KernelContext::micro_batch_counter).
+  std::vector<std::exception_ptr> run(int64_t first_micro_batch = 0);
   /// Wakes every device waiting on a channel, a stream, a collective or the host update
   /// with an error; the run then fails.
   void abort_all(const std::string& reason);
@@ -108,6 +109,7 @@ class DeviceProgram {
 
   DeviceResources r_;
   int64_t iterations_;
+  int64_t first_micro_batch_ = 0;  ///< of the run in progress
   std::vector<std::vector<std::unique_ptr<streams::BoundedQueue>>> channels_;  ///< [hosted replica][ChannelPlan]
   std::vector<size_t> stage_ring_;  ///< per stage: ring buffers of the streams it reads in place (1: none)
   std::vector<std::unique_ptr<DeviceState>> states_;

@@ -191,7 +191,8 @@ std::exception_ptr Session::execute(const RunRequest& request, const std::functi
     devices_->abort_all("a stream failed");
   });
   const int64_t start = trace_now();
-  std::vector<std::exception_ptr> errors = devices_->run();
+  // Every step (device iteration) is gradient_accumulation micro-batches, training or not.
+  std::vector<std::exception_ptr> errors = devices_->run(steps_.load() * options_.gradient_accumulation);
   if (host_update_) errors.push_back(host_update_->end_run());
   std::exception_ptr error = primary_error(errors);
   streams_->finish(error != nullptr);

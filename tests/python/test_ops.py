@@ -300,3 +300,41 @@ def test_attributes_positional_keyword_and_converted():
             ops.argmax(t, axis=1.5)
         with pytest.raises(plexus.InvalidArgument, match="at most 1 inputs"):
             ops.relu(t, 1)
+
+
+def test_tensor_ops_match_numpy():
+    """gather, batch_matmul, concat, split, slice, where and dropout through the catalog."""
+    table, idx = _randn(5, 3), np.array([[4, 0], [4, 2]], np.int32)
+    a, b, w = _randn(2, 3, 4), _randn(4, 5), _randn(2, 3, 5)
+    x, y = _randn(2, 3), _randn(2, 1)
+    mask = np.tril(np.ones((3, 3), np.uint8))
+    scores = _randn(2, 3, 3)
+
+    def build():
+        tt, ta = plexus.variable(table, name="table"), plexus.variable(a, name="a")
+        g = ops.gather(tt, plexus.constant(idx))
+        bm = ops.batch_matmul(ta, plexus.constant(b))
+        loss = ops.reduce_sum(ops.add(ops.reduce_sum(ops.mul(bm, plexus.constant(w))), ops.reduce_sum(g)))
+        dtable, da = plexus.autodiff(loss, [tt, ta])
+        c = ops.concat(plexus.constant(x), plexus.constant(y), axis=1)
+        p0, p1 = ops.split(c, [1, 3], axis=1)
+        masked = ops.where(plexus.constant(mask), plexus.constant(scores), plexus.constant(np.float32(-1e9)))
+        return dict(g=g, bm=bm, dtable=dtable, da=da, c=c, p0=p0, p1=p1, s=ops.slice(c, [-3], [100], [1]),
+                    masked=masked, dropout=ops.dropout(plexus.constant(x), p=0.5))
+
+    out = _evaluate(build)
+    np.testing.assert_array_equal(out["g"], table[idx])
+    np.testing.assert_allclose(out["bm"], a @ b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["da"], w @ b.T, rtol=1e-5, atol=1e-6)
+    dtable = np.zeros_like(table)
+    np.add.at(dtable, idx.reshape(-1), 1.0)  # rows hit twice accumulate
+    np.testing.assert_allclose(out["dtable"], dtable)
+    cat = np.concatenate([x, y], axis=1)
+    np.testing.assert_array_equal(out["c"], cat)
+    np.testing.assert_array_equal(out["p0"], cat[:, :1])
+    np.testing.assert_array_equal(out["p1"], cat[:, 1:])
+    np.testing.assert_array_equal(out["s"], cat[:, -3:100])
+    np.testing.assert_array_equal(out["masked"], np.where(mask, scores, np.float32(-1e9)))
+    # A training program (autodiff ran): dropout zeroes some elements, scales the rest by 2.
+    kept = out["dropout"] != 0
+    np.testing.assert_allclose(out["dropout"][kept], 2 * x[kept], rtol=1e-6)
