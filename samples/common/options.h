@@ -12,6 +12,8 @@
 // sample exits with status 2.
 #pragma once
 
+#include <plexus/plexus.h>
+
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
@@ -58,6 +60,7 @@ enum Feature : unsigned {
   kThreads = 1u << 5,       ///< --threads-per-device
   kAccumulation = 1u << 6,  ///< --gradient-accumulation
   kWorkers = 1u << 7,       ///< worker processes: --replication-factor counts every worker's replicas, 0: one each
+  kText = 1u << 8,          ///< a text corpus (--corpus) instead of an image dataset (--dataset, --data-dir)
 };
 
 /// Values of the common options. A sample sets its defaults (shown by --help) before
@@ -65,6 +68,7 @@ enum Feature : unsigned {
 struct CommonOptions {
   std::string dataset = "mnist";  ///< mnist or fashion
   std::string data_dir = "data";  ///< holds mnist/ and fashion-mnist/ (scripts/fetch-data.sh)
+  std::string corpus = PLX_FORTUNES_DIR;  ///< with kText: a text file or a folder of strfile-format files
   uint64_t seed = 42;             ///< weight init and shuffling
   double learning_rate = 0.001;
   int64_t num_steps = 0;  ///< steps (weight updates) in all, counting a resumed checkpoint's; 0: no limit
@@ -205,6 +209,14 @@ inline void check_data(const CommonOptions& o) {
   }
 }
 
+/// --corpus exists (kText).
+inline void check_corpus(const CommonOptions& o) {
+  if (!std::filesystem::exists(o.corpus)) {
+    const std::string hint = o.corpus == PLX_FORTUNES_DIR ? " (install the Debian package 'fortunes')" : "";
+    throw UsageError("--corpus '" + o.corpus + "' does not exist" + hint);
+  }
+}
+
 /// Folds --model-dir into --checkpoint-dir (resuming when it holds a checkpoint), then
 /// checks --checkpoint-every and --resume (which needs a checkpoint to resume from).
 inline void check_checkpoints(CommonOptions& o) {
@@ -239,9 +251,14 @@ inline std::optional<int> parse_sample_options(int argc, char** argv, const std:
                                                const po::options_description& own,
                                                const std::function<void()>& check_own) {
   po::options_description common("Common options (the same in every sample)", kHelpWidth, kHelpWidth / 2);
-  common.add_options()("help,h", "show this help")("dataset", po::value(&o.dataset)->default_value(o.dataset),
-                                                   "mnist or fashion (Fashion-MNIST)")(
-      "data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/ and fashion-mnist/");
+  common.add_options()("help,h", "show this help");
+  if (features & kText) {
+    common.add_options()("corpus", po::value(&o.corpus)->default_value(o.corpus),
+                         "text corpus: a file, or a folder of strfile-format files (the Debian package 'fortunes')");
+  } else {
+    common.add_options()("dataset", po::value(&o.dataset)->default_value(o.dataset), "mnist or fashion (Fashion-MNIST)")(
+        "data-dir", po::value(&o.data_dir)->default_value(o.data_dir), "folder holding mnist/ and fashion-mnist/");
+  }
   options_detail::add_training(common, o, features);
   options_detail::add_machine(common, o, features);
   options_detail::add_files(common, o, features);
@@ -257,7 +274,11 @@ inline std::optional<int> parse_sample_options(int argc, char** argv, const std:
     }
     po::notify(vm);
     options_detail::check_training(o, features);
-    options_detail::check_data(o);
+    if (features & kText) {
+      options_detail::check_corpus(o);
+    } else {
+      options_detail::check_data(o);
+    }
     options_detail::check_checkpoints(o);
     check_own();
   } catch (const po::error& e) {
@@ -273,13 +294,13 @@ inline std::optional<int> parse_sample_options(int argc, char** argv, const std:
 /// The values of the common options `features` picks, for a metrics file (keys: the
 /// option names with '_'; no file names).
 inline nlohmann::json options_json(const CommonOptions& o, unsigned features) {
-  nlohmann::json j = {{"dataset", o.dataset},
-                      {"seed", o.seed},
+  nlohmann::json j = {{"seed", o.seed},
                       {"learning_rate", o.learning_rate},
                       {"num_steps", o.num_steps},
                       {"batch_size", o.batch_size},
                       {"device_iterations", o.device_iterations},
                       {"replication_factor", o.replication_factor}};
+  if (!(features & kText)) j["dataset"] = o.dataset;
   if (features & kEpochs) j["epochs"] = o.epochs;
   if (features & kTestBatch) j["test_batch_size"] = o.test_batch_size;
   if (features & kAccumulation) j["gradient_accumulation"] = o.gradient_accumulation;
