@@ -101,11 +101,16 @@ void Backward::differentiate(OpId o) {
   if (!any_needed) return;
   std::vector<TensorId> out_grads;
   bool any_grad = false;
+  // The sums of an output's contributions join the op's block too: by the default rule
+  // (the first input's block) a sum whose first part came from a later stage would be
+  // placed there and read the other parts against the direction of the backward pass.
+  graph.set_implicit_block(op.block);
   for (TensorId out : op.outputs) {
     auto it = contributions.find(out);
     out_grads.push_back(it == contributions.end() ? kNoTensor : sum_contributions(graph, it->second));
     any_grad = any_grad || out_grads.back() != kNoTensor;
   }
+  graph.set_implicit_block(-1);
   if (!any_grad) return;
   if (!op.def->grad) {
     fail(ErrorCode::InvalidArgument, "autodiff: op '" + op.name + "' lies between the loss and a requested tensor "

@@ -40,6 +40,33 @@ TEST(Autodiff, SumsContributionsOfATensorUsedTwice) {
   EXPECT_EQ(evaluate(g, grads[0]), (std::vector<float>{3.0f, -3.0f, 2.0f}));  // 2x + 1
 }
 
+// A tensor of block a read by an op of block a and by an op of block b (a residual across
+// a stage boundary): its gradient's first contribution comes from block b, and the sum of
+// its contributions used to follow that first part into block b, reading block a's part
+// against the direction of the backward pass (found by samples/char_gpt with 2 stages).
+// The sum belongs to the op that produced the tensor: block a.
+TEST(Autodiff, TheSumOfAnOutputsContributionsJoinsItsProducersBlock) {
+  Graph g;
+  const TensorId w = g.add_variable("w", DType::Float32, {2}, f32({1.0f, -2.0f}));
+  g.begin_block("a", -1);
+  const TensorId t = g.add_op("relu", {w}, {}).front();
+  const TensorId u = g.add_op("neg", {t}, {}).front();
+  g.end_block();
+  g.begin_block("b", -1);
+  const TensorId loss = g.add_op("reduce_sum", {g.add_op("add", {t, u}, {}).front()}, {}).front();
+  g.end_block();
+  const size_t forward_ops = g.num_ops();
+  autodiff(g, loss, std::vector<TensorId>{w});
+  int sums = 0;
+  for (size_t o = forward_ops; o < g.num_ops(); ++o) {
+    const Op& op = g.op(static_cast<OpId>(o));
+    if (op.def->name != "add") continue;
+    ++sums;
+    EXPECT_EQ(op.block, g.op(g.tensor(t).producer).block) << op.name << " sums t's gradient parts";
+  }
+  EXPECT_EQ(sums, 1);
+}
+
 TEST(Autodiff, GradientOfAnIntermediateTensorAndOfTheLossItself) {
   Graph g;
   const TensorId x = g.add_variable("x", DType::Float32, {2}, f32({1.0f, 2.0f}));
