@@ -5,7 +5,8 @@
 //   samples/char_gpt/char_gpt                                   (4 layers, width 128, 4 heads, context 64)
 //   samples/char_gpt/char_gpt --num-steps 2000 --batch-size 32 --metrics-out m.json
 //   samples/char_gpt/char_gpt --stages 2 --gradient-accumulation 4
-//   samples/char_gpt/char_gpt --replication-factor 2
+//   samples/char_gpt/char_gpt --replication-factor 2 --rts
+//   samples/char_gpt/char_gpt --offload-optimiser
 #include <plexus/plexus.hpp>
 
 #include <algorithm>
@@ -49,6 +50,8 @@ struct Options : samples::CommonOptions {
   int64_t eval_batches = 20;  // validation micro-batches per validation loss
   int64_t generate = 300;     // bytes sampled at the end
   double temperature = 0.8;
+  bool rts = false;                // AdamW state replica-sharded (ZeRO stage 1)
+  bool offload_optimiser = false;  // AdamW state in host memory, loaded for the update
 };
 
 samples::po::options_description describe(Options& o) {
@@ -68,7 +71,12 @@ samples::po::options_description describe(Options& o) {
       "eval-batches", value(&o.eval_batches)->default_value(o.eval_batches),
       "validation micro-batches of --batch-size per validation loss")(
       "generate", value(&o.generate)->default_value(o.generate), "bytes to sample from the model at the end")(
-      "temperature", value(&o.temperature)->default_value(o.temperature, "0.8"), "sampling temperature (> 0)");
+      "temperature", value(&o.temperature)->default_value(o.temperature, "0.8"), "sampling temperature (> 0)")(
+      "rts", samples::po::bool_switch(&o.rts),
+      "replica-sharded AdamW state: each replica keeps and updates 1/R of it, then all-gathers the weights "
+      "(needs --replication-factor > 1)")(
+      "offload-optimiser", samples::po::bool_switch(&o.offload_optimiser),
+      "keep the AdamW state in host memory, loaded only for the update");
   return desc;
 }
 
@@ -96,6 +104,7 @@ void check(const Options& o) {
   if (!(m.dropout >= 0.0 && m.dropout < 1.0)) throw samples::UsageError("--dropout must be in [0, 1)");
   if (!(o.temperature > 0.0)) throw samples::UsageError("--temperature must be > 0");
   if (!(o.weight_decay >= 0.0)) throw samples::UsageError("--weight-decay must be >= 0");
+  if (o.rts && o.replication_factor < 2) throw samples::UsageError("--rts needs --replication-factor > 1");
 }
 
 /// A program of the model: IR, token and target streams, loss and correct-count outputs.
@@ -125,22 +134,51 @@ Program build_forward(const Options& o, const std::vector<std::vector<float>>& w
   return p;
 }
 
-// The training step: forward, autodiff, gradients mean-reduced over replicas, AdamW (with
-// PyTorch's defaults but the weight decay of --weight-decay on matrices only).
+// AdamW's state of one parameter: exp_avg, exp_avg_sq (replica-sharded with --rts: the
+// shards) and step, as variables.
+struct AdamState {
+  plx::Tensor m, v, step;
+};
+
+AdamState add_adam_state(plx::Ir& ir, const samples::gpt::ParamSpec& p, bool rts) {
+  const std::vector<float> zeros(static_cast<size_t>(plx::numel(p.shape)), 0.0f);
+  AdamState s;
+  if (rts) {
+    s.m = ir.replica_sharded_variable<float>(p.name + ".exp_avg", p.shape, zeros).second;
+    s.v = ir.replica_sharded_variable<float>(p.name + ".exp_avg_sq", p.shape, zeros).second;
+  } else {
+    s.m = ir.variable<float>(p.name + ".exp_avg", p.shape, zeros);
+    s.v = ir.variable<float>(p.name + ".exp_avg_sq", p.shape, zeros);
+  }
+  s.step = ir.variable<float>(p.name + ".step", {}, {0.0f});
+  return s;
+}
+
+// One parameter's update. Data parallel: the gradient mean-reduced over replicas, then
+// AdamW. With --rts (ZeRO stage 1): the gradient mean-reduce-scattered, AdamW on this
+// replica's shard of the weight with its shard of the state, the updated shards
+// all-gathered and copied into the weight.
+void add_update(plx::Ir& ir, const Options& o, const samples::gpt::ParamSpec& p, plx::Tensor w, plx::Tensor grad) {
+  const AdamState s = add_adam_state(ir, p, o.rts);
+  const double decay = p.decay ? o.weight_decay : 0.0;
+  if (!o.rts) {
+    if (o.replication_factor > 1) grad = ir.all_reduce_(grad, "mean");
+    ir.adamw_(w, grad, s.m, s.v, s.step, o.learning_rate, 0.9, 0.999, 1e-8, decay);
+    return;
+  }
+  const plx::Tensor shard = ir.replica_sharded_slice(w);
+  const plx::Tensor updated = ir.adamw_(shard, ir.reduce_scatter(grad, "mean"), s.m, s.v, s.step, o.learning_rate, 0.9,
+                                        0.999, 1e-8, decay);
+  ir.scaled_add_(w, ir.all_gather(updated), 0.0, 1.0);
+}
+
+// The training step: forward, autodiff, and each parameter's update (add_update).
 Program build_train(const Options& o, const std::vector<std::vector<float>>& weights) {
   std::optional<plx::Tensor> loss;
   Program p = build_forward(o, weights, o.batch_size, o.replication_factor, true, loss);
   const std::vector<samples::gpt::ParamSpec> specs = samples::gpt::gpt_param_specs(o.model);
-  std::vector<plx::Tensor> grads = p.ir.autodiff(*loss, p.params);
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (o.replication_factor > 1) grads[i] = p.ir.all_reduce_(grads[i], "mean");
-    const std::vector<float> zeros(static_cast<size_t>(plx::numel(specs[i].shape)), 0.0f);
-    const plx::Tensor m = p.ir.variable<float>(specs[i].name + ".exp_avg", specs[i].shape, zeros);
-    const plx::Tensor v = p.ir.variable<float>(specs[i].name + ".exp_avg_sq", specs[i].shape, zeros);
-    const plx::Tensor step = p.ir.variable<float>(specs[i].name + ".step", {}, {0.0f});
-    p.ir.adamw_(p.params[i], grads[i], m, v, step, o.learning_rate, 0.9, 0.999, 1e-8,
-                specs[i].decay ? o.weight_decay : 0.0);
-  }
+  const std::vector<plx::Tensor> grads = p.ir.autodiff(*loss, p.params);
+  for (size_t i = 0; i < grads.size(); ++i) add_update(p.ir, o, specs[i], p.params[i], grads[i]);
   return p;
 }
 
@@ -222,7 +260,28 @@ std::string generate(const Options& o, const plx::Text& text, const std::vector<
   return out;
 }
 
+// Where the training session keeps its bytes, per device (replica x stage): the arena
+// (weights, optimizer state, activations), the resident variables among them, the planned
+// peak, and the optimizer state kept in host memory.
+nlohmann::json memory_report(const plx::Session& s) {
+  nlohmann::json out = nlohmann::json::array();
+  std::printf("memory per device (bytes): arena = variables + activations and scratch\n");
+  for (size_t d = 0; d < s.num_devices(); ++d) {
+    const plx_memory_stats m = s.memory_stats(d);
+    std::printf("  device %zu: arena %zu, variables %zu, planned peak %zu, optimizer state on host %zu, remote "
+                "buffers %zu\n",
+                d, m.arena_bytes, m.variable_bytes, m.planned_peak_bytes, m.offloaded_bytes, m.remote_buffer_bytes);
+    out.push_back({{"arena_bytes", m.arena_bytes},
+                   {"variable_bytes", m.variable_bytes},
+                   {"planned_peak_bytes", m.planned_peak_bytes},
+                   {"offloaded_bytes", m.offloaded_bytes},
+                   {"remote_buffer_bytes", m.remote_buffer_bytes}});
+  }
+  return out;
+}
+
 struct Trained {
+  nlohmann::json memory;
   std::vector<std::vector<float>> weights;
   std::vector<std::pair<int64_t, double>> validation;  // (step, loss)
   double train_loss = 0, seconds = 0;
@@ -235,7 +294,10 @@ Trained train(const Options& o, const plx::Text& text) {
   plx::SessionOptions opts = session_options(o, stages, o.device_iterations);
   opts.gradient_accumulation = o.gradient_accumulation;
   opts.prefetch_depth = o.prefetch_depth;
+  opts.offload_optimizer_state = o.offload_optimiser ? 1 : 0;
   plx::Session session(p.ir, opts);
+  Trained result;
+  result.memory = memory_report(session);
   plx_loader_options lo = plx::Loader::default_options();
   lo.batch_size = o.batch_size;
   lo.replicas = o.replication_factor;
@@ -248,7 +310,6 @@ Trained train(const Options& o, const plx::Text& text) {
   const samples::TrainRun run(session, loader, p.tokens, p.targets, p.loss, p.correct);
   const int64_t first_step = session.step(), runs = o.runs_left(first_step);
   samples::Progress bar("train", runs);
-  Trained result;
   double recent = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < runs; ++r) {
@@ -312,11 +373,13 @@ int main(int argc, char** argv) {
     for (const auto& [step, loss] : t.validation) validation.push_back({{"step", step}, {"loss", loss}});
     nlohmann::json options = samples::options_json(o, kFeatures);
     options.update({{"context", o.model.context}, {"layers", o.model.layers}, {"width", o.model.width},
-                    {"heads", o.model.heads}, {"dropout", o.model.dropout}, {"stages", o.model.stages}});
+                    {"heads", o.model.heads}, {"dropout", o.model.dropout}, {"stages", o.model.stages},
+                    {"rts", o.rts}, {"offload_optimiser", o.offload_optimiser}});
     samples::write_metrics(o.metrics_out, {{"options", options},
                                            {"validation", validation},
                                            {"train_loss", t.train_loss},
                                            {"steps", t.steps},
+                                           {"memory", t.memory},
                                            {"tokens_per_second", tokens_per_second}});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "char_gpt: %s\n", e.what());

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Integration test of samples/char_gpt (issue 20) on a small model and a generated corpus:
-#  - one device, 2 pipeline stages and 2 replicas (each with the same samples per step:
-#    batch 8 x accumulation 2, or batch 4 x 2 replicas x accumulation 2) end 12 steps with
-#    the same weights within 1e-5 (dropout 0: the masks depend on the replica);
+#  - one device, 2 pipeline stages, 2 replicas, 2 replicas with the AdamW state replica-
+#    sharded (--rts) and the state offloaded (each with the same samples per step: batch
+#    8 x accumulation 2, or batch 4 x 2 replicas x accumulation 2) end 12 steps with the
+#    same weights within 1e-5 (dropout 0: the masks depend on the replica); RTS halves the
+#    state each replica keeps, offloading moves all of it to the host;
 #  - with dropout, 60 steps bring the validation loss from ln 256 = 5.55 nats/byte below
 #    3.5 (the corpus repeats a few sentences), and --generate prints the sampled bytes;
 #  - --metrics-out holds the validation curve;
@@ -48,6 +50,11 @@ run one --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradie
 run stages --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradient-accumulation 2 --stages 2
 run replicas --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 4 --gradient-accumulation 2 \
   --replication-factor 2
+run rts --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 4 --gradient-accumulation 2 \
+  --replication-factor 2 --rts
+run offload --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradient-accumulation 2 \
+  --offload-optimiser
+expect_usage_error "--rts needs --replication-factor > 1" --corpus "$tmp/corpus" --rts
 "$bin" "${small[@]}" --num-steps 60 --device-iterations 20 --batch-size 8 --eval-every 20 --generate 40 \
   --metrics-out "$tmp/learn.json" >"$tmp/learn.out"
 grep -q -- "--- sampled (temperature 0.8) ---" "$tmp/learn.out" || fail "no sampled text: $(cat "$tmp/learn.out")"
@@ -63,7 +70,7 @@ def weights(name):
 base = weights("one")
 params = 256 * 32 + 16 * 32 + 2 * (4 * 32 + 4 * (32 * 32 + 32) + 32 * 128 + 128 + 128 * 32 + 32) + 2 * 32 + 32 * 256
 assert len(base) == params, (len(base), params)
-for name in ("stages", "replicas"):
+for name in ("stages", "replicas", "rts", "offload"):
     worst = max(abs(x - y) for x, y in zip(weights(name), base))
     assert worst <= 1e-5, f"{name}: weights differ from one device's by {worst}"
     print(f"{name}: weights within {worst:.2e} of one device's")
@@ -72,5 +79,12 @@ curve = [(v["step"], v["loss"]) for v in learn["validation"]]
 assert [s for s, _ in curve] == [20, 40, 60], curve
 assert curve[-1][1] < 3.5 and curve[-1][1] < curve[0][1], curve
 print("validation loss (nats/byte):", ", ".join(f"step {s}: {l:.3f}" for s, l in curve))
+memory = {name: json.load(open(f"{tmp}/{name}.json"))["memory"] for name in ("one", "replicas", "rts", "offload")}
+state = 2 * 4 * len(base)  # exp_avg and exp_avg_sq, float32
+assert memory["offload"][0]["offloaded_bytes"] >= state, memory["offload"]
+assert memory["one"][0]["variable_bytes"] - memory["offload"][0]["variable_bytes"] >= state
+saved = memory["replicas"][0]["variable_bytes"] - memory["rts"][0]["variable_bytes"]
+assert abs(saved - state / 2) <= 0.01 * state, (saved, state)  # each replica keeps half the state
+print(f"AdamW state {state} B: offloaded to the host, or halved per replica by RTS (saves {saved} B)")
 PY
 echo "char_gpt sample: OK"
