@@ -1,7 +1,7 @@
 // Weight-update ops, applied in place to variables.
 //   scaled_add_(x, y; a=1, b=1):  x <- a*x + b*y   (PopXL ops.scaled_add_; SGD is
 //   scaled_add_(w, grad, b=-lr), seed 000's update_weights_bias). Output 0 is x itself.
-//   adamw_(w, grad, m, v, step; lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
+//   adamw_(w, grad, m, v, step, [lr]; lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)
 //     PyTorch's torch.optim.AdamW (amsgrad off, maximize off), one update:
 //       t = step + 1 (written back to step)
 //       w <- w * (1 - lr*weight_decay)                      (decoupled weight decay)
@@ -11,11 +11,16 @@
 //     tensor holding the number of updates so far (PyTorch's per-parameter state['step']:
 //     give each parameter its own step tensor). The bias corrections are computed in
 //     double from t at run time, the elementwise update in float32 in PyTorch's order.
+//     The optional 6th input lr, a float32 [] or [1] tensor read at run time, overrides
+//     the lr attribute (PyTorch's tensor lr), so a schedule (lr_schedule) changes the
+//     rate without recompiling; its value is not checked (the attribute must be >= 0).
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/ir/graph.h"
 #include "core/ops/number_format.h"
+#include "core/ops/optimizer_util.h"
 
 namespace plexus::ops {
 
@@ -52,32 +57,20 @@ ir::OpDef scaled_add_def() {
 
 const ir::OpRegistration scaled_add_op{scaled_add_def()};
 
-// The tensor whose storage `t` uses (an in-place output or view aliases its input).
-const ir::TensorInfo* storage_of(const ir::Graph& graph, const ir::TensorInfo* t) {
-  while (t->alias_of != ir::kNoTensor) t = &graph.tensor(t->alias_of);
-  return t;
-}
-
 // adamw_'s inputs, in order, for error messages.
-constexpr const char* kAdamWInputs[] = {"w", "grad", "m", "v", "step"};
+const std::vector<std::string> kAdamWInputs = {"w", "grad", "m", "v", "step", "lr"};
 
-// adamw_'s inputs: float32, m and v shaped as w, step one element.
+// adamw_'s inputs: float32, m and v shaped as w, step one element, an optional lr tensor.
 void check_adamw_inputs(const ir::InferContext& ctx) {
-  for (size_t i = 0; i < 5; ++i) {
-    if (ctx.dtype(i) != DType::Float32) {
-      ctx.fail(ir::ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " (" + kAdamWInputs[i] + ") must be float32");
-    }
-  }
+  for (size_t i = 0; i < 5; ++i) expect_f32_input(ctx, i, kAdamWInputs[i]);
   for (size_t i = 1; i < 4; ++i) {
     if (ctx.shape(i) != ctx.shape(0)) {
-      ctx.fail(ir::ErrorCode::ShapeMismatch, std::string(kAdamWInputs[i]) + " " + ir::shape_string(ctx.shape(i)) +
+      ctx.fail(ir::ErrorCode::ShapeMismatch, kAdamWInputs[i] + " " + ir::shape_string(ctx.shape(i)) +
                                                  " must have w's shape " + ir::shape_string(ctx.shape(0)));
     }
   }
-  if (ir::numel(ctx.shape(4)) != 1 || ctx.rank(4) > 1) {
-    ctx.fail(ir::ErrorCode::ShapeMismatch,
-             "step " + ir::shape_string(ctx.shape(4)) + " must be a float32 [] or [1] tensor (the update count)");
-  }
+  expect_one_element(ctx, 4, "step", "the update count");
+  check_optional_lr(ctx, 5);
 }
 
 // adamw_'s hyper-parameters: betas in [0, 1), the others >= 0.
@@ -88,34 +81,14 @@ void check_adamw_attrs(const ir::InferContext& ctx) {
       ctx.fail(ir::ErrorCode::InvalidArgument, std::string(beta) + " is " + number(value) + ", must be in [0, 1)");
     }
   }
-  for (const char* name : {"lr", "eps", "weight_decay"}) {
-    const double value = ctx.attrs.get_float(name);
-    if (!(value >= 0.0)) {
-      ctx.fail(ir::ErrorCode::InvalidArgument, std::string(name) + " is " + number(value) + ", must be >= 0");
-    }
-  }
-}
-
-// w, m, v and step are updated in place: no two may share storage.
-void check_adamw_distinct(const ir::InferContext& ctx) {
-  if (!ctx.graph) return;
-  const size_t updated[] = {0, 2, 3, 4};
-  for (size_t a = 0; a < 4; ++a) {
-    for (size_t b = a + 1; b < 4; ++b) {
-      if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
-        ctx.fail(ir::ErrorCode::InvalidArgument, std::string(kAdamWInputs[updated[a]]) + " and " +
-                                                     kAdamWInputs[updated[b]] +
-                                                     " share storage: w, m, v and step are updated in place "
-                                                     "and must be distinct tensors");
-      }
-    }
-  }
+  expect_non_negative(ctx, {"lr", "eps", "weight_decay"});
 }
 
 ir::InferResult adamw_infer(const ir::InferContext& ctx) {
   check_adamw_inputs(ctx);
   check_adamw_attrs(ctx);
-  check_adamw_distinct(ctx);
+  expect_distinct_storage(ctx, {0, 2, 3, 4}, kAdamWInputs,
+                          "w, m, v and step are updated in place and must be distinct tensors");
   ir::InferResult r;
   for (size_t i : {0, 2, 3, 4}) r.outputs.push_back({DType::Float32, ctx.shape(i)});
   return r;
@@ -126,11 +99,13 @@ ir::InferResult adamw_infer(const ir::InferContext& ctx) {
 // w = w (1 - lr wd) - lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 ir::Kernel adamw_kernel(const ir::KernelContext& ctx) {
   const ir::Attributes& a = ctx.op.attrs;
-  const double lr = a.get_float("lr"), beta1 = a.get_float("beta1"), beta2 = a.get_float("beta2");
+  const double beta1 = a.get_float("beta1"), beta2 = a.get_float("beta2"), weight_decay = a.get_float("weight_decay");
   const auto eps = static_cast<float>(a.get_float("eps"));
-  const auto decay = static_cast<float>(1.0 - lr * a.get_float("weight_decay"));
   return [w = ctx.output<float>(0), g = ctx.input<float>(1), m = ctx.output<float>(1), v = ctx.output<float>(2),
-          step = ctx.output<float>(3), n = ir::numel(ctx.outputs[0]->shape), lr, beta1, beta2, eps, decay] {
+          step = ctx.output<float>(3), n = ir::numel(ctx.outputs[0]->shape), lr_source = LearningRate(ctx, 5), beta1,
+          beta2, eps, weight_decay] {
+    const double lr = lr_source.value();  // read before any write
+    const auto decay = static_cast<float>(1.0 - lr * weight_decay);
     const float t = *step + 1.0f;
     *step = t;
     const double bias1 = 1.0 - std::pow(beta1, static_cast<double>(t));
@@ -153,7 +128,8 @@ ir::Kernel adamw_kernel(const ir::KernelContext& ctx) {
 ir::OpDef adamw_def() {
   ir::OpDef d;
   d.name = "adamw_";
-  d.min_inputs = d.max_inputs = 5;
+  d.min_inputs = 5;
+  d.max_inputs = 6;  // the optional lr tensor
   d.attrs = {{"lr", ir::AttrKind::Float, ir::AttrValue{1e-3}},
              {"beta1", ir::AttrKind::Float, ir::AttrValue{0.9}},
              {"beta2", ir::AttrKind::Float, ir::AttrValue{0.999}},

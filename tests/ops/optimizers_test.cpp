@@ -1,6 +1,6 @@
 // Optimizers (core/ops/optimizers.cpp): scaled_add_(x, y; a=1, b=1): x <- a*x + b*y in
 // place (output 0 is x's storage), so a variable x keeps the update across runs;
-// adamw_(w, grad, m, v, step; lr, beta1, beta2, eps, weight_decay): PyTorch's AdamW step,
+// adamw_(w, grad, m, v, step, [lr]; lr, beta1, beta2, eps, weight_decay): PyTorch's AdamW step,
 // w, m, v and step updated in place.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -415,6 +415,40 @@ TEST(AdamW, HyperParameterErrorsNameTheAttribute) {
         expect_build_error("adamw_", {a, a, a, a, step}, make_attrs({{c.name, c.value}}), ir::ErrorCode::InvalidArgument);
     EXPECT_THAT(e.message, HasSubstr(c.rule));
   }
+}
+
+TEST(AdamW, LearningRateTensorOverridesTheAttributeEachRun) {
+  // A 6th input lr (a variable rewritten between runs, as a schedule would) replaces the lr
+  // attribute, which is set to a different value to show it is ignored; both [] and [1].
+  for (const ir::Shape& lr_shape : {ir::Shape{}, ir::Shape{1}}) {
+    SCOPED_TRACE(ir::shape_string(lr_shape));
+    const ir::Shape shape{2, 3};
+    AdamWHyper h{0.5, 0.9, 0.999, 1e-8, 0.1};
+    AdamWState s{random_f32(shape, 31), zeros(shape), zeros(shape), 0.0};
+    ir::Graph g;
+    std::vector<ir::TensorId> ids = add_inputs(g, {s.w, zeros(shape), s.m, s.v, f32({1}, {0}), f32(lr_shape, {0})});
+    ASSERT_EQ(g.add_op("adamw_", ids, h.attrs()).size(), 4u);
+    runtime::Session session(g, options());
+    const double rates[] = {1e-3, 4e-3, 2.5e-4};
+    for (uint32_t run = 0; run < 3; ++run) {
+      const Value grad = random_f32(shape, 40 + run), lr = f32(lr_shape, {rates[run]});
+      session.write_variable(ids[1], to_bytes(grad));
+      session.write_variable(ids[5], to_bytes(lr));
+      session.run({}, {});
+      h.lr = lr.data[0];  // the float32 value the kernel reads
+      s.update(grad, h);
+      expect_state(session, ids, s, "after run " + std::to_string(run));
+    }
+    expect_equal(read(session, ids[5]), f32(lr_shape, {rates[2]}), "lr is not modified");
+  }
+}
+
+TEST(AdamW, LearningRateTensorMustBeAFloat32Scalar) {
+  const Value a = random_f32({2}, 1), step = f32({1}, {0});
+  OpError e = expect_build_error("adamw_", {a, a, a, a, step, f32({2}, {1e-3, 1e-3})}, {}, ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("lr [2] must be a float32 [] or [1] tensor (the learning rate, overriding attribute 'lr')"));
+  e = expect_build_error("adamw_", {a, a, a, a, step, i32({}, {1})}, {}, ir::ErrorCode::DTypeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("input 5 (lr) must be float32"));
 }
 
 }  // namespace
