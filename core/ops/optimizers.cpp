@@ -14,6 +14,22 @@
 //     The optional 6th input lr, a float32 [] or [1] tensor read at run time, overrides
 //     the lr attribute (PyTorch's tensor lr), so a schedule (lr_schedule) changes the
 //     rate without recompiling; its value is not checked (the attribute must be >= 0).
+//   sgd_momentum_(w, grad, momentum_buffer, step, [lr]; lr=0.01, momentum=0.9, dampening=0,
+//                 weight_decay=0, nesterov=0)
+//     PyTorch's torch.optim.SGD (maximize off, _single_tensor_sgd), one update, in float32
+//     in PyTorch's order:
+//       g <- grad + weight_decay*w
+//       if momentum != 0:
+//         buf <- g                                   on the first step (step == 0: PyTorch's
+//                                                   momentum_buffer is None, so buf = clone(g))
+//         buf <- momentum*buf + (1-dampening)*g      otherwise
+//         g <- g + momentum*buf if nesterov else buf
+//       w <- w - lr*g;  step <- step + 1
+//     Outputs 0..2 are w, momentum_buffer and step, updated in place; with momentum 0 it is
+//     plain SGD and the buffer is left as it is. step (float32 [] or [1], the updates so
+//     far) only tells the first step from the others: a buffer that merely starts at zero
+//     would instead give (1-dampening)*g on the first step. The optional lr tensor
+//     overrides the lr attribute, as for adamw_. nesterov needs momentum > 0 and dampening 0.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -144,6 +160,100 @@ ir::OpDef adamw_def() {
 }
 
 const ir::OpRegistration adamw_op{adamw_def()};
+
+// sgd_momentum_'s inputs, in order, for error messages.
+const std::vector<std::string> kSgdInputs = {"w", "grad", "momentum_buffer", "step", "lr"};
+
+void check_sgd_inputs(const ir::InferContext& ctx) {
+  for (size_t i = 0; i < 4; ++i) expect_f32_input(ctx, i, kSgdInputs[i]);
+  for (size_t i = 1; i < 3; ++i) {
+    if (ctx.shape(i) != ctx.shape(0)) {
+      ctx.fail(ir::ErrorCode::ShapeMismatch, kSgdInputs[i] + " " + ir::shape_string(ctx.shape(i)) +
+                                                 " must have w's shape " + ir::shape_string(ctx.shape(0)));
+    }
+  }
+  expect_one_element(ctx, 3, "step", "the update count");
+  check_optional_lr(ctx, 4);
+}
+
+// torch.optim.SGD's checks: lr, momentum and weight_decay >= 0, and Nesterov momentum
+// needs a momentum and zero dampening.
+void check_sgd_attrs(const ir::InferContext& ctx) {
+  expect_non_negative(ctx, {"lr", "momentum", "weight_decay"});
+  const double dampening = ctx.attrs.get_float("dampening");
+  if (!std::isfinite(dampening)) {
+    ctx.fail(ir::ErrorCode::InvalidArgument, "dampening is " + number(dampening) + ", must be finite");
+  }
+  const int64_t nesterov = ctx.attrs.get_int("nesterov");
+  if (nesterov != 0 && nesterov != 1) {
+    ctx.fail(ir::ErrorCode::InvalidArgument, "nesterov is " + std::to_string(nesterov) + ", must be 0 or 1");
+  }
+  if (nesterov == 1 && (ctx.attrs.get_float("momentum") <= 0.0 || dampening != 0.0)) {
+    ctx.fail(ir::ErrorCode::InvalidArgument,
+             "nesterov momentum requires momentum > 0 and dampening == 0 (as torch.optim.SGD), got momentum " +
+                 number(ctx.attrs.get_float("momentum")) + " and dampening " + number(dampening));
+  }
+}
+
+ir::InferResult sgd_infer(const ir::InferContext& ctx) {
+  check_sgd_inputs(ctx);
+  check_sgd_attrs(ctx);
+  expect_distinct_storage(ctx, {0, 2, 3}, kSgdInputs,
+                          "w, momentum_buffer and step are updated in place and must be distinct tensors");
+  ir::InferResult r;
+  for (size_t i : {0, 2, 3}) r.outputs.push_back({DType::Float32, ctx.shape(i)});
+  return r;
+}
+
+struct SgdHyper {
+  float momentum, dampening, weight_decay;
+  bool nesterov;
+};
+
+// One element of PyTorch's _single_tensor_sgd in float32: the gradient with weight decay,
+// the momentum buffer (a copy of it on the first step) and the direction taken.
+inline float sgd_direction(float g, float w, float& buf, bool first, const SgdHyper& h) {
+  if (h.weight_decay != 0.0f) g = g + h.weight_decay * w;  // grad.add(param, alpha=weight_decay)
+  if (h.momentum == 0.0f) return g;
+  buf = first ? g : h.momentum * buf + (1.0f - h.dampening) * g;  // buf.mul_(momentum).add_(g, alpha=1-dampening)
+  return h.nesterov ? g + h.momentum * buf : buf;
+}
+
+ir::Kernel sgd_kernel(const ir::KernelContext& ctx) {
+  const ir::Attributes& a = ctx.op.attrs;
+  const SgdHyper h{static_cast<float>(a.get_float("momentum")), static_cast<float>(a.get_float("dampening")),
+                   static_cast<float>(a.get_float("weight_decay")), a.get_int("nesterov") == 1};
+  return [w = ctx.output<float>(0), g = ctx.input<float>(1), buf = ctx.output<float>(1), step = ctx.output<float>(2),
+          n = ir::numel(ctx.outputs[0]->shape), lr_source = LearningRate(ctx, 4), h] {
+    const auto lr = static_cast<float>(lr_source.value());  // read before any write
+    const bool first = *step == 0.0f;  // PyTorch: momentum_buffer is None before the first step
+    *step += 1.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float d = sgd_direction(g[i], w[i], buf[i], first, h);  // g[i] read before w[i] is written
+      w[i] = w[i] + -lr * d;                                           // param.add_(grad, alpha=-lr)
+    }
+  };
+}
+
+ir::OpDef sgd_momentum_def() {
+  ir::OpDef d;
+  d.name = "sgd_momentum_";
+  d.min_inputs = 4;
+  d.max_inputs = 5;  // the optional lr tensor
+  d.attrs = {{"lr", ir::AttrKind::Float, ir::AttrValue{0.01}},
+             {"momentum", ir::AttrKind::Float, ir::AttrValue{0.9}},
+             {"dampening", ir::AttrKind::Float, ir::AttrValue{0.0}},
+             {"weight_decay", ir::AttrKind::Float, ir::AttrValue{0.0}},
+             {"nesterov", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}};
+  d.inplace_inputs = {0, 2, 3};
+  d.optimizer_state_inputs = {2, 3};  // momentum_buffer and step
+  d.gradient_input = 1;
+  d.infer = sgd_infer;
+  d.kernel = sgd_kernel;
+  return d;
+}
+
+const ir::OpRegistration sgd_momentum_op{sgd_momentum_def()};
 
 }  // namespace
 

@@ -60,6 +60,7 @@ const std::map<std::string, Coverage>& covered() {
       {"cast", {"conversions_test.cpp", true}},
       {"scaled_add_", {"optimizers_test.cpp", false}},
       {"adamw_", {"optimizers_test.cpp", false}},
+      {"sgd_momentum_", {"optimizers_test.cpp", false}},
       {"replicated_all_reduce", {"collectives_test.cpp", true}},
       {"replicated_all_reduce_", {"collectives_test.cpp", false}},
       {"replicated_all_gather", {"collectives_test.cpp", true}},
