@@ -70,6 +70,8 @@ const std::map<std::string, Coverage>& covered() {
       {"dropout_grad", {"dropout_test.cpp", false}},
       {"scaled_add_", {"optimizers_test.cpp", false}},
       {"adamw_", {"optimizers_test.cpp", false}},
+      {"sgd_momentum_", {"optimizers_test.cpp", false}},
+      {"lr_schedule", {"lr_schedule_test.cpp", false}},
       {"replicated_all_reduce", {"collectives_test.cpp", true}},
       {"replicated_all_reduce_", {"collectives_test.cpp", false}},
       {"replicated_all_gather", {"collectives_test.cpp", true}},

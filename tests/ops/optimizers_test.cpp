@@ -1,7 +1,8 @@
 // Optimizers (core/ops/optimizers.cpp): scaled_add_(x, y; a=1, b=1): x <- a*x + b*y in
 // place (output 0 is x's storage), so a variable x keeps the update across runs;
-// adamw_(w, grad, m, v, step; lr, beta1, beta2, eps, weight_decay): PyTorch's AdamW step,
-// w, m, v and step updated in place.
+// adamw_(w, grad, m, v, step, [lr]; lr, beta1, beta2, eps, weight_decay): PyTorch's AdamW step,
+// w, m, v and step updated in place; sgd_momentum_(w, grad, momentum_buffer, step, [lr];
+// lr, momentum, dampening, weight_decay, nesterov): PyTorch's SGD step.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -414,6 +415,246 @@ TEST(AdamW, HyperParameterErrorsNameTheAttribute) {
     const OpError e =
         expect_build_error("adamw_", {a, a, a, a, step}, make_attrs({{c.name, c.value}}), ir::ErrorCode::InvalidArgument);
     EXPECT_THAT(e.message, HasSubstr(c.rule));
+  }
+}
+
+TEST(AdamW, LearningRateTensorOverridesTheAttributeEachRun) {
+  // A 6th input lr (a variable rewritten between runs, as a schedule would) replaces the lr
+  // attribute, which is set to a different value to show it is ignored; both [] and [1].
+  for (const ir::Shape& lr_shape : {ir::Shape{}, ir::Shape{1}}) {
+    SCOPED_TRACE(ir::shape_string(lr_shape));
+    const ir::Shape shape{2, 3};
+    AdamWHyper h{0.5, 0.9, 0.999, 1e-8, 0.1};
+    AdamWState s{random_f32(shape, 31), zeros(shape), zeros(shape), 0.0};
+    ir::Graph g;
+    std::vector<ir::TensorId> ids = add_inputs(g, {s.w, zeros(shape), s.m, s.v, f32({1}, {0}), f32(lr_shape, {0})});
+    ASSERT_EQ(g.add_op("adamw_", ids, h.attrs()).size(), 4u);
+    runtime::Session session(g, options());
+    const double rates[] = {1e-3, 4e-3, 2.5e-4};
+    for (uint32_t run = 0; run < 3; ++run) {
+      const Value grad = random_f32(shape, 40 + run), lr = f32(lr_shape, {rates[run]});
+      session.write_variable(ids[1], to_bytes(grad));
+      session.write_variable(ids[5], to_bytes(lr));
+      session.run({}, {});
+      h.lr = lr.data[0];  // the float32 value the kernel reads
+      s.update(grad, h);
+      expect_state(session, ids, s, "after run " + std::to_string(run));
+    }
+    expect_equal(read(session, ids[5]), f32(lr_shape, {rates[2]}), "lr is not modified");
+  }
+}
+
+TEST(AdamW, LearningRateTensorMustBeAFloat32Scalar) {
+  const Value a = random_f32({2}, 1), step = f32({1}, {0});
+  OpError e = expect_build_error("adamw_", {a, a, a, a, step, f32({2}, {1e-3, 1e-3})}, {}, ir::ErrorCode::ShapeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("lr [2] must be a float32 [] or [1] tensor (the learning rate, overriding attribute 'lr')"));
+  e = expect_build_error("adamw_", {a, a, a, a, step, i32({}, {1})}, {}, ir::ErrorCode::DTypeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("input 5 (lr) must be float32"));
+}
+
+// --- sgd_momentum_ --------------------------------------------------------------------
+
+struct SgdHyper {
+  double lr = 0.01, momentum = 0.9, dampening = 0.0, weight_decay = 0.0;
+  int64_t nesterov = 0;
+
+  ir::Attributes attrs() const {
+    return make_attrs({{"lr", lr},
+                       {"momentum", momentum},
+                       {"dampening", dampening},
+                       {"weight_decay", weight_decay},
+                       {"nesterov", nesterov}});
+  }
+};
+
+// PyTorch's SGD in double, written from torch/optim/sgd.py (_single_tensor_sgd, maximize
+// off): the buffer is a copy of the first step's gradient (momentum_buffer is None then).
+struct SgdState {
+  Value w, buf;
+  double step = 0.0;
+
+  void update(const Value& grad, const SgdHyper& h) {
+    for (size_t i = 0; i < w.data.size(); ++i) {
+      double g = grad.data[i] + h.weight_decay * w.data[i];
+      if (h.momentum != 0.0) {
+        buf.data[i] = step == 0.0 ? g : h.momentum * buf.data[i] + (1.0 - h.dampening) * g;
+        g = h.nesterov ? g + h.momentum * buf.data[i] : buf.data[i];
+      }
+      w.data[i] -= h.lr * g;
+    }
+    step += 1.0;
+  }
+};
+
+// Variables w, grad, momentum_buffer, step (and lr when given) and one sgd_momentum_ op.
+std::vector<ir::TensorId> sgd_graph(ir::Graph& g, const SgdState& s, const Value& grad, const SgdHyper& h,
+                                    const std::vector<Value>& lr = {}) {
+  std::vector<Value> inputs = {s.w, grad, s.buf, f32({}, {s.step})};
+  inputs.insert(inputs.end(), lr.begin(), lr.end());
+  const std::vector<ir::TensorId> ids = add_inputs(g, inputs);
+  EXPECT_EQ(g.add_op("sgd_momentum_", ids, h.attrs()).size(), 3u);
+  return ids;
+}
+
+void expect_sgd_state(const runtime::Session& session, const std::vector<ir::TensorId>& ids, const SgdState& s,
+                      const std::string& when) {
+  expect_close(read(session, ids[0]), s.w, kForwardTolerance, "w " + when);
+  expect_close(read(session, ids[2]), s.buf, kForwardTolerance, "momentum_buffer " + when);
+  EXPECT_EQ(read(session, ids[3]).data.at(0), s.step) << "step " << when;
+}
+
+TEST(SgdMomentum, MatchesPyTorchOverSeveralSteps) {
+  const struct {
+    const char* name;
+    SgdHyper h;
+  } cases[] = {
+      {"defaults: lr 0.01, momentum 0.9", {}},
+      {"momentum 0.8, dampening 0.5, weight_decay 0.01, lr 0.1", {0.1, 0.8, 0.5, 0.01, 0}},
+      {"nesterov, momentum 0.9, weight_decay 0.1, lr 0.05", {0.05, 0.9, 0.0, 0.1, 1}},
+      {"momentum 0: plain SGD with weight decay", {0.2, 0.0, 0.0, 0.05, 0}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ir::Shape shape{3, 4};
+    // A buffer of garbage: the first step must overwrite it (or, with momentum 0, keep it).
+    SgdState s{random_f32(shape, 1), random_f32(shape, 2), 0.0};
+    ir::Graph g;
+    const std::vector<ir::TensorId> ids = sgd_graph(g, s, zeros(shape), c.h);
+    runtime::Session session(g, options());
+    for (uint32_t run = 1; run <= 5; ++run) {
+      const Value grad = random_f32(shape, 100 + run, -2.0, 2.0);
+      session.write_variable(ids[1], to_bytes(grad));
+      session.run({}, {});
+      s.update(grad, c.h);
+      expect_sgd_state(session, ids, s, "after run " + std::to_string(run));
+    }
+    expect_equal(read(session, ids[1]), random_f32(shape, 105, -2.0, 2.0), "grad is not modified");
+  }
+}
+
+TEST(SgdMomentum, FirstStepCopiesTheGradientIntoTheBuffer) {
+  // By hand, lr 0.1, momentum 0.9, dampening 0.5, w = [1, -2], g = [0.5, 1] twice:
+  //   step 1: buf = g = [0.5, 1] (a zero-initialised buffer would give 0.5 g = [0.25, 0.5]),
+  //           w = [1 - 0.05, -2 - 0.1] = [0.95, -2.1]
+  //   step 2: buf = 0.9 buf + 0.5 g = [0.7, 1.4], w = [0.95 - 0.07, -2.1 - 0.14] = [0.88, -2.24]
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids =
+      add_inputs(g, {f32({2}, {1.0, -2.0}), f32({2}, {0.5, 1.0}), zeros({2}), f32({1}, {0})});
+  g.add_op("sgd_momentum_", ids, make_attrs({{"lr", 0.1}, {"momentum", 0.9}, {"dampening", 0.5}}));
+  runtime::Session session(g, options());
+  session.run({}, {});
+  expect_close(read(session, ids[2]), f32({2}, {0.5, 1.0}), Tolerance{1e-7, 1e-6}, "buf after step 1");
+  expect_close(read(session, ids[0]), f32({2}, {0.95, -2.1}), Tolerance{1e-7, 1e-6}, "w after step 1");
+  session.run({}, {});
+  expect_close(read(session, ids[2]), f32({2}, {0.7, 1.4}), Tolerance{1e-7, 1e-6}, "buf after step 2");
+  expect_close(read(session, ids[0]), f32({2}, {0.88, -2.24}), Tolerance{1e-7, 1e-6}, "w after step 2");
+  expect_equal(read(session, ids[3]), f32({1}, {2}), "step");
+}
+
+TEST(SgdMomentum, ResumesFromAStepCountAndBuffer) {
+  // step 7 and a saved buffer: the buffer is decayed, not replaced.
+  const ir::Shape shape{5};
+  const SgdHyper h{0.03, 0.9, 0.1, 0.02, 0};
+  SgdState s{random_f32(shape, 3), random_f32(shape, 4), 7.0};
+  const Value grad = random_f32(shape, 5);
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = sgd_graph(g, s, grad, h);
+  runtime::Session session(g, options());
+  session.run({}, {});
+  s.update(grad, h);
+  expect_sgd_state(session, ids, s, "after one run");
+}
+
+TEST(SgdMomentum, LearningRateTensorOverridesTheAttributeEachRun) {
+  const ir::Shape shape{4};
+  SgdHyper h{5.0, 0.9, 0.0, 0.0, 1};  // lr attribute 5: ignored
+  SgdState s{random_f32(shape, 6), zeros(shape), 0.0};
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = sgd_graph(g, s, zeros(shape), h, {f32({1}, {0})});
+  runtime::Session session(g, options());
+  const double rates[] = {0.1, 0.05, 0.2};
+  for (uint32_t run = 0; run < 3; ++run) {
+    const Value grad = random_f32(shape, 50 + run), lr = f32({1}, {rates[run]});
+    session.write_variable(ids[1], to_bytes(grad));
+    session.write_variable(ids[4], to_bytes(lr));
+    session.run({}, {});
+    h.lr = lr.data[0];
+    s.update(grad, h);
+    expect_sgd_state(session, ids, s, "after run " + std::to_string(run));
+  }
+}
+
+TEST(SgdMomentum, OutputsAreTheInputsUpdatedInPlace) {
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({3}, 1), random_f32({3}, 2), zeros({3}), f32({}, {0})});
+  const std::vector<ir::TensorId> outs = g.add_op("sgd_momentum_", ids, {});
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(g.storage_root(outs[0]), ids[0]);
+  EXPECT_EQ(g.storage_root(outs[1]), ids[2]);
+  EXPECT_EQ(g.storage_root(outs[2]), ids[3]);
+  EXPECT_FALSE(g.op(static_cast<ir::OpId>(g.num_ops() - 1)).def->grad) << "sgd_momentum_ is not differentiable";
+}
+
+TEST(SgdMomentum, ShapeAndDTypeErrorsNameTheArgument) {
+  const Value a = random_f32({2, 3}, 1), other = random_f32({3, 2}, 2), step = f32({}, {0});
+  const struct {
+    std::vector<Value> inputs;
+    ir::ErrorCode code;
+    const char* rule;
+  } cases[] = {
+      {{a, other, a, step}, ir::ErrorCode::ShapeMismatch, "grad [3,2] must have w's shape [2,3]"},
+      {{a, a, other, step}, ir::ErrorCode::ShapeMismatch, "momentum_buffer [3,2] must have w's shape [2,3]"},
+      {{a, a, a, f32({2}, {0, 0})}, ir::ErrorCode::ShapeMismatch,
+       "step [2] must be a float32 [] or [1] tensor (the update count)"},
+      {{a, a, a, step, f32({1, 1}, {0.1})}, ir::ErrorCode::ShapeMismatch,
+       "lr [1,1] must be a float32 [] or [1] tensor (the learning rate, overriding attribute 'lr')"},
+      {{a, a, a, i32({}, {0})}, ir::ErrorCode::DTypeMismatch, "input 3 (step) must be float32"},
+      {{a, a, a, step, i32({}, {0})}, ir::ErrorCode::DTypeMismatch, "input 4 (lr) must be float32"},
+      {{i32({2}, {0, 1}), i32({2}, {0, 1}), i32({2}, {0, 1}), step}, ir::ErrorCode::DTypeMismatch,
+       "input 0 (w) must be float32"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.rule);
+    const OpError e = expect_build_error("sgd_momentum_", c.inputs, {}, c.code);
+    EXPECT_THAT(e.message, HasSubstr(c.rule));
+  }
+}
+
+TEST(SgdMomentum, HyperParameterErrorsNameTheRule) {
+  const Value a = random_f32({2}, 1), step = f32({}, {0});
+  const struct {
+    ir::Attributes attrs;
+    const char* rule;
+  } cases[] = {
+      {make_attrs({{"nesterov", int64_t{1}}, {"dampening", 0.1}}),
+       "nesterov momentum requires momentum > 0 and dampening == 0 (as torch.optim.SGD), got momentum 0.9 and "
+       "dampening 0.1"},
+      {make_attrs({{"nesterov", int64_t{1}}, {"momentum", 0.0}}),
+       "nesterov momentum requires momentum > 0 and dampening == 0"},
+      {make_attrs({{"nesterov", int64_t{2}}}), "nesterov is 2, must be 0 or 1"},
+      {make_attrs({{"lr", -0.1}}), "lr is -0.1, must be >= 0"},
+      {make_attrs({{"momentum", -0.9}}), "momentum is -0.9, must be >= 0"},
+      {make_attrs({{"weight_decay", -1e-4}}), "weight_decay is -0.0001, must be >= 0"},
+      {make_attrs({{"dampening", std::nan("")}}), "dampening is nan, must be finite"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.rule);
+    const OpError e = expect_build_error("sgd_momentum_", {a, a, a, step}, c.attrs, ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.message, HasSubstr(c.rule));
+  }
+}
+
+TEST(SgdMomentum, UpdatedTensorsMustBeDistinct) {
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({3}, 1), random_f32({3}, 2), f32({}, {0})});
+  try {
+    g.add_op("sgd_momentum_", {ids[0], ids[1], ids[0], ids[2]}, {});  // the buffer is w
+    ADD_FAILURE() << "sgd_momentum_ with momentum_buffer == w was accepted";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("op 'sgd_momentum_'"));
+    EXPECT_THAT(e.what(), HasSubstr("w and momentum_buffer share storage: w, momentum_buffer and step are updated "
+                                    "in place and must be distinct tensors"));
   }
 }
 

@@ -1,0 +1,66 @@
+#include "core/ops/optimizer_util.h"
+
+#include "core/ir/graph.h"
+#include "core/ops/number_format.h"
+
+namespace plexus::ops {
+
+namespace {
+
+// The tensor whose storage `t` uses (an in-place output or view aliases its input).
+const ir::TensorInfo* storage_of(const ir::Graph& graph, const ir::TensorInfo* t) {
+  while (t->alias_of != ir::kNoTensor) t = &graph.tensor(t->alias_of);
+  return t;
+}
+
+}  // namespace
+
+void expect_f32_input(const ir::InferContext& ctx, size_t i, const std::string& name) {
+  if (ctx.dtype(i) != ir::DType::Float32) {
+    ctx.fail(ir::ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " (" + name + ") must be float32");
+  }
+}
+
+void expect_one_element(const ir::InferContext& ctx, size_t i, const std::string& name, const std::string& what) {
+  if (ir::numel(ctx.shape(i)) != 1 || ctx.rank(i) > 1) {
+    ctx.fail(ir::ErrorCode::ShapeMismatch,
+             name + " " + ir::shape_string(ctx.shape(i)) + " must be a float32 [] or [1] tensor (" + what + ")");
+  }
+}
+
+void expect_f32_scalar(const ir::InferContext& ctx, size_t i, const std::string& name, const std::string& what) {
+  expect_f32_input(ctx, i, name);
+  expect_one_element(ctx, i, name, what);
+}
+
+void expect_non_negative(const ir::InferContext& ctx, std::initializer_list<const char*> attrs) {
+  for (const char* name : attrs) {
+    const double value = ctx.attrs.get_float(name);
+    if (!(value >= 0.0)) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, std::string(name) + " is " + number(value) + ", must be >= 0");
+    }
+  }
+}
+
+void expect_distinct_storage(const ir::InferContext& ctx, const std::vector<size_t>& updated,
+                             const std::vector<std::string>& names, const std::string& rule) {
+  if (!ctx.graph) return;
+  for (size_t a = 0; a < updated.size(); ++a) {
+    for (size_t b = a + 1; b < updated.size(); ++b) {
+      if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
+        ctx.fail(ir::ErrorCode::InvalidArgument,
+                 names[updated[a]] + " and " + names[updated[b]] + " share storage: " + rule);
+      }
+    }
+  }
+}
+
+void check_optional_lr(const ir::InferContext& ctx, size_t index) {
+  if (ctx.inputs.size() > index) expect_f32_scalar(ctx, index, "lr", "the learning rate, overriding attribute 'lr'");
+}
+
+LearningRate::LearningRate(const ir::KernelContext& ctx, size_t index) : attribute_(ctx.op.attrs.get_float("lr")) {
+  if (ctx.in.size() > index) tensor_ = ctx.input<float>(index);
+}
+
+}  // namespace plexus::ops
