@@ -46,6 +46,8 @@ struct Options : samples::CommonOptions {
   }
   GptConfig model;
   double weight_decay = 0.1;
+  int64_t warmup_steps = 100;  // linear warm-up of the learning rate, then cosine decay
+  double min_lr_ratio = 0.1;   // the cosine ends at learning rate x this at --num-steps
   int64_t eval_every = 500;   // steps between validation losses
   int64_t eval_batches = 20;  // validation micro-batches per validation loss
   int64_t generate = 300;     // bytes sampled at the end
@@ -65,6 +67,10 @@ samples::po::options_description describe(Options& o) {
       "tied", samples::po::bool_switch(&m.tied), "output layer = token embedding transposed")(
       "stages", value(&m.stages)->default_value(m.stages),
       "pipeline stages (devices per replica; divides --layers; needs --gradient-accumulation >= stages)")(
+      "warmup-steps", value(&o.warmup_steps)->default_value(o.warmup_steps),
+      "steps of linear learning-rate warm-up; then a cosine decay to --learning-rate x --min-lr-ratio at --num-steps")(
+      "min-lr-ratio", value(&o.min_lr_ratio)->default_value(o.min_lr_ratio, "0.1"),
+      "final learning rate as a fraction of --learning-rate (1: constant after the warm-up)")(
       "weight-decay", value(&o.weight_decay)->default_value(o.weight_decay, "0.1"),
       "AdamW weight decay of matrices and embeddings (biases and norms: 0)")(
       "eval-every", value(&o.eval_every)->default_value(o.eval_every), "steps between validation losses")(
@@ -104,6 +110,12 @@ void check(const Options& o) {
   if (!(m.dropout >= 0.0 && m.dropout < 1.0)) throw samples::UsageError("--dropout must be in [0, 1)");
   if (!(o.temperature > 0.0)) throw samples::UsageError("--temperature must be > 0");
   if (!(o.weight_decay >= 0.0)) throw samples::UsageError("--weight-decay must be >= 0");
+  samples::require_at_least<int64_t>("warmup-steps", o.warmup_steps, 0);
+  if (o.warmup_steps >= o.num_steps) {
+    throw samples::UsageError("--warmup-steps must be < --num-steps (" + std::to_string(o.num_steps) + "), got " +
+                              std::to_string(o.warmup_steps));
+  }
+  if (!(o.min_lr_ratio >= 0.0 && o.min_lr_ratio <= 1.0)) throw samples::UsageError("--min-lr-ratio must be in [0, 1]");
   if (o.rts && o.replication_factor < 2) throw samples::UsageError("--rts needs --replication-factor > 1");
 }
 
@@ -154,6 +166,22 @@ AdamState add_adam_state(plx::Ir& ir, const samples::gpt::ParamSpec& p, bool rts
   return s;
 }
 
+// The learning rate of the update that reads `step` (its count so far): warm-up, then
+// cosine decay (lr_schedule), computed on the device so a schedule needs no recompiling.
+plx::Tensor scheduled_lr(plx::Ir& ir, const Options& o, plx::Tensor step) {
+  return ir.op1("lr_schedule", {step},
+                {{"base_lr", o.learning_rate},
+                 {"warmup_steps", o.warmup_steps},
+                 {"total_steps", o.num_steps},
+                 {"min_lr", o.learning_rate * o.min_lr_ratio}});
+}
+
+// AdamW of `w` (PyTorch's betas and eps) with the scheduled learning rate; returns w.
+plx::Tensor adamw(plx::Ir& ir, const Options& o, plx::Tensor w, plx::Tensor grad, const AdamState& s, double decay) {
+  return ir.op1("adamw_", {w, grad, s.m, s.v, s.step, scheduled_lr(ir, o, s.step)},
+                {{"lr", o.learning_rate}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", decay}});
+}
+
 // One parameter's update. Data parallel: the gradient mean-reduced over replicas, then
 // AdamW. With --rts (ZeRO stage 1): the gradient mean-reduce-scattered, AdamW on this
 // replica's shard of the weight with its shard of the state, the updated shards
@@ -163,12 +191,11 @@ void add_update(plx::Ir& ir, const Options& o, const samples::gpt::ParamSpec& p,
   const double decay = p.decay ? o.weight_decay : 0.0;
   if (!o.rts) {
     if (o.replication_factor > 1) grad = ir.all_reduce_(grad, "mean");
-    ir.adamw_(w, grad, s.m, s.v, s.step, o.learning_rate, 0.9, 0.999, 1e-8, decay);
+    adamw(ir, o, w, grad, s, decay);
     return;
   }
   const plx::Tensor shard = ir.replica_sharded_slice(w);
-  const plx::Tensor updated = ir.adamw_(shard, ir.reduce_scatter(grad, "mean"), s.m, s.v, s.step, o.learning_rate, 0.9,
-                                        0.999, 1e-8, decay);
+  const plx::Tensor updated = adamw(ir, o, shard, ir.reduce_scatter(grad, "mean"), s, decay);
   ir.scaled_add_(w, ir.all_gather(updated), 0.0, 1.0);
 }
 
@@ -372,7 +399,8 @@ int main(int argc, char** argv) {
     nlohmann::json validation = nlohmann::json::array();
     for (const auto& [step, loss] : t.validation) validation.push_back({{"step", step}, {"loss", loss}});
     nlohmann::json options = samples::options_json(o, kFeatures);
-    options.update({{"context", o.model.context}, {"layers", o.model.layers}, {"width", o.model.width},
+    options.update({{"warmup_steps", o.warmup_steps}, {"min_lr_ratio", o.min_lr_ratio},
+                    {"weight_decay", o.weight_decay}, {"context", o.model.context}, {"layers", o.model.layers}, {"width", o.model.width},
                     {"heads", o.model.heads}, {"dropout", o.model.dropout}, {"stages", o.model.stages},
                     {"rts", o.rts}, {"offload_optimiser", o.offload_optimiser}});
     samples::write_metrics(o.metrics_out, {{"options", options},

@@ -40,7 +40,7 @@ expect_usage_error "--corpus '$tmp/nowhere' does not exist" --corpus "$tmp/nowhe
 expect_usage_error "--temperature must be > 0" --corpus "$tmp/corpus" --temperature 0
 
 small=(--corpus "$tmp/corpus" --layers 2 --width 32 --heads 2 --context 16 --threads-per-device 1 --seed 3
-       --eval-batches 2)
+       --eval-batches 2 --warmup-steps 2)
 run() {  # run NAME ARGS...
   local name=$1
   shift
