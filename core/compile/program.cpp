@@ -199,16 +199,9 @@ class Builder {
         if (stage_of(id) != s || phase_of(id) != x) continue;
         const ir::Op& op = g_.op(id);
         for (TensorId t : op.inputs) provide(s, x, t, op);
-        std::vector<TensorId> staged;
-        for (int input : op.def->optimizer_state_inputs) {
-          const TensorId r = root(op.inputs[static_cast<size_t>(input)]);
-          if (p_.offloaded.count(r)) {
-            body.push_back({ActionKind::LoadOffloaded, r});
-            staged.push_back(r);
-          }
-        }
+        const std::vector<TensorId> stored = stage_offloaded(op, body);
         body.push_back({ActionKind::RunOp, id});
-        for (TensorId r : staged) body.push_back({ActionKind::StoreOffloaded, r});
+        for (TensorId r : stored) body.push_back({ActionKind::StoreOffloaded, r});
         for (TensorId t : op.outputs) available_[static_cast<size_t>(s)].insert(root(t));
         store_streams_after(s, id, body);
       }
@@ -216,6 +209,23 @@ class Builder {
         if (owner(r) == std::pair{s, x}) epilogue_[static_cast<size_t>(s)][phase_index(x)].push_back({ActionKind::Accumulate, r});
       }
     }
+  }
+
+  // Loads every offloaded tensor `op` reads from host memory into its slot, before the op
+  // (an optimizer's state, and any other op reading it: an lr_schedule of its step count);
+  // returns those the op updates (its optimizer state inputs), to store back after it.
+  std::vector<TensorId> stage_offloaded(const ir::Op& op, std::vector<Action>& body) const {
+    std::set<TensorId> loaded;
+    for (TensorId t : op.inputs) {
+      const TensorId r = root(t);
+      if (p_.offloaded.count(r) && loaded.insert(r).second) body.push_back({ActionKind::LoadOffloaded, r});
+    }
+    std::vector<TensorId> stored;
+    for (int input : op.def->optimizer_state_inputs) {
+      const TensorId r = root(op.inputs[static_cast<size_t>(input)]);
+      if (p_.offloaded.count(r)) stored.push_back(r);
+    }
+    return stored;
   }
 
   // Device-to-host copies anchored right after op `op` (the order the program was built in)

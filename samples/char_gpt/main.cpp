@@ -205,7 +205,10 @@ Program build_train(const Options& o, const std::vector<std::vector<float>>& wei
   Program p = build_forward(o, weights, o.batch_size, o.replication_factor, true, loss);
   const std::vector<samples::gpt::ParamSpec> specs = samples::gpt::gpt_param_specs(o.model);
   const std::vector<plx::Tensor> grads = p.ir.autodiff(*loss, p.params);
-  for (size_t i = 0; i < grads.size(); ++i) add_update(p.ir, o, specs[i], p.params[i], grads[i]);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    samples::gpt::StageScope stage(p.ir, o.model, specs[i].stage);  // the update runs where the parameter lives
+    add_update(p.ir, o, specs[i], p.params[i], grads[i]);
+  }
   return p;
 }
 

@@ -46,6 +46,7 @@ struct ParamSpec {
   float stddev = 0.0f;
   float fill = 0.0f;
   bool decay = false;
+  int64_t stage = 0;  ///< the pipeline stage whose ops use it (and update it)
 };
 
 /// Every parameter in order: wte, wpe, the blocks' (ln_1, attn q/k/v/proj, ln_2, mlp
@@ -53,16 +54,18 @@ struct ParamSpec {
 inline std::vector<ParamSpec> gpt_param_specs(const GptConfig& c) {
   const int64_t C = c.width;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(c.layers));
-  std::vector<ParamSpec> p{{"wte", {kVocab, C}, std, 0, true}, {"wpe", {c.context, C}, std, 0, true}};
+  int64_t stage = 0;
+  std::vector<ParamSpec> p{{"wte", {kVocab, C}, std, 0, true, 0}, {"wpe", {c.context, C}, std, 0, true, 0}};
   auto norm = [&](const std::string& n) {
-    p.push_back({n + ".weight", {C}, 0, 1, false});
-    p.push_back({n + ".bias", {C}, 0, 0, false});
+    p.push_back({n + ".weight", {C}, 0, 1, false, stage});
+    p.push_back({n + ".bias", {C}, 0, 0, false, stage});
   };
   auto linear = [&](const std::string& n, int64_t in, int64_t out, float s) {
-    p.push_back({n + ".weight", {in, out}, s, 0, true});
-    p.push_back({n + ".bias", {out}, 0, 0, false});
+    p.push_back({n + ".weight", {in, out}, s, 0, true, stage});
+    p.push_back({n + ".bias", {out}, 0, 0, false, stage});
   };
   for (int64_t l = 0; l < c.layers; ++l) {
+    stage = l / (c.layers / c.stages);
     const std::string b = "h" + std::to_string(l);
     norm(b + ".ln_1");
     for (const char* m : {".attn.q", ".attn.k", ".attn.v"}) linear(b + m, C, C, std);
@@ -71,8 +74,9 @@ inline std::vector<ParamSpec> gpt_param_specs(const GptConfig& c) {
     linear(b + ".mlp.fc", C, 4 * C, std);
     linear(b + ".mlp.proj", 4 * C, C, residual_std);
   }
+  stage = c.stages - 1;
   norm("ln_f");
-  if (!c.tied) p.push_back({"lm_head.weight", {C, kVocab}, std, 0, true});
+  if (!c.tied) p.push_back({"lm_head.weight", {C, kVocab}, std, 0, true, stage});
   return p;
 }
 

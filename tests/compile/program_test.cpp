@@ -148,6 +148,32 @@ TEST(Program, OffloadedOptimizerStateLeavesTheDevice) {
                                      ActionKind::StoreOffloaded}));
 }
 
+// Found by samples/char_gpt --offload-optimiser: an op other than the optimizer reading its
+// offloaded state (lr_schedule of the step count) read the slot before anything was
+// loaded into it ("step is -0.0017"). Every op reading an offloaded tensor loads it first;
+// only the optimizer, which updates it, stores it back.
+TEST(Program, AnyOpReadingOffloadedStateLoadsItFirst) {
+  ir::Graph g;
+  const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {4})).tensor;
+  const ir::TensorId w = g.add_variable("w", ir::DType::Float32, {4}, std::vector<std::byte>(16));
+  const ir::TensorId loss = g.add_op("reduce_sum", {g.add_op("mul", {x, w}, {}).front()}, {}).front();
+  const std::vector<ir::TensorId> wrt{w};
+  const ir::TensorId grad = ir::autodiff(g, loss, wrt).front();
+  const ir::TensorId mom = g.add_variable("m", ir::DType::Float32, {4}, std::vector<std::byte>(16));
+  const ir::TensorId var = g.add_variable("v", ir::DType::Float32, {4}, std::vector<std::byte>(16));
+  const ir::TensorId step = g.add_variable("step", ir::DType::Float32, {}, std::vector<std::byte>(4));
+  ir::Attributes schedule;
+  schedule.set("warmup_steps", int64_t{1});
+  schedule.set("total_steps", int64_t{10});
+  const ir::TensorId lr = g.add_op("lr_schedule", {step}, schedule).front();
+  g.add_op("adamw_", {w, grad, mom, var, step, lr}, {});
+  const Program offloaded = compile_one_stage(g, {.micro_batches = 1, .slots = {}, .offload_optimizer_state = true, .in_place = {}});
+  using enum ActionKind;
+  EXPECT_EQ(kinds(offloaded.stages[0].actions[static_cast<size_t>(ir::Phase::Update)]),
+            (std::vector<ActionKind>{LoadOffloaded, RunOp, LoadOffloaded, LoadOffloaded, LoadOffloaded, RunOp,
+                                     StoreOffloaded, StoreOffloaded, StoreOffloaded}));
+}
+
 TEST(Program, OpScratchIsOneAreaPerDeviceNotPerSlot) {
   ir::Graph g;
   const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {2, 1, 8, 8})).tensor;

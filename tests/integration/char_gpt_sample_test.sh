@@ -55,7 +55,7 @@ run rts --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 4 --gradie
 run offload --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradient-accumulation 2 \
   --offload-optimiser
 expect_usage_error "--rts needs --replication-factor > 1" --corpus "$tmp/corpus" --rts
-"$bin" "${small[@]}" --num-steps 60 --device-iterations 20 --batch-size 8 --eval-every 20 --generate 40 \
+"$bin" "${small[@]}" --num-steps 60 --device-iterations 20 --batch-size 8 --eval-every 20 --generate 40 --min-lr-ratio 1 \
   --metrics-out "$tmp/learn.json" >"$tmp/learn.out"
 grep -q -- "--- sampled (temperature 0.8) ---" "$tmp/learn.out" || fail "no sampled text: $(cat "$tmp/learn.out")"
 
