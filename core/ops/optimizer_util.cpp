@@ -1,5 +1,7 @@
 #include "core/ops/optimizer_util.h"
 
+#include <map>
+
 #include "core/ir/graph.h"
 #include "core/ops/number_format.h"
 
@@ -45,12 +47,11 @@ void expect_non_negative(const ir::InferContext& ctx, std::initializer_list<cons
 void expect_distinct_storage(const ir::InferContext& ctx, const std::vector<size_t>& updated,
                              const std::vector<std::string>& names, const std::string& rule) {
   if (!ctx.graph) return;
-  for (size_t a = 0; a < updated.size(); ++a) {
-    for (size_t b = a + 1; b < updated.size(); ++b) {
-      if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
-        ctx.fail(ir::ErrorCode::InvalidArgument,
-                 names[updated[a]] + " and " + names[updated[b]] + " share storage: " + rule);
-      }
+  std::map<const ir::TensorInfo*, size_t> first;  // storage -> the first input using it
+  for (size_t index : updated) {
+    const auto [it, inserted] = first.emplace(storage_of(*ctx.graph, ctx.inputs[index]), index);
+    if (!inserted) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, names[it->second] + " and " + names[index] + " share storage: " + rule);
     }
   }
 }

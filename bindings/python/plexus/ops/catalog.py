@@ -26,8 +26,11 @@ class OpSchema:
 
     def signature(self):
         """"name(x0, x1, [x2], attr=default, ...)" for docstrings."""
-        inputs = [f"x{i}" for i in range(self.min_inputs)] + [f"[x{i}]" for i in range(self.min_inputs,
-                                                                                         self.max_inputs)]
+        inputs = [f"x{i}" for i in range(self.min_inputs)]
+        if self.max_inputs - self.min_inputs > 3:  # a variadic op (global_sq_norm): not 1024 names
+            inputs += [f"[x{self.min_inputs}]", "...", f"[x{self.max_inputs - 1}]"]
+        else:
+            inputs += [f"[x{i}]" for i in range(self.min_inputs, self.max_inputs)]
         attrs = [a["name"] if a["required"] else f"{a['name']}={a['default']!r}" for a in self.attrs]
         return f"{self.name}({', '.join(inputs + attrs)})"
 
