@@ -56,8 +56,26 @@ void expect_distinct_storage(const ir::InferContext& ctx, const std::vector<size
   }
 }
 
-void check_optional_lr(const ir::InferContext& ctx, size_t index) {
-  if (ctx.inputs.size() > index) expect_f32_scalar(ctx, index, "lr", "the learning rate, overriding attribute 'lr'");
+void expect_shaped_as_weight(const ir::InferContext& ctx, size_t count, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < count; ++i) expect_f32_input(ctx, i, names[i]);
+  for (size_t i = 1; i < count; ++i) {
+    if (ctx.shape(i) != ctx.shape(0)) {
+      ctx.fail(ir::ErrorCode::ShapeMismatch, names[i] + " " + ir::shape_string(ctx.shape(i)) + " must have " + names[0] +
+                                                 "'s shape " + ir::shape_string(ctx.shape(0)));
+    }
+  }
+}
+
+void expect_step_and_optional_lr(const ir::InferContext& ctx, size_t step) {
+  expect_f32_scalar(ctx, step, "step", "the update count");
+  const size_t lr = step + 1;
+  if (ctx.inputs.size() > lr) expect_f32_scalar(ctx, lr, "lr", "the learning rate, overriding attribute 'lr'");
+}
+
+ir::InferResult outputs_shaped_as(const ir::InferContext& ctx, const std::vector<size_t>& inputs) {
+  ir::InferResult r;
+  for (size_t i : inputs) r.outputs.push_back({ir::DType::Float32, ctx.shape(i)});
+  return r;
 }
 
 LearningRate::LearningRate(const ir::KernelContext& ctx, size_t index) : attribute_(ctx.op.attrs.get_float("lr")) {
