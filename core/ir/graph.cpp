@@ -333,7 +333,8 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   if (def.resolve_attrs) def.resolve_attrs(ctx, attrs);
   InferResult result = def.infer(ctx);
   for (const TensorType& out : result.outputs) check_numel(out.shape, "op '" + def.name + "' output");
-  for (int input : def.inplace_inputs) {
+  for (size_t k = 0; k < result.outputs.size() && k < def.inplace_inputs.size(); ++k) {  // variadic ops list more
+    const int input = def.inplace_inputs[k];
     if (input < 0) continue;
     const TensorInfo& target = tensors_[static_cast<size_t>(inputs[static_cast<size_t>(input)])];
     if (target.kind == TensorKind::Constant) {

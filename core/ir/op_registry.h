@@ -125,7 +125,8 @@ struct OpDef {
   /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
   std::function<std::vector<TensorId>(GradContext&)> grad;
   /// In-place op (PopXL's trailing '_'): output k overwrites the storage of input
-  /// inplace_inputs[k] (for k < size; -1 = a fresh output).
+  /// inplace_inputs[k] (for k < size; -1 = a fresh output). A variadic op may list more
+  /// entries than it has outputs: only those of its outputs count.
   std::vector<int> inplace_inputs;
   /// Output 0 is input 0's storage reinterpreted (reshape): the kernel does nothing.
   bool is_view = false;

@@ -1,5 +1,7 @@
 #include "core/ops/optimizer_util.h"
 
+#include <map>
+
 #include "core/ir/graph.h"
 #include "core/ops/number_format.h"
 
@@ -45,18 +47,35 @@ void expect_non_negative(const ir::InferContext& ctx, std::initializer_list<cons
 void expect_distinct_storage(const ir::InferContext& ctx, const std::vector<size_t>& updated,
                              const std::vector<std::string>& names, const std::string& rule) {
   if (!ctx.graph) return;
-  for (size_t a = 0; a < updated.size(); ++a) {
-    for (size_t b = a + 1; b < updated.size(); ++b) {
-      if (storage_of(*ctx.graph, ctx.inputs[updated[a]]) == storage_of(*ctx.graph, ctx.inputs[updated[b]])) {
-        ctx.fail(ir::ErrorCode::InvalidArgument,
-                 names[updated[a]] + " and " + names[updated[b]] + " share storage: " + rule);
-      }
+  std::map<const ir::TensorInfo*, size_t> first;  // storage -> the first input using it
+  for (size_t index : updated) {
+    const auto [it, inserted] = first.emplace(storage_of(*ctx.graph, ctx.inputs[index]), index);
+    if (!inserted) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, names[it->second] + " and " + names[index] + " share storage: " + rule);
     }
   }
 }
 
-void check_optional_lr(const ir::InferContext& ctx, size_t index) {
-  if (ctx.inputs.size() > index) expect_f32_scalar(ctx, index, "lr", "the learning rate, overriding attribute 'lr'");
+void expect_shaped_as_weight(const ir::InferContext& ctx, size_t count, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < count; ++i) expect_f32_input(ctx, i, names[i]);
+  for (size_t i = 1; i < count; ++i) {
+    if (ctx.shape(i) != ctx.shape(0)) {
+      ctx.fail(ir::ErrorCode::ShapeMismatch, names[i] + " " + ir::shape_string(ctx.shape(i)) + " must have " + names[0] +
+                                                 "'s shape " + ir::shape_string(ctx.shape(0)));
+    }
+  }
+}
+
+void expect_step_and_optional_lr(const ir::InferContext& ctx, size_t step) {
+  expect_f32_scalar(ctx, step, "step", "the update count");
+  const size_t lr = step + 1;
+  if (ctx.inputs.size() > lr) expect_f32_scalar(ctx, lr, "lr", "the learning rate, overriding attribute 'lr'");
+}
+
+ir::InferResult outputs_shaped_as(const ir::InferContext& ctx, const std::vector<size_t>& inputs) {
+  ir::InferResult r;
+  for (size_t i : inputs) r.outputs.push_back({ir::DType::Float32, ctx.shape(i)});
+  return r;
 }
 
 LearningRate::LearningRate(const ir::KernelContext& ctx, size_t index) : attribute_(ctx.op.attrs.get_float("lr")) {

@@ -32,9 +32,16 @@ void expect_non_negative(const ir::InferContext& ctx, std::initializer_list<cons
 void expect_distinct_storage(const ir::InferContext& ctx, const std::vector<size_t>& updated,
                              const std::vector<std::string>& names, const std::string& rule);
 
-/// The optional learning-rate input of an optimizer: when the op has more than `index`
-/// inputs, input `index` must be a float32 [] or [1] tensor.
-void check_optional_lr(const ir::InferContext& ctx, size_t index);
+/// An optimizer's per-element inputs [0, count): float32 ("input i (names[i]) must be
+/// float32"), each of [1, count) of input 0's shape ("grad [3,2] must have w's shape [2,3]").
+void expect_shaped_as_weight(const ir::InferContext& ctx, size_t count, const std::vector<std::string>& names);
+
+/// An optimizer's update count and optional learning rate: input `step` a float32 [] or
+/// [1] tensor, and input step + 1, when the op has it, too (overriding attribute 'lr').
+void expect_step_and_optional_lr(const ir::InferContext& ctx, size_t step);
+
+/// Float32 outputs of the shapes of `inputs` (the tensors an op updates in place).
+ir::InferResult outputs_shaped_as(const ir::InferContext& ctx, const std::vector<size_t>& inputs);
 
 /// The learning rate an optimizer kernel uses: the tensor's value read at run time when
 /// the op has the input, else the `lr` attribute.

@@ -78,15 +78,8 @@ const std::vector<std::string> kAdamWInputs = {"w", "grad", "m", "v", "step", "l
 
 // adamw_'s inputs: float32, m and v shaped as w, step one element, an optional lr tensor.
 void check_adamw_inputs(const ir::InferContext& ctx) {
-  for (size_t i = 0; i < 5; ++i) expect_f32_input(ctx, i, kAdamWInputs[i]);
-  for (size_t i = 1; i < 4; ++i) {
-    if (ctx.shape(i) != ctx.shape(0)) {
-      ctx.fail(ir::ErrorCode::ShapeMismatch, kAdamWInputs[i] + " " + ir::shape_string(ctx.shape(i)) +
-                                                 " must have w's shape " + ir::shape_string(ctx.shape(0)));
-    }
-  }
-  expect_one_element(ctx, 4, "step", "the update count");
-  check_optional_lr(ctx, 5);
+  expect_shaped_as_weight(ctx, 4, kAdamWInputs);
+  expect_step_and_optional_lr(ctx, 4);
 }
 
 // adamw_'s hyper-parameters: betas in [0, 1), the others >= 0.
@@ -105,9 +98,7 @@ ir::InferResult adamw_infer(const ir::InferContext& ctx) {
   check_adamw_attrs(ctx);
   expect_distinct_storage(ctx, {0, 2, 3, 4}, kAdamWInputs,
                           "w, m, v and step are updated in place and must be distinct tensors");
-  ir::InferResult r;
-  for (size_t i : {0, 2, 3, 4}) r.outputs.push_back({DType::Float32, ctx.shape(i)});
-  return r;
+  return outputs_shaped_as(ctx, {0, 2, 3, 4});
 }
 
 // AdamW (Loshchilov & Hutter, decoupled weight decay; PyTorch's AdamW): step += 1,
@@ -165,15 +156,8 @@ const ir::OpRegistration adamw_op{adamw_def()};
 const std::vector<std::string> kSgdInputs = {"w", "grad", "momentum_buffer", "step", "lr"};
 
 void check_sgd_inputs(const ir::InferContext& ctx) {
-  for (size_t i = 0; i < 4; ++i) expect_f32_input(ctx, i, kSgdInputs[i]);
-  for (size_t i = 1; i < 3; ++i) {
-    if (ctx.shape(i) != ctx.shape(0)) {
-      ctx.fail(ir::ErrorCode::ShapeMismatch, kSgdInputs[i] + " " + ir::shape_string(ctx.shape(i)) +
-                                                 " must have w's shape " + ir::shape_string(ctx.shape(0)));
-    }
-  }
-  expect_one_element(ctx, 3, "step", "the update count");
-  check_optional_lr(ctx, 4);
+  expect_shaped_as_weight(ctx, 3, kSgdInputs);
+  expect_step_and_optional_lr(ctx, 3);
 }
 
 // torch.optim.SGD's checks: lr, momentum and weight_decay >= 0, and Nesterov momentum
@@ -200,9 +184,7 @@ ir::InferResult sgd_infer(const ir::InferContext& ctx) {
   check_sgd_attrs(ctx);
   expect_distinct_storage(ctx, {0, 2, 3}, kSgdInputs,
                           "w, momentum_buffer and step are updated in place and must be distinct tensors");
-  ir::InferResult r;
-  for (size_t i : {0, 2, 3}) r.outputs.push_back({DType::Float32, ctx.shape(i)});
-  return r;
+  return outputs_shaped_as(ctx, {0, 2, 3});
 }
 
 struct SgdHyper {

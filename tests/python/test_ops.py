@@ -232,6 +232,35 @@ def test_optimizer_ops_update_in_place():
     np.testing.assert_allclose(values[sgd], 0.5 * w - lr * g, rtol=1e-6)
 
 
+def test_sgd_schedule_and_clipping_of_many_gradients():
+    # lr_schedule feeding sgd_momentum_'s lr input, and clip_by_global_norm_ over 20
+    # gradients: 21 outputs, more than add_op's first guess of 16.
+    grads = [_randn(3) for _ in range(20)]
+    w = _randn(3)
+    ir = plexus.Ir()
+    with ir.main_graph:
+        tg = [plexus.variable(g, name=f"g{i}") for i, g in enumerate(grads)]
+        outputs = ops.clip_by_global_norm_(*tg, max_norm=1.0)
+        assert len(outputs) == 21
+        tw, buf = plexus.variable(w, name="w"), plexus.variable(np.zeros(3), name="buf")
+        step = plexus.variable(np.float32(0), name="step")
+        lr = ops.lr_schedule(step, base_lr=0.5, warmup_steps=4, total_steps=10, min_lr=0.0)
+        ops.sgd_momentum_(tw, tg[0], buf, step, lr, momentum=0.9)
+        norm = plexus.d2h_stream(outputs[0], name="norm")
+    assert catalog.schemas()["clip_by_global_norm_"].signature().startswith("clip_by_global_norm_(x0, [x1], ..., [x1023], ")
+    with plexus.Session(ir) as session:
+        out = session.run()
+        values = session.get_tensors_data([tg[1], tw, buf, step])
+    total = np.sqrt(sum(float(np.sum(g.astype(np.float64) ** 2)) for g in grads))
+    np.testing.assert_allclose(out[norm], total, rtol=1e-6)
+    coef = min(1.0, 1.0 / (total + 1e-6))
+    np.testing.assert_allclose(values[tg[1]], grads[1] * coef, rtol=1e-6)
+    # step 0 of the schedule: 0.5 * 1 / 4; the first SGD step copies the clipped gradient into the buffer
+    np.testing.assert_allclose(values[buf], grads[0] * coef, rtol=1e-6)
+    np.testing.assert_allclose(values[tw], w - 0.125 * grads[0] * coef, rtol=1e-6, atol=1e-7)
+    assert values[step] == 1
+
+
 def test_collectives_over_all_replicas_and_within_groups():
     R = 4
     base = np.arange(R * 4, dtype=np.float32).reshape(R, 4) ** 1.5

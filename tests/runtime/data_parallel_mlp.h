@@ -29,6 +29,7 @@ struct Mlp {
 struct MlpUpdate {
   bool adam = false;         ///< adamw_ (weight decay 0.01) with moments and step as variables; else SGD
   bool host_update = false;  ///< no all-reduce in the graph: SessionOptions::weight_update_on_host does it
+  bool momentum = false;     ///< without adam: sgd_momentum_ (Nesterov, 0.9) with buffer and step as variables
 };
 
 inline Mlp build_mlp(int64_t replicas, int64_t batch, MlpUpdate update = {}) {
@@ -70,6 +71,19 @@ inline Mlp build_mlp(int64_t replicas, int64_t batch, MlpUpdate update = {}) {
       ir::Attributes adam;
       adam.set("lr", 0.01);
       g.add_op("adamw_", {m.params[i], grad, mom, vel, step}, adam);
+      continue;
+    }
+    if (update.momentum) {
+      const ir::TensorInfo& p = g.tensor(m.params[i]);
+      const ir::Shape shape = p.shape;
+      const std::string name = p.name;
+      const ir::TensorId buf = g.add_variable(name + ".buf", ir::DType::Float32, shape,
+                                              f32(std::vector<float>(static_cast<size_t>(ir::numel(shape)), 0.0f)));
+      const ir::TensorId step = g.add_variable(name + ".step", ir::DType::Float32, {}, f32({0.0f}));
+      ir::Attributes nesterov;
+      nesterov.set("lr", 0.1);
+      nesterov.set("nesterov", int64_t{1});
+      g.add_op("sgd_momentum_", {m.params[i], grad, buf, step}, nesterov);
       continue;
     }
     ir::Attributes sgd;

@@ -74,7 +74,8 @@ void run_seed(Session& s, const Mlp& m, uint32_t seed) {
   run_batch(s, m, b);
 }
 
-// The AdamW state of build_mlp: the variables named "<param>.m", ".v", ".step".
+// The optimizer state of build_mlp: the variables named "<param>.m", ".v", ".step" (AdamW) or
+// "<param>.buf", ".step" (sgd_momentum_).
 std::vector<ir::TensorId> optimizer_state(const ir::Graph& g) {
   std::vector<ir::TensorId> state;
   for (size_t t = 0; t < g.num_tensors(); ++t) {
@@ -162,6 +163,22 @@ TEST(HostUpdate, OneReplicaEqualsTheDeviceUpdateBitForBit) {
       EXPECT_EQ(max_abs_difference(device.state, host.state), 0.0f);
       EXPECT_GT(max_abs_difference(initial, host.params), 1e-2f);
     }
+  }
+}
+
+TEST(HostUpdate, SgdMomentumEqualsTheDeviceUpdateBitForBit) {
+  // sgd_momentum_ (Nesterov) on the host: its buffer and step are optimizer state there.
+  for (int64_t replicas : {1, 2}) {
+    SCOPED_TRACE("R=" + std::to_string(replicas));
+    const std::vector<float> initial = initial_params(replicas);
+    const Trained device = train(replicas, {false, false, true}, 1, false);
+    const Trained host = train(replicas, {false, true, true}, 1, true);
+    ASSERT_EQ(device.params.size(), host.params.size());
+    EXPECT_EQ(max_abs_difference(device.params, host.params), 0.0f);
+    EXPECT_GT(max_abs_difference(initial, host.params), 1e-2f);
+    ASSERT_EQ(device.state.size(), initial.size() + 4);  // a buffer per parameter, 4 steps
+    ASSERT_EQ(host.state.size(), device.state.size());
+    EXPECT_EQ(max_abs_difference(device.state, host.state), 0.0f);
   }
 }
 
@@ -328,6 +345,22 @@ TEST(HostUpdate, RefusesWhatItCannotUpdateAndIgnoresInference) {
     const ir::Error e = error_of([&] { Session s(no_update.g, options(true, 1)); });
     EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
     EXPECT_THAT(e.what(), HasSubstr("no weight update"));
+  }
+  {  // a learning rate from a device tensor (lr_schedule): the host update has no copy of it
+    Linear scheduled(2, {1.0f, 2.0f}, std::nullopt, ir::RetrievalMode::OnePerGroup, /*update=*/false);
+    ir::Graph& g = scheduled.g;
+    const ir::TensorId buf = g.add_variable("w.buf", ir::DType::Float32, {2}, f32({0.0f, 0.0f}));
+    const ir::TensorId step = g.add_variable("w.step", ir::DType::Float32, {}, f32({0.0f}));
+    ir::Attributes schedule;
+    schedule.set("warmup_steps", int64_t{1});
+    schedule.set("total_steps", int64_t{10});
+    const ir::TensorId lr = g.add_op("lr_schedule", {step}, schedule).front();
+    g.add_op("sgd_momentum_", {scheduled.w, scheduled.grad, buf, step, lr}, {});
+    const ir::Error e = error_of([&] { Session s(g, options(true, 1)); });
+    EXPECT_EQ(e.code(), ir::ErrorCode::Unsupported);
+    EXPECT_THAT(e.what(), HasSubstr("input 4"));
+    EXPECT_THAT(e.what(), HasSubstr("is neither the weight, its gradient nor optimizer state"));
+    Session without(g, options(false, 1));  // on the devices it is fine
   }
   {  // no backward pass: not training, the option does nothing (no mean over the replicas)
     ir::Graph g;

@@ -133,10 +133,16 @@ def add_op(name, inputs, attrs, ir=None):
             raise InvalidArgument(f"op '{name}': input {t!r} belongs to another IR")
     ids = ffi.new("plx_tensor[]", [t.id for t in inputs] or [0])
     c_attrs, _keep = _c_attrs(schema, attrs)
-    outputs = ffi.new("plx_tensor[]", _MAX_OUTPUTS)
+    capacity = _MAX_OUTPUTS
+    outputs = ffi.new("plx_tensor[]", capacity)
     count = ffi.new("size_t*")
-    check(lib.plx_ir_add_op(ir._ptr, name.encode(), ids, len(inputs), c_attrs, len(attrs), outputs, _MAX_OUTPUTS,
-                            count))
+    status = lib.plx_ir_add_op(ir._ptr, name.encode(), ids, len(inputs), c_attrs, len(attrs), outputs, capacity, count)
+    if status == lib.PLX_ERR_INVALID_ARGUMENT and count[0] > capacity:  # more outputs (clip_scale_ of many tensors)
+        capacity = count[0]
+        outputs = ffi.new("plx_tensor[]", capacity)
+        status = lib.plx_ir_add_op(ir._ptr, name.encode(), ids, len(inputs), c_attrs, len(attrs), outputs, capacity,
+                                   count)
+    check(status)
     result = tuple(Tensor(ir, outputs[i]) for i in range(count[0]))
     return None if not result else result[0] if len(result) == 1 else result
 

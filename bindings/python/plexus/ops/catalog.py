@@ -27,7 +27,7 @@ class OpSchema:
     def signature(self):
         """"name(x0, x1, [x2], attr=default, ...)" for docstrings."""
         inputs = [f"x{i}" for i in range(self.min_inputs)]
-        if self.max_inputs - self.min_inputs > 3:  # variadic (concat): "[x1, ..., x63]"
+        if self.max_inputs - self.min_inputs > 3:  # variadic (concat, global_sq_norm): "[x1, ..., x63]"
             inputs.append(f"[x{self.min_inputs}, ..., x{self.max_inputs - 1}]")
         else:
             inputs += [f"[x{i}]" for i in range(self.min_inputs, self.max_inputs)]
