@@ -56,25 +56,35 @@ void push_gradients(const ir::InferContext& ctx, size_t count, ir::InferResult& 
   for (size_t i = 0; i < count; ++i) r.outputs.push_back({ir::DType::Float32, ctx.shape(i)});
 }
 
-// The gradients a kernel works on: buffers and element counts (global_sq_norm's inputs
-// are only read).
+// The gradients a kernel works on: buffers (const float when only read) and element counts.
+template <class T>
 struct Gradients {
-  std::vector<float*> data;
+  std::vector<T*> data;
   std::vector<int64_t> sizes;
 };
 
-// The gradients as inputs [0, count) (read only) or as outputs [first, first + count).
-Gradients gradients(const ir::KernelContext& ctx, size_t count, bool as_outputs, size_t first = 0) {
-  Gradients g;
+// Inputs [0, count), read only.
+Gradients<const float> gradient_inputs(const ir::KernelContext& ctx, size_t count) {
+  Gradients<const float> g;
   for (size_t i = 0; i < count; ++i) {
-    const ir::TensorInfo* t = as_outputs ? ctx.outputs[first + i] : ctx.inputs[i];
-    g.data.push_back(as_outputs ? ctx.output<float>(first + i) : const_cast<float*>(ctx.input<float>(i)));
-    g.sizes.push_back(ir::numel(t->shape));
+    g.data.push_back(ctx.input<float>(i));
+    g.sizes.push_back(ir::numel(ctx.inputs[i]->shape));
   }
   return g;
 }
 
-double sum_of_squares(const Gradients& g) {
+// Outputs [first, first + count): the gradients updated in place.
+Gradients<float> gradient_outputs(const ir::KernelContext& ctx, size_t first, size_t count) {
+  Gradients<float> g;
+  for (size_t i = first; i < first + count; ++i) {
+    g.data.push_back(ctx.output<float>(i));
+    g.sizes.push_back(ir::numel(ctx.outputs[i]->shape));
+  }
+  return g;
+}
+
+template <class T>
+double sum_of_squares(const Gradients<T>& g) {
   double sum = 0.0;
   for (size_t t = 0; t < g.data.size(); ++t) {
     for (int64_t i = 0; i < g.sizes[t]; ++i) sum += static_cast<double>(g.data[t][i]) * g.data[t][i];
@@ -88,7 +98,7 @@ float clip_coefficient(double norm, double max_norm, double eps) {
   return static_cast<float>(coef > 1.0 ? 1.0 : coef);
 }
 
-void scale(const Gradients& g, float coef) {
+void scale(const Gradients<float>& g, float coef) {
   if (coef == 1.0f) return;  // multiplying by 1 changes nothing
   for (size_t t = 0; t < g.data.size(); ++t) {
     for (int64_t i = 0; i < g.sizes[t]; ++i) g.data[t][i] *= coef;
@@ -120,7 +130,7 @@ ir::OpDef global_sq_norm_def() {
     return ir::InferResult{{scalar_f32()}};
   };
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
-    return [g = gradients(ctx, ctx.inputs.size(), false), out = ctx.output<float>(0)] {
+    return [g = gradient_inputs(ctx, ctx.inputs.size()), out = ctx.output<float>(0)] {
       *out = static_cast<float>(sum_of_squares(g));
     };
   };
@@ -148,7 +158,7 @@ ir::OpDef clip_scale_def() {
   };
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
     const size_t count = ctx.inputs.size() - 1;
-    return [g = gradients(ctx, count, true), total = ctx.input<float>(count),
+    return [g = gradient_outputs(ctx, 0, count), total = ctx.input<float>(count),
             max_norm = ctx.op.attrs.get_float("max_norm"), eps = ctx.op.attrs.get_float("eps")] {
       scale(g, clip_coefficient(std::sqrt(static_cast<double>(*total)), max_norm, eps));
     };
@@ -173,7 +183,7 @@ ir::OpDef clip_by_global_norm_def() {
     return r;
   };
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
-    return [g = gradients(ctx, ctx.inputs.size(), true, 1), norm_out = ctx.output<float>(0),
+    return [g = gradient_outputs(ctx, 1, ctx.inputs.size()), norm_out = ctx.output<float>(0),
             max_norm = ctx.op.attrs.get_float("max_norm"), eps = ctx.op.attrs.get_float("eps")] {
       // PyTorch's total_norm is a float32 tensor: the coefficient uses its rounded value.
       const auto norm = static_cast<float>(std::sqrt(sum_of_squares(g)));

@@ -1,7 +1,8 @@
 // The C++ wrapper (bindings/cpp/plexus/plexus.hpp) over the calls it gained with C API
 // version 10: version and status names, tensor dtypes, asynchronous runs and their Run
 // handles (wait with a timeout, cancel, errors as plx::Error), asynchronous checkpoint
-// saves, and the launcher's environment.
+// saves, and the launcher's environment; the optimizer helpers (clipping, lr_schedule,
+// sgd_momentum_) and op() with more outputs than its first guess.
 #include <plexus/plexus.hpp>
 
 #include <gmock/gmock.h>
@@ -81,6 +82,30 @@ TEST(CppWrapper, TensorDtype) {
     EXPECT_EQ(e.status(), PLX_ERR_INVALID_ARGUMENT);
     EXPECT_THAT(e.what(), HasSubstr("plx_ir_get_tensor_type"));
   }
+}
+
+// The optimizer helpers: clip_by_global_norm_ over 10 gradients (11 outputs, more than
+// op()'s first guess of 8), lr_schedule feeding sgd_momentum_'s lr tensor.
+TEST(CppWrapper, ClippingScheduleAndSgdHelpers) {
+  plx::Ir ir;
+  std::vector<plx::Tensor> grads;
+  for (int i = 0; i < 10; ++i) grads.push_back(ir.variable<float>("g" + std::to_string(i), {1}, {i == 0 ? 3.0f : 0.0f}));
+  grads.push_back(ir.variable<float>("g10", {1}, {4.0f}));  // norm 5
+  const std::vector<plx::Tensor> clipped = ir.clip_by_global_norm_(grads, 1.0, 0.0);
+  ASSERT_EQ(clipped.size(), 12u);
+  const plx::Stream norm = ir.d2h_stream("norm", clipped[0]);
+  const plx::Tensor w = ir.variable<float>("w", {1}, {1.0f}), buf = ir.variable<float>("buf", {1}, {0.0f});
+  const plx::Tensor step = ir.variable<float>("step", {}, {0.0f});
+  ir.sgd_momentum_(w, grads[0], buf, step, ir.lr_schedule(step, 2, 10, 0.5, 0.0));
+  plx::Session session(ir, plx::SessionOptions{});
+  std::vector<float> norm_out(1);
+  session.run({}, {plx::HostArray(norm, norm_out.data(), {})});
+  EXPECT_FLOAT_EQ(norm_out[0], 5.0f);
+  EXPECT_FLOAT_EQ(session.read<float>(grads[0])[0], 0.6f);   // 3 / 5
+  EXPECT_FLOAT_EQ(session.read<float>(grads[10])[0], 0.8f);  // 4 / 5
+  EXPECT_FLOAT_EQ(session.read<float>(buf)[0], 0.6f);        // the first step's buffer is the gradient
+  EXPECT_FLOAT_EQ(session.read<float>(w)[0], 1.0f - 0.25f * 0.6f);  // lr 0.5 * (0 + 1) / 2
+  EXPECT_EQ(session.read<float>(step)[0], 1.0f);
 }
 
 // A run waiting for its data: wait(10 ms) says "still going", the outputs arrive once the

@@ -584,6 +584,30 @@ TEST(SgdMomentum, LearningRateTensorOverridesTheAttributeEachRun) {
   }
 }
 
+TEST(SgdMomentum, OffloadedStateGivesTheSameUpdates) {
+  // momentum_buffer and step are optimizer state: offload_optimizer_state keeps them in host
+  // memory and loads them around the op, with the same numbers.
+  const ir::Shape shape{6};
+  const SgdHyper h{0.05, 0.9, 0.0, 0.01, 1};
+  SgdState s{random_f32(shape, 8), zeros(shape), 0.0};
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = sgd_graph(g, s, zeros(shape), h);
+  runtime::SessionOptions offloaded = options();
+  offloaded.offload_optimizer_state = true;
+  runtime::Session session(g, offloaded);
+  EXPECT_EQ(session.variable_storage(ids[2]).remote_bytes, 6 * sizeof(float)) << "momentum_buffer on the host";
+  EXPECT_EQ(session.variable_storage(ids[2]).device_bytes, 0u);
+  EXPECT_EQ(session.variable_storage(ids[3]).remote_bytes, sizeof(float)) << "step on the host";
+  EXPECT_EQ(session.variable_storage(ids[0]).remote_bytes, 0u) << "w stays on the device";
+  for (uint32_t run = 1; run <= 3; ++run) {
+    const Value grad = random_f32(shape, 60 + run);
+    session.write_variable(ids[1], to_bytes(grad));
+    session.run({}, {});
+    s.update(grad, h);
+    expect_sgd_state(session, ids, s, "after run " + std::to_string(run));
+  }
+}
+
 TEST(SgdMomentum, OutputsAreTheInputsUpdatedInPlace) {
   ir::Graph g;
   const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({3}, 1), random_f32({3}, 2), zeros({3}), f32({}, {0})});

@@ -299,8 +299,14 @@ class Ir {
     for (const Attr& a : attrs) cattrs.push_back(a.c());
     std::vector<plx_tensor> outs(8);
     size_t count = 0;
-    check(plx_ir_add_op(handle_, name.c_str(), ins.data(), ins.size(), cattrs.data(), cattrs.size(), outs.data(),
-                        outs.size(), &count));
+    plx_status status = plx_ir_add_op(handle_, name.c_str(), ins.data(), ins.size(), cattrs.data(), cattrs.size(),
+                                      outs.data(), outs.size(), &count);
+    if (status == PLX_ERR_INVALID_ARGUMENT && count > outs.size()) {  // more outputs (clip_scale_ of many tensors)
+      outs.resize(count);
+      status = plx_ir_add_op(handle_, name.c_str(), ins.data(), ins.size(), cattrs.data(), cattrs.size(), outs.data(),
+                             outs.size(), &count);
+    }
+    check(status);
     std::vector<Tensor> result;
     for (size_t i = 0; i < count; ++i) result.push_back(Tensor{outs[i]});
     return result;
@@ -369,6 +375,50 @@ class Ir {
                 double beta2 = 0.999, double eps = 1e-8, double weight_decay = 0.01) {
     return op1("adamw_", {w, grad, m, v, step},
                {{"lr", lr}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps}, {"weight_decay", weight_decay}});
+  }
+  /// adamw_ with the learning rate from a float32 [] or [1] tensor `lr` (lr_schedule).
+  Tensor adamw_(Tensor w, Tensor grad, Tensor m, Tensor v, Tensor step, Tensor lr, double beta1 = 0.9,
+                double beta2 = 0.999, double eps = 1e-8, double weight_decay = 0.01) {
+    return op1("adamw_", {w, grad, m, v, step, lr},
+               {{"beta1", beta1}, {"beta2", beta2}, {"eps", eps}, {"weight_decay", weight_decay}});
+  }
+  /// One PyTorch SGD step (momentum, dampening, weight decay, Nesterov): w, buf and step
+  /// (float32 [] or [1]; buf is set to the gradient while step is 0) are updated in place;
+  /// returns the updated w.
+  Tensor sgd_momentum_(Tensor w, Tensor grad, Tensor buf, Tensor step, double lr = 0.01, double momentum = 0.9,
+                       double dampening = 0.0, double weight_decay = 0.0, bool nesterov = false) {
+    return op1("sgd_momentum_", {w, grad, buf, step},
+               {{"lr", lr}, {"momentum", momentum}, {"dampening", dampening}, {"weight_decay", weight_decay},
+                {"nesterov", nesterov}});
+  }
+  /// sgd_momentum_ with the learning rate from a float32 [] or [1] tensor `lr`.
+  Tensor sgd_momentum_(Tensor w, Tensor grad, Tensor buf, Tensor step, Tensor lr, double momentum = 0.9,
+                       double dampening = 0.0, double weight_decay = 0.0, bool nesterov = false) {
+    return op1("sgd_momentum_", {w, grad, buf, step, lr},
+               {{"momentum", momentum}, {"dampening", dampening}, {"weight_decay", weight_decay},
+                {"nesterov", nesterov}});
+  }
+  /// Linear warm-up then cosine decay from the update count `step` (read before the
+  /// optimizer increments it): a float32 [] learning rate.
+  Tensor lr_schedule(Tensor step, int64_t warmup_steps, int64_t total_steps, double base_lr = 6e-4,
+                     double min_lr = 6e-5) {
+    return op1("lr_schedule", {step}, {{"warmup_steps", warmup_steps}, {"total_steps", total_steps},
+                                       {"base_lr", base_lr}, {"min_lr", min_lr}});
+  }
+  /// The sum of the squares of every element of `grads`: a float32 [].
+  Tensor global_sq_norm(const std::vector<Tensor>& grads) { return op1("global_sq_norm", grads); }
+  /// Every gradient scaled in place by min(1, max_norm / (sqrt(total_sq_norm) + eps));
+  /// returns the updated gradients.
+  std::vector<Tensor> clip_scale_(std::vector<Tensor> grads, Tensor total_sq_norm, double max_norm = 1.0,
+                                  double eps = 1e-6) {
+    grads.push_back(total_sq_norm);
+    return op("clip_scale_", grads, {{"max_norm", max_norm}, {"eps", eps}});
+  }
+  /// PyTorch's clip_grad_norm_: returns the norm before clipping, then the gradients,
+  /// scaled in place.
+  std::vector<Tensor> clip_by_global_norm_(const std::vector<Tensor>& grads, double max_norm = 1.0,
+                                           double eps = 1e-6) {
+    return op("clip_by_global_norm_", grads, {{"max_norm", max_norm}, {"eps", eps}});
   }
 
   /// conv2d: x [N,C,H,W], w [F,C,KH,KW], optional bias b [F] -> [N,F,OH,OW].
