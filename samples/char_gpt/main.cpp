@@ -48,6 +48,7 @@ struct Options : samples::CommonOptions {
   double weight_decay = 0.1;
   int64_t warmup_steps = 100;  // linear warm-up of the learning rate, then cosine decay
   double min_lr_ratio = 0.1;   // the cosine ends at learning rate x this at --num-steps
+  double clip = 1.0;           // global gradient norm limit (0: none)
   int64_t eval_every = 500;   // steps between validation losses
   int64_t eval_batches = 20;  // validation micro-batches per validation loss
   int64_t generate = 300;     // bytes sampled at the end
@@ -71,6 +72,8 @@ samples::po::options_description describe(Options& o) {
       "steps of linear learning-rate warm-up; then a cosine decay to --learning-rate x --min-lr-ratio at --num-steps")(
       "min-lr-ratio", value(&o.min_lr_ratio)->default_value(o.min_lr_ratio, "0.1"),
       "final learning rate as a fraction of --learning-rate (1: constant after the warm-up)")(
+      "clip", value(&o.clip)->default_value(o.clip, "1.0"),
+      "clip the gradients to this global norm (PyTorch's clip_grad_norm_; 0: no clipping)")(
       "weight-decay", value(&o.weight_decay)->default_value(o.weight_decay, "0.1"),
       "AdamW weight decay of matrices and embeddings (biases and norms: 0)")(
       "eval-every", value(&o.eval_every)->default_value(o.eval_every), "steps between validation losses")(
@@ -116,6 +119,12 @@ void check(const Options& o) {
                               std::to_string(o.warmup_steps));
   }
   if (!(o.min_lr_ratio >= 0.0 && o.min_lr_ratio <= 1.0)) throw samples::UsageError("--min-lr-ratio must be in [0, 1]");
+  if (!(o.clip >= 0.0)) throw samples::UsageError("--clip must be >= 0");
+  if (o.clip > 0 && o.model.stages > 1) {
+    throw samples::UsageError(
+        "--clip with --stages > 1 is not supported yet: the global norm sums every stage's gradients, and update ops "
+        "cannot exchange tensors between stages yet; give --clip 0");
+  }
   if (o.rts && o.replication_factor < 2) throw samples::UsageError("--rts needs --replication-factor > 1");
 }
 
@@ -182,29 +191,54 @@ plx::Tensor adamw(plx::Ir& ir, const Options& o, plx::Tensor w, plx::Tensor grad
                 {{"lr", o.learning_rate}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", decay}});
 }
 
-// One parameter's update. Data parallel: the gradient mean-reduced over replicas, then
-// AdamW. With --rts (ZeRO stage 1): the gradient mean-reduce-scattered, AdamW on this
-// replica's shard of the weight with its shard of the state, the updated shards
-// all-gathered and copied into the weight.
+// The gradients each replica's update uses: the mean over replicas (with --rts, its shard
+// of the mean: ZeRO stage 1), clipped to a global norm of --clip (PyTorch's clip_grad_norm_
+// after DDP's all-reduce). The norm of sharded gradients sums every replica's squares.
+std::vector<plx::Tensor> reduced_gradients(plx::Ir& ir, const Options& o, std::vector<plx::Tensor> grads) {
+  for (plx::Tensor& g : grads) {
+    if (o.rts) {
+      g = ir.reduce_scatter(g, "mean");
+    } else if (o.replication_factor > 1) {
+      g = ir.all_reduce_(g, "mean");
+    }
+  }
+  if (o.clip == 0) return grads;
+  plx::Tensor sq_norm = ir.op1("global_sq_norm", grads);
+  if (o.rts) sq_norm = ir.all_reduce(sq_norm, "sum");
+  std::vector<plx::Tensor> inputs = grads;
+  inputs.push_back(sq_norm);
+  return ir.op("clip_scale_", inputs, {{"max_norm", o.clip}});
+}
+
+// One parameter's update with its (reduced) gradient: AdamW; with --rts on this replica's
+// shard of the weight with its shard of the state, the updated shards all-gathered and
+// copied into the weight.
 void add_update(plx::Ir& ir, const Options& o, const samples::gpt::ParamSpec& p, plx::Tensor w, plx::Tensor grad) {
   const AdamState s = add_adam_state(ir, p, o.rts);
   const double decay = p.decay ? o.weight_decay : 0.0;
   if (!o.rts) {
-    if (o.replication_factor > 1) grad = ir.all_reduce_(grad, "mean");
     adamw(ir, o, w, grad, s, decay);
     return;
   }
-  const plx::Tensor shard = ir.replica_sharded_slice(w);
-  const plx::Tensor updated = adamw(ir, o, shard, ir.reduce_scatter(grad, "mean"), s, decay);
+  const plx::Tensor updated = adamw(ir, o, ir.replica_sharded_slice(w), grad, s, decay);
   ir.scaled_add_(w, ir.all_gather(updated), 0.0, 1.0);
 }
 
-// The training step: forward, autodiff, and each parameter's update (add_update).
+// The training step: forward, autodiff, the gradients reduced and clipped, and each
+// parameter's update in the stage the parameter lives in.
 Program build_train(const Options& o, const std::vector<std::vector<float>>& weights) {
   std::optional<plx::Tensor> loss;
   Program p = build_forward(o, weights, o.batch_size, o.replication_factor, true, loss);
   const std::vector<samples::gpt::ParamSpec> specs = samples::gpt::gpt_param_specs(o.model);
-  const std::vector<plx::Tensor> grads = p.ir.autodiff(*loss, p.params);
+  std::vector<plx::Tensor> grads = p.ir.autodiff(*loss, p.params);
+  if (o.model.stages == 1) {
+    grads = reduced_gradients(p.ir, o, grads);
+  } else {
+    for (size_t i = 0; i < grads.size(); ++i) {
+      samples::gpt::StageScope stage(p.ir, o.model, specs[i].stage);
+      grads[i] = reduced_gradients(p.ir, o, {grads[i]}).front();
+    }
+  }
   for (size_t i = 0; i < grads.size(); ++i) {
     samples::gpt::StageScope stage(p.ir, o.model, specs[i].stage);  // the update runs where the parameter lives
     add_update(p.ir, o, specs[i], p.params[i], grads[i]);
@@ -402,7 +436,7 @@ int main(int argc, char** argv) {
     nlohmann::json validation = nlohmann::json::array();
     for (const auto& [step, loss] : t.validation) validation.push_back({{"step", step}, {"loss", loss}});
     nlohmann::json options = samples::options_json(o, kFeatures);
-    options.update({{"warmup_steps", o.warmup_steps}, {"min_lr_ratio", o.min_lr_ratio},
+    options.update({{"warmup_steps", o.warmup_steps}, {"min_lr_ratio", o.min_lr_ratio}, {"clip", o.clip},
                     {"weight_decay", o.weight_decay}, {"context", o.model.context}, {"layers", o.model.layers}, {"width", o.model.width},
                     {"heads", o.model.heads}, {"dropout", o.model.dropout}, {"stages", o.model.stages},
                     {"rts", o.rts}, {"offload_optimiser", o.offload_optimiser}});
