@@ -374,7 +374,7 @@ Trained train(const Options& o, const plx::Text& text) {
   const samples::TrainRun run(session, loader, p.tokens, p.targets, p.loss, p.correct);
   const int64_t first_step = session.step(), runs = o.runs_left(first_step);
   samples::Progress bar("train", runs);
-  double recent = 0;
+  double recent = 0, eval_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < runs; ++r) {
     if (at.run >= loader.runs_per_epoch()) at = {at.epoch + 1, 0};
@@ -386,14 +386,17 @@ Trained train(const Options& o, const plx::Text& text) {
     checkpointing.after_run(session, at);
     const int64_t step = session.step();
     if (step % o.eval_every < o.device_iterations || r + 1 == runs) {
+      const auto eval_start = std::chrono::steady_clock::now();
       result.validation.emplace_back(step, validation_loss(o, text, read_weights(session, p.params)));
+      eval_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
     }
     char suffix[96];
     std::snprintf(suffix, sizeof suffix, "step %lld train %.3f val %.3f nats/byte", static_cast<long long>(step), recent,
                   result.validation.empty() ? 0.0 : result.validation.back().second);
     bar.update(r + 1, suffix);
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Training time only, as the PyTorch twin counts it: the validation runs are left out.
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - eval_seconds;
   result.steps = session.step() - first_step;
   result.train_loss = recent;
   checkpointing.finish(session, at);
