@@ -7,6 +7,7 @@
 #    state each replica keeps, offloading moves all of it to the host;
 #  - with dropout, 60 steps bring the validation loss from ln 256 = 5.55 nats/byte below
 #    3.5 (the corpus repeats a few sentences), and --generate prints the sampled bytes;
+#  - a checkpoint resume equals training straight, bit for bit (dropout on);
 #  - --metrics-out holds the validation curve;
 #  - bad command lines are clear errors (exit 2, naming the option).
 # Usage: char_gpt_sample_test.sh <char_gpt binary>
@@ -59,6 +60,14 @@ run offload --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gr
 expect_usage_error "--rts needs --replication-factor > 1" --corpus "$tmp/corpus" --rts
 expect_usage_error "--clip with --stages > 1 is not supported yet" --corpus "$tmp/corpus" --stages 2 \
   --gradient-accumulation 2
+# A checkpoint resume equals training straight: 12 steps, or 6 saved and 6 resumed (data
+# position, AdamW state, step count and so the schedule and the dropout masks all restored).
+# The learning rate is constant after the warm-up (--min-lr-ratio 1): the cosine's end is
+# --num-steps, which the first half stops at.
+run straight --num-steps 12 --device-iterations 6 --batch-size 8 --min-lr-ratio 1
+run first_half --num-steps 6 --device-iterations 6 --batch-size 8 --min-lr-ratio 1 --checkpoint-dir "$tmp/ckpt"
+run resumed --num-steps 12 --device-iterations 6 --batch-size 8 --min-lr-ratio 1 --checkpoint-dir "$tmp/ckpt" \
+  --resume
 "$bin" "${small[@]}" --num-steps 60 --device-iterations 20 --batch-size 8 --eval-every 20 --generate 40 --min-lr-ratio 1 \
   --metrics-out "$tmp/learn.json" >"$tmp/learn.out"
 grep -q -- "--- sampled (temperature 0.8) ---" "$tmp/learn.out" || fail "no sampled text: $(cat "$tmp/learn.out")"
@@ -79,6 +88,8 @@ for name, reference in (("stages", "one_unclipped"), ("replicas", "one"), ("rts"
     assert worst <= 1e-5, f"{name}: weights differ from one device's by {worst}"
     print(f"{name}: weights within {worst:.2e} of one device's ({reference})")
 assert max(abs(x - y) for x, y in zip(weights("one_unclipped"), base)) > 1e-4, "--clip 1 clipped nothing"
+assert weights("resumed") == weights("straight"), "the resumed weights differ from training straight"
+print("resumed from a checkpoint at step 6: weights equal to training straight for 12 steps")
 learn = json.load(open(f"{tmp}/learn.json"))
 curve = [(v["step"], v["loss"]) for v in learn["validation"]]
 assert [s for s, _ in curve] == [20, 40, 60], curve
