@@ -64,7 +64,7 @@ namespace plexus::abi {
 
 /// The bytes of `split` of `text`; throws InvalidArgument, naming `function`, for a value
 /// that is no plx_text_split (abi/src/text_api.cpp).
-const std::string& text_split(const plx_text& text, plx_text_split split, const char* function);
+const std::string& text_split(const plx_text& text, int32_t split, const char* function);
 
 /// Records `message` as this thread's last error and returns `status`.
 plx_status set_error(plx_status status, const std::string& message) noexcept;

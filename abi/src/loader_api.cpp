@@ -98,7 +98,7 @@ PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loade
   });
 }
 
-PLX_API plx_status plx_loader_create_text(const plx_text* text, plx_text_split split, int64_t context,
+PLX_API plx_status plx_loader_create_text(const plx_text* text, int32_t split, int64_t context,
                                           const plx_loader_options* options, plx_loader** out_loader) {
   return guarded([&] {
     require(text, "plx_loader_create_text", "text");

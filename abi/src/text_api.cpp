@@ -11,7 +11,7 @@ using abi::require;
 
 namespace plexus::abi {
 
-const std::string& text_split(const plx_text& text, plx_text_split split, const char* function) {
+const std::string& text_split(const plx_text& text, int32_t split, const char* function) {
   if (split == PLX_TEXT_TRAIN) return text.corpus.train;
   if (split == PLX_TEXT_VALIDATION) return text.corpus.validation;
   ir::fail(ir::ErrorCode::InvalidArgument, std::string(function) + ": split is " + std::to_string(split) +
@@ -32,7 +32,7 @@ PLX_API plx_status plx_text_load(const char* path, int64_t validation_every, plx
 
 PLX_API void plx_text_destroy(plx_text* text) { delete text; }
 
-PLX_API plx_status plx_text_get_split(const plx_text* text, plx_text_split split, const char** out_bytes,
+PLX_API plx_status plx_text_get_split(const plx_text* text, int32_t split, const char** out_bytes,
                                       size_t* out_size, int64_t* out_documents) {
   return guarded([&] {
     require(text, "plx_text_get_split", "text");

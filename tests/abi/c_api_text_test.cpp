@@ -69,7 +69,7 @@ TEST_F(CApiText, BadArgumentsAreRefusedNamingThem) {
   TextPtr text = load();
   EXPECT_PLX_ERROR(plx_text_get_split(nullptr, PLX_TEXT_TRAIN, nullptr, nullptr, nullptr), PLX_ERR_INVALID_ARGUMENT,
                    "text");
-  EXPECT_PLX_ERROR(plx_text_get_split(text.get(), static_cast<plx_text_split>(2), nullptr, nullptr, nullptr),
+  EXPECT_PLX_ERROR(plx_text_get_split(text.get(), 2, nullptr, nullptr, nullptr),
                    PLX_ERR_INVALID_ARGUMENT, "split is 2");
   plx_loader_options o;
   plx_loader_options_init(&o);

@@ -1106,14 +1106,16 @@ PLX_API plx_status plx_text_load(const char* path, int64_t validation_every, plx
 PLX_API void plx_text_destroy(plx_text* text);
 
 /**
- * The bytes of one split, valid until plx_text_destroy(), and the corpus's document count.
+ * The bytes of one split (`split` a plx_text_split, passed as int32_t like every enum of
+ * this API, so that any value a caller passes is defined and checked), valid until
+ * plx_text_destroy(), and the corpus's document count.
  * @param out_bytes May be NULL. @param out_size Bytes of the split; may be NULL.
  * @param out_documents Documents in both splits; may be NULL.
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (text NULL, split not a plx_text_split).
  * Thread safety: safe from any thread (a text is read-only).
  * @since 12
  */
-PLX_API plx_status plx_text_get_split(const plx_text* text, plx_text_split split, const char** out_bytes,
+PLX_API plx_status plx_text_get_split(const plx_text* text, int32_t split, const char** out_bytes,
                                       size_t* out_size, int64_t* out_documents);
 
 /* ---- Data loader (seed 003's poptorch.DataLoader in async mode) ------------------- */
@@ -1179,8 +1181,9 @@ PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loade
                                      plx_loader** out_loader);
 
 /**
- * Creates a loader over windows of one split of `text`, which must outlive it (a
- * character model's data, nanoGPT's get_batch without its random offsets). Sample i is the
+ * Creates a loader over windows of one split of `text` (`split` a plx_text_split), which
+ * must outlive it (a character model's data, nanoGPT's get_batch without its random
+ * offsets). Sample i is the
  * context + 1 bytes from i * context: its tokens, int32 [context], the first context
  * bytes (0..255), served to the `images` stream of plx_loader_get_callbacks; its targets,
  * int32 [context], the last context bytes (the next token of each), served to `labels`.
@@ -1192,7 +1195,7 @@ PLX_API plx_status plx_loader_create(const plx_dataset* dataset, const plx_loade
  * Thread safety: safe from any thread; `text` must outlive the loader.
  * @since 12
  */
-PLX_API plx_status plx_loader_create_text(const plx_text* text, plx_text_split split, int64_t context,
+PLX_API plx_status plx_loader_create_text(const plx_text* text, int32_t split, int64_t context,
                                           const plx_loader_options* options, plx_loader** out_loader);
 
 /**
