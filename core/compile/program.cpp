@@ -41,6 +41,7 @@ class Builder {
     find_offloaded();
     find_accumulated();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
+    place_update_sends();
     load_unread_streams();
     place_remaining_streams();
     for (int32_t s = 0; s < pl_.num_stages; ++s) plan_stage(s);
@@ -153,6 +154,10 @@ class Builder {
   // receive in the phase's prologue, the matching send in the producer's epilogue.
   void provide(int32_t s, Phase x, TensorId t, const ir::Op& user) {
     const TensorId r = root(t);
+    if (x == Phase::Update && computed_by_update_elsewhere(s, r)) {
+      receive_update_result(s, r, user);
+      return;
+    }
     if (!per_micro_batch(r) || (x == Phase::Update && accumulate_)) return;
     auto& have = available_[static_cast<size_t>(s)];
     if (have.count(r)) return;
@@ -178,6 +183,43 @@ class Builder {
     p_.channels.push_back(ChannelPlan{r, from, s, from_phase, x, ti.bytes()});
     prologue_[static_cast<size_t>(s)][phase_index(x)].push_back({ActionKind::Receive, channel});
     epilogue_[static_cast<size_t>(from)][phase_index(from_phase)].push_back({ActionKind::Send, channel});
+  }
+
+  // True when `r` is computed by an update op of a stage other than s.
+  bool computed_by_update_elsewhere(int32_t s, TensorId r) const {
+    const ir::TensorInfo& t = info(r);
+    return t.kind == ir::TensorKind::OpOutput && phase_of(t.producer) == Phase::Update && stage_of(t.producer) != s;
+  }
+
+  // An update op of stage s reads `r`, computed by the update step of another stage (a
+  // partial gradient norm, a total sent back): received right before the op, sent right
+  // after its producer (place_update_sends), so that stages may exchange tensors both ways
+  // within one update step. The stages' devices run their updates concurrently; two stages
+  // of one device run them one after the other, and could wait for each other forever.
+  void receive_update_result(int32_t s, TensorId r, const ir::Op& user) {
+    if (!available_[static_cast<size_t>(s)].insert(r).second) return;
+    const int32_t from = stage_of(info(r).producer);
+    if (pl_.stage_device[static_cast<size_t>(from)] == pl_.stage_device[static_cast<size_t>(s)]) {
+      ir::fail(ErrorCode::InvalidArgument, "update op '" + user.name + "' in stage " + std::to_string(s) + " reads '" +
+                                               info(r).name + "' from the update of stage " + std::to_string(from) +
+                                               ", which runs on the same device: place the stages on different devices");
+    }
+    const auto channel = static_cast<int32_t>(p_.channels.size());
+    p_.channels.push_back(ChannelPlan{r, from, s, Phase::Update, Phase::Update, info(r).bytes()});
+    body_[static_cast<size_t>(s)][phase_index(Phase::Update)].push_back({ActionKind::Receive, channel});
+  }
+
+  // The sends of update-step channels, right after the op computing their tensor.
+  void place_update_sends() {
+    for (size_t c = 0; c < p_.channels.size(); ++c) {
+      const ChannelPlan& cp = p_.channels[c];
+      if (cp.from_phase != Phase::Update) continue;
+      auto& body = body_[static_cast<size_t>(cp.from_stage)][phase_index(Phase::Update)];
+      const Action producer{ActionKind::RunOp, static_cast<int32_t>(info(cp.root).producer)};
+      auto it = std::find_if(body.begin(), body.end(),
+                             [&](const Action& a) { return a.kind == producer.kind && a.index == producer.index; });
+      body.insert(it + 1, {ActionKind::Send, static_cast<int32_t>(c)});
+    }
   }
 
   void build_stage(int32_t s) {

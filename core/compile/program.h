@@ -41,7 +41,8 @@ struct Action {
   int32_t index;
 };
 
-/// A tensor carried from one stage to another for every micro-batch.
+/// A tensor carried from one stage to another: for every micro-batch, or once per
+/// iteration between the update steps of two stages (from_phase == to_phase == Update).
 struct ChannelPlan {
   ir::TensorId root;
   int32_t from_stage, to_stage;
@@ -97,9 +98,10 @@ struct CompileOptions {
 };
 
 /// Builds the program of one replica. Throws InvalidArgument naming the op or tensor when a
-/// variable is used by two stages, a tensor flows backward against the pipeline, or the
+/// variable is used by two stages, a tensor flows backward against the pipeline, the
 /// update step reads a per-micro-batch tensor of another stage or a non-float one while
-/// accumulating several micro-batches.
+/// accumulating several micro-batches, or an update op reads what the update of another
+/// stage on the same device computes (the two updates run one after the other).
 Program compile(const ir::Graph& graph, const Placement& placement, const CompileOptions& options);
 
 /// True when device-to-host stream `stream` is copied by the update step (once per

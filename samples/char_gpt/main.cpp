@@ -120,11 +120,6 @@ void check(const Options& o) {
   }
   if (!(o.min_lr_ratio >= 0.0 && o.min_lr_ratio <= 1.0)) throw samples::UsageError("--min-lr-ratio must be in [0, 1]");
   if (!(o.clip >= 0.0)) throw samples::UsageError("--clip must be >= 0");
-  if (o.clip > 0 && o.model.stages > 1) {
-    throw samples::UsageError(
-        "--clip with --stages > 1 is not supported yet: the global norm sums every stage's gradients, and update ops "
-        "cannot exchange tensors between stages yet; give --clip 0");
-  }
   if (o.rts && o.replication_factor < 2) throw samples::UsageError("--rts needs --replication-factor > 1");
 }
 
@@ -191,23 +186,47 @@ plx::Tensor adamw(plx::Ir& ir, const Options& o, plx::Tensor w, plx::Tensor grad
                 {{"lr", o.learning_rate}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", decay}});
 }
 
-// The gradients each replica's update uses: the mean over replicas (with --rts, its shard
-// of the mean: ZeRO stage 1), clipped to a global norm of --clip (PyTorch's clip_grad_norm_
-// after DDP's all-reduce). The norm of sharded gradients sums every replica's squares.
-std::vector<plx::Tensor> reduced_gradients(plx::Ir& ir, const Options& o, std::vector<plx::Tensor> grads) {
-  for (plx::Tensor& g : grads) {
-    if (o.rts) {
-      g = ir.reduce_scatter(g, "mean");
-    } else if (o.replication_factor > 1) {
-      g = ir.all_reduce_(g, "mean");
-    }
+// The gradient each replica's update uses: the mean over replicas (with --rts, its shard
+// of the mean: ZeRO stage 1), as DDP's all-reduce.
+plx::Tensor reduced_gradient(plx::Ir& ir, const Options& o, plx::Tensor grad) {
+  if (o.rts) return ir.reduce_scatter(grad, "mean");
+  if (o.replication_factor > 1) return ir.all_reduce_(grad, "mean");
+  return grad;
+}
+
+// The reduced gradients clipped to a global norm of --clip (PyTorch's clip_grad_norm_ after
+// DDP's all-reduce): each stage sums the squares of its own gradients (over every replica's
+// shard with --rts), stage 0 adds the stages' sums and sends the total back to every stage,
+// which scales its gradients. On one device that is clip_grad_norm_ itself; pipelined, the
+// stages' partial sums are rounded to float before they are added (docs/samples.md: the
+// stated tolerance).
+std::vector<plx::Tensor> clipped_gradients(plx::Ir& ir, const Options& o, const std::vector<samples::gpt::ParamSpec>& specs,
+                                           std::vector<plx::Tensor> grads) {
+  const auto stages = static_cast<size_t>(o.model.stages);
+  std::vector<std::vector<size_t>> of_stage(stages);
+  for (size_t i = 0; i < grads.size(); ++i) of_stage[static_cast<size_t>(specs[i].stage)].push_back(i);
+  std::vector<plx::Tensor> sq_norm;
+  for (size_t s = 0; s < stages; ++s) {
+    samples::gpt::StageScope scope(ir, o.model, static_cast<int64_t>(s));
+    std::vector<plx::Tensor> own;
+    for (size_t i : of_stage[s]) own.push_back(grads[i]);
+    sq_norm.push_back(ir.op1("global_sq_norm", own));
+    if (o.rts) sq_norm.back() = ir.all_reduce(sq_norm.back(), "sum");
   }
-  if (o.clip == 0) return grads;
-  plx::Tensor sq_norm = ir.op1("global_sq_norm", grads);
-  if (o.rts) sq_norm = ir.all_reduce(sq_norm, "sum");
-  std::vector<plx::Tensor> inputs = grads;
-  inputs.push_back(sq_norm);
-  return ir.op("clip_scale_", inputs, {{"max_norm", o.clip}});
+  plx::Tensor total = sq_norm.front();
+  {
+    samples::gpt::StageScope scope(ir, o.model, 0);
+    for (size_t s = 1; s < stages; ++s) total = ir.add(total, sq_norm[s]);
+  }
+  for (size_t s = 0; s < stages; ++s) {
+    samples::gpt::StageScope scope(ir, o.model, static_cast<int64_t>(s));
+    std::vector<plx::Tensor> inputs;
+    for (size_t i : of_stage[s]) inputs.push_back(grads[i]);
+    inputs.push_back(total);
+    const std::vector<plx::Tensor> scaled = ir.op("clip_scale_", inputs, {{"max_norm", o.clip}});
+    for (size_t k = 0; k < of_stage[s].size(); ++k) grads[of_stage[s][k]] = scaled[k];
+  }
+  return grads;
 }
 
 // One parameter's update with its (reduced) gradient: AdamW; with --rts on this replica's
@@ -231,14 +250,11 @@ Program build_train(const Options& o, const std::vector<std::vector<float>>& wei
   Program p = build_forward(o, weights, o.batch_size, o.replication_factor, true, loss);
   const std::vector<samples::gpt::ParamSpec> specs = samples::gpt::gpt_param_specs(o.model);
   std::vector<plx::Tensor> grads = p.ir.autodiff(*loss, p.params);
-  if (o.model.stages == 1) {
-    grads = reduced_gradients(p.ir, o, grads);
-  } else {
-    for (size_t i = 0; i < grads.size(); ++i) {
-      samples::gpt::StageScope stage(p.ir, o.model, specs[i].stage);
-      grads[i] = reduced_gradients(p.ir, o, {grads[i]}).front();
-    }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    samples::gpt::StageScope stage(p.ir, o.model, specs[i].stage);
+    grads[i] = reduced_gradient(p.ir, o, grads[i]);
   }
+  if (o.clip > 0) grads = clipped_gradients(p.ir, o, specs, grads);
   for (size_t i = 0; i < grads.size(); ++i) {
     samples::gpt::StageScope stage(p.ir, o.model, specs[i].stage);  // the update runs where the parameter lives
     add_update(p.ir, o, specs[i], p.params[i], grads[i]);

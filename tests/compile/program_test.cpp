@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
 #include "tests/runtime/test_graphs.h"
@@ -188,6 +191,91 @@ TEST(Program, OpScratchIsOneAreaPerDeviceNotPerSlot) {
   const auto aligned = [](size_t n) { return (n + memory::kAlignment - 1) / memory::kAlignment * memory::kAlignment; };
   EXPECT_EQ(d.arena_bytes, d.persistent_size + aligned(scratch) + 2 * aligned(p.stages[0].slot_plan.arena_bytes));
   EXPECT_EQ(p.stages[0].slot_plan.peak_live_bytes, (2 * 64 + 2 * 3 * 36) * 4u);  // x and y, no scratch
+}
+
+// TwoStages' gradients clipped to their global norm across the stages: each stage's update
+// sums its squares, stage 0 adds stage 1's sum to its own and sends the total back.
+struct ClippedAcrossStages {
+  ir::Graph g;
+  ir::TensorId n2, total;
+  ir::OpId add_op, clip_op2;
+  explicit ClippedAcrossStages(int64_t device_of_b2) : device_of_b2_(device_of_b2) {
+    const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {4, 3})).tensor;
+    const ir::TensorId w1 = g.add_variable("w1", ir::DType::Float32, {3, 5}, std::vector<std::byte>(60));
+    const ir::TensorId w2 = g.add_variable("w2", ir::DType::Float32, {5, 2}, std::vector<std::byte>(40));
+    const ir::TensorId h = in_block("B1", [&] { return g.add_op("matmul", {x, w1}, {}).front(); });
+    const ir::TensorId loss = in_block("B2", [&] { return g.add_op("reduce_mean", {g.add_op("matmul", {h, w2}, {}).front()}, {}).front(); });
+    const std::vector<ir::TensorId> grads = ir::autodiff(g, loss, std::vector<ir::TensorId>{w1, w2});
+    n2 = in_block("B2", [&] { return g.add_op("global_sq_norm", {grads[1]}, {}).front(); });
+    total = in_block("B1", [&] { return g.add_op("add", {g.add_op("global_sq_norm", {grads[0]}, {}).front(), n2}, {}).front(); });
+    add_op = g.tensor(total).producer;
+    in_block("B2", [&] { return g.add_op("clip_scale_", {grads[1], total}, {}).front(); });
+    clip_op2 = static_cast<ir::OpId>(g.num_ops() - 1);
+    in_block("B1", [&] { return g.add_op("clip_scale_", {grads[0], total}, {}).front(); });
+  }
+  Program compile_it() const { return compile(g, place(g, {{{"B1"}, 0}, {{"B2"}, device_of_b2_}}), {}); }
+
+ private:
+  template <class F>
+  ir::TensorId in_block(const std::string& name, F f) {
+    g.begin_block(name, -1);
+    const ir::TensorId t = f();
+    g.end_block();
+    return t;
+  }
+  int64_t device_of_b2_;
+};
+
+// The position of `a` in `actions` (actions.size() when absent).
+size_t position_of(const std::vector<Action>& actions, ActionKind kind, int32_t index) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i].kind == kind && actions[i].index == index) return i;
+  }
+  return actions.size();
+}
+
+TEST(Program, UpdateStepsOfTwoStagesExchangeTensorsBothWays) {
+  ClippedAcrossStages m(1);
+  const Program p = m.compile_it();
+  std::vector<int32_t> update_channels;
+  for (size_t c = 0; c < p.channels.size(); ++c) {
+    if (p.channels[c].from_phase == ir::Phase::Update) update_channels.push_back(static_cast<int32_t>(c));
+  }
+  ASSERT_EQ(update_channels.size(), 2u);
+  const ChannelPlan& partial = p.channels[static_cast<size_t>(update_channels[0])];  // n2: stage 1 -> stage 0
+  const ChannelPlan& sum = p.channels[static_cast<size_t>(update_channels[1])];      // total: stage 0 -> stage 1
+  EXPECT_EQ(partial.root, m.n2);
+  EXPECT_EQ(std::tie(partial.from_stage, partial.to_stage, partial.to_phase), std::tuple(1, 0, ir::Phase::Update));
+  EXPECT_EQ(partial.bytes, 4u);
+  EXPECT_EQ(sum.root, m.total);
+  EXPECT_EQ(std::tie(sum.from_stage, sum.to_stage, sum.to_phase), std::tuple(0, 1, ir::Phase::Update));
+  // Stage 0: receive n2 right before the add, send the total right after it; stage 1:
+  // send n2 right after computing it, receive the total right before clipping. Within one
+  // update step, so neither stage waits for the other's whole step.
+  const auto& update0 = p.stages[0].actions[static_cast<size_t>(ir::Phase::Update)];
+  const auto& update1 = p.stages[1].actions[static_cast<size_t>(ir::Phase::Update)];
+  const size_t add = position_of(update0, ActionKind::RunOp, static_cast<int32_t>(m.add_op));
+  ASSERT_LT(add, update0.size());
+  EXPECT_EQ(position_of(update0, ActionKind::Receive, update_channels[0]), add - 1);
+  EXPECT_EQ(position_of(update0, ActionKind::Send, update_channels[1]), add + 1);
+  const size_t n2 = position_of(update1, ActionKind::RunOp, static_cast<int32_t>(m.g.tensor(m.n2).producer));
+  const size_t clip = position_of(update1, ActionKind::RunOp, static_cast<int32_t>(m.clip_op2));
+  ASSERT_LT(clip, update1.size());
+  EXPECT_EQ(position_of(update1, ActionKind::Send, update_channels[0]), n2 + 1);
+  EXPECT_EQ(position_of(update1, ActionKind::Receive, update_channels[1]), clip - 1);
+  EXPECT_GT(p.stages[1].slot_offset.count(m.total), 0u);  // the received total has a place in stage 1
+}
+
+TEST(Program, UpdateStepsExchangingTensorsOnOneDeviceAreRefused) {
+  ClippedAcrossStages m(0);
+  try {
+    m.compile_it();
+    FAIL() << "expected an error";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("from the update of stage 1, which runs on the same device"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Program, AVariableUsedByTwoStagesIsAnErrorNamingIt) {
