@@ -26,6 +26,7 @@
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
+#include "samples/common/weights_file.h"
 
 namespace {
 
@@ -420,15 +421,6 @@ Trained train(const Options& o, const plx::Text& text) {
   return result;
 }
 
-void write_weights(const std::string& path, const std::vector<std::vector<float>>& weights) {
-  if (path.empty()) return;
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  bool ok = f != nullptr;
-  for (const std::vector<float>& w : weights) ok = ok && std::fwrite(w.data(), sizeof(float), w.size(), f) == w.size();
-  if (f != nullptr) ok = std::fclose(f) == 0 && ok;
-  if (!ok) throw std::runtime_error("cannot write weights to '" + path + "'");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -451,7 +443,7 @@ int main(int argc, char** argv) {
                 t.validation.back().second, static_cast<long long>(t.steps), t.train_loss, tokens_per_second);
     const std::string text_out = generate(o, text, t.weights);
     if (o.generate > 0) std::printf("--- sampled (temperature %g) ---\n%s\n---\n", o.temperature, text_out.c_str());
-    write_weights(o.weights_out, t.weights);
+    samples::write_weights(o.weights_out, t.weights);
     nlohmann::json validation = nlohmann::json::array();
     for (const auto& [step, loss] : t.validation) validation.push_back({{"step", step}, {"loss", loss}});
     nlohmann::json options = samples::options_json(o, kFeatures);

@@ -10,7 +10,6 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +22,7 @@
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
+#include "samples/common/weights_file.h"
 
 namespace samples {
 
@@ -186,15 +186,6 @@ inline TestResult test(const CommonOptions& o, ImageSplit& data, const MlpWeight
   return result;
 }
 
-inline void write_weights(const std::string& path, const MlpWeights& w) {
-  if (path.empty()) return;
-  std::ofstream out(path, std::ios::binary);
-  for (const std::vector<float>* v : {&w.w0, &w.b0, &w.w1, &w.b1}) {
-    out.write(reinterpret_cast<const char*>(v->data()), static_cast<std::streamsize>(v->size() * sizeof(float)));
-  }
-  if (!out) throw std::runtime_error("cannot write weights to '" + path + "'");
-}
-
 /// Runs a sample: parses argv (the common options kMnistFeatures picks, bound to `o`, plus
 /// the sample's own `own`), loads --dataset, trains the program
 /// `build` makes, tests, prints a summary and writes the files. `extra_metrics` adds to
@@ -216,7 +207,7 @@ inline int run_mnist_sample(int argc, char** argv, const std::string& name, cons
                 static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), folder.c_str());
     TrainProgram program = build();
     const TrainResult trained = train(program, o, train_data, on_session);
-    write_weights(o.weights_out, trained.weights);
+    write_weights(o.weights_out, {trained.weights.w0, trained.weights.b0, trained.weights.w1, trained.weights.b1});
     const TestResult tested = test(o, test_data, trained.weights);
     std::printf("test accuracy: %.2f%% on %lld images (replication factor %lld, batch %lld per replica; train loss "
                 "%.4f, train accuracy %.2f%%, %lld steps, %.0f samples/s)\n",

@@ -40,6 +40,7 @@
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
+#include "samples/common/weights_file.h"
 #include "samples/distributed_training/network.h"
 
 namespace {
@@ -217,17 +218,6 @@ double test_accuracy(const Options& o, samples::ImageSplit& data, const std::vec
   return batches ? static_cast<double>(correct) / static_cast<double>(batches * o.test_batch_size) : 0.0;
 }
 
-void write_weights(const std::string& path, const std::vector<std::vector<float>>& weights) {
-  if (path.empty()) return;
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  bool ok = f != nullptr;
-  for (const std::vector<float>& w : weights) {
-    ok = ok && std::fwrite(w.data(), sizeof(float), w.size(), f) == w.size();
-  }
-  if (f != nullptr) ok = std::fclose(f) == 0 && ok;
-  if (!ok) throw std::runtime_error("cannot write weights to '" + path + "'");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -268,7 +258,7 @@ int main(int argc, char** argv) {
         trained.seconds > 0
             ? static_cast<double>(trained.steps * replicas * o.batch_size * o.gradient_accumulation) / trained.seconds
             : 0.0;
-    write_weights(o.weights_out, trained.weights);
+    samples::write_weights(o.weights_out, trained.weights);
     std::printf("trained: %lld worker(s) x %lld replica(s), %lld steps in %.1f s, %.0f samples/s; worker 0's train "
                 "loss %.4f, accuracy %.2f%%\n",
                 static_cast<long long>(place.count), static_cast<long long>(o.replicas_per_worker),

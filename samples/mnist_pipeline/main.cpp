@@ -26,6 +26,7 @@
 #include "samples/common/mnist_mlp.h"
 #include "samples/common/options.h"
 #include "samples/common/progress.h"
+#include "samples/common/weights_file.h"
 #include "samples/mnist_pipeline/network.h"
 
 namespace {
@@ -282,15 +283,6 @@ Tested test(const Options& o, samples::ImageSplit& data, const samples::CnnWeigh
   return result;
 }
 
-void write_weights(const std::string& path, const samples::CnnWeights& w) {
-  if (path.empty()) return;
-  std::ofstream out(path, std::ios::binary);
-  for (const std::vector<float>& v : w.values) {
-    out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  }
-  if (!out) throw std::runtime_error("cannot write weights to '" + path + "'");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -316,7 +308,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(o.gradient_accumulation), static_cast<long long>(o.device_iterations),
                 o.learning_rate, static_cast<unsigned long long>(o.seed));
     const Trained trained = train(o, train_data);
-    write_weights(o.weights_out, trained.weights);
+    samples::write_weights(o.weights_out, trained.weights.values);
     const Tested tested = test(o, test_data, trained.weights);
     std::printf("Accuracy on test set: %.2f%% (%lld images; train loss %.4f, train accuracy %.2f%%, %lld weight "
                 "updates, %.0f samples/s)\n",
