@@ -24,6 +24,16 @@ namespace plexus::collectives::workers {
  */
 Outcome chain_reduce(Transfers& transfers, Group& group, std::span<const CallDescriptor> local);
 
+/**
+ * all_reduce and reduce_scatter whose data came with the exchange of calls
+ * (call_exchange.h, travels_inline()): `calls` holds every member's call in member order,
+ * each with its send (remote ones in the envelopes). Each worker reduces what its members
+ * receive over all members in member order (reduce_kernels.h), the same bit for bit as
+ * the chain and as one process, and writes it to their recvs (inline_reduce.cpp).
+ */
+void reduce_exchanged(const Group& group, std::span<const CallDescriptor> calls,
+                      std::span<const CallDescriptor> local);
+
 /** Every worker sends its members' blocks to every other worker (all_gather.cpp). */
 Outcome exchange_blocks(Transfers& transfers, Group& group, std::span<const CallDescriptor> local);
 

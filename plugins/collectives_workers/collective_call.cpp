@@ -1,5 +1,7 @@
 #include "collectives_workers/collective_call.h"
 
+#include <vector>
+
 #include "collectives_workers/algorithms.h"
 #include "collectives_workers/call_exchange.h"
 #include "collectives_common/validation.h"
@@ -24,15 +26,21 @@ Outcome move_data(Transfers& transfers, Group& group, std::span<const CallDescri
   return Outcome::ok();
 }
 
-// The leader's part: everything that talks to the other workers. A transfer failure leaves
+// The leader's part: everything that talks to the other workers. Small reductions are
+// done once the calls are in: their data came with them. A transfer failure leaves
 // the workers out of step on this group's messages, so the group stays failed; a
 // disagreement does not (every worker saw every call and moved no data).
 Outcome lead(Communicator& comm, Group& group, std::span<const CallDescriptor> local,
              Collective kind) {
   if (group.broken()) return group.broken_outcome();
   const std::unique_ptr<Transfers> transfers = comm.transfers(group, kind);
-  Outcome outcome = exchange_calls(*transfers, group, local);
-  if (outcome.is_ok()) outcome = move_data(*transfers, group, local, kind);
+  std::vector<CallDescriptor> calls;
+  Outcome outcome = exchange_calls(*transfers, group, local, comm.timeout(), &calls);
+  if (outcome.is_ok() && travels_inline(local[0], calls.size())) {
+    reduce_exchanged(group, calls, local);
+  } else if (outcome.is_ok()) {
+    outcome = move_data(*transfers, group, local, kind);
+  }
   if (outcome.status == PLX_ERR_TIMEOUT || outcome.status == PLX_ERR_RUNTIME) {
     group.mark_broken(outcome);
   }

@@ -52,6 +52,8 @@ class Group {
   /** Scratch of the leader's data phases (partials, received blocks), kept between calls. */
   std::vector<std::byte> partial;
   std::vector<std::byte> staging;
+  /** The envelopes of the exchange of calls (call_exchange.h), one slot per worker. */
+  std::vector<std::byte> envelopes;
 
   /**
    * Set by the leader when a call failed in a way that leaves the workers out of step on

@@ -46,6 +46,10 @@ class Transfers {
   void post_send_all(int rank, const void* data, size_t bytes);
   void post_recv_all(int rank, void* data, size_t bytes);
 
+  /** "replica 1 (MPI rank 1) and replicas 2,3 (MPI rank 2)": the workers `ranks` with the
+   *  replicas of the group they host, each named by peer_name(). */
+  std::string describe_peers(const std::vector<int>& ranks) const;
+
  protected:
   Transfers(const Group& group, Collective kind) : group_(group), kind_(kind) {}
 
@@ -53,9 +57,6 @@ class Transfers {
   void fail(plx_status status, const std::string& what);
   /** The first failure recorded (ok until then). */
   const Outcome& failure() const { return failure_; }
-  /** "replica 1 (MPI rank 1) and replicas 2,3 (MPI rank 2)": the workers `ranks` with the
-   *  replicas of the group they host, each named by peer_name(). */
-  std::string describe_peers(const std::vector<int>& ranks) const;
   /** How the transport names worker `rank`: "MPI rank 1", "worker 1 at host:port". */
   virtual std::string peer_name(int rank) const = 0;
   /** Called once, with the first failure's status (the MPI plugin shortens its exit

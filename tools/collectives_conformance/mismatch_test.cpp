@@ -23,15 +23,21 @@ void PrintTo(const MismatchCase& c, std::ostream* os) { *os << c.name; }
 
 class Mismatch : public testing::TestWithParam<MismatchCase> {};
 
+// What replicas 0 and 2 pass: small enough for a cross-worker plugin to send the data
+// with the call (collectives_workers/call_exchange.h), so a mismatch is found in the
+// message that carries the data.
+constexpr size_t kCount = 100;
+// A count whose data does not travel with the call (3 x 100,000 floats), for replica 1.
+constexpr size_t kLargestCount = 100000;
+
 TEST_P(Mismatch, FailsOnEveryMemberAndNamesTheValues) {
   const MismatchCase& c = GetParam();
   constexpr int64_t kReplicas = 3;
-  constexpr size_t kCount = 100;
   const std::vector<int64_t> group{0, 1, 2};
   CONFORMANCE_SKIP_UNLESS_SPLITS(kReplicas);
   Comm comm(kReplicas, /*timeout_ms=*/20000);
-  std::vector<std::vector<float>> send(kReplicas, std::vector<float>(3 * kCount, 1.0f));
-  std::vector<std::vector<float>> recv(kReplicas, std::vector<float>(3 * kCount));
+  std::vector<std::vector<float>> send(kReplicas, std::vector<float>(3 * kLargestCount, 1.0f));
+  std::vector<std::vector<float>> recv(kReplicas, std::vector<float>(3 * kLargestCount));
   std::vector<Result> results(kReplicas);
   std::vector<Result> after(kReplicas);
   run_replicas(kReplicas, [&](int64_t r) {
@@ -63,6 +69,10 @@ std::vector<MismatchCase> mismatch_cases() {
        Kind::all_reduce,
        [](Call& c) { c.count = 99; },
        {"{0,1,2}", "replica 1", "99", "100"}},
+      {"count_too_large_to_travel_with_the_call",
+       Kind::all_reduce,
+       [](Call& c) { c.count = kLargestCount; },
+       {"{0,1,2}", "replica 1", "100000", "100"}},
       {"dtype",
        Kind::all_reduce,
        [](Call& c) { c.dtype = PLX_DTYPE_INT32; },
