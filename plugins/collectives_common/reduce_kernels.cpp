@@ -18,31 +18,53 @@ const T* source(const CallDescriptor& call, size_t offset) {
   return static_cast<const T*>(call.send) + offset;
 }
 
+// The last step of one block: out[i] = finish(lhs[i] combined with last[i]), where lhs is
+// the accumulator of the members before the last (`acc`) or, with two members, the first
+// member's values. One pass, straight into `out`: reading every source at i before
+// writing out[i] keeps in place correct.
+template <typename T, typename Acc, typename Combine, typename Finish>
+void finish_block(const Acc* acc, const T* first, const T* last, size_t n, T* out, Combine combine,
+                  Finish finish) {
+  if (acc != nullptr) {
+    for (size_t i = 0; i < n; ++i) out[i] = finish(combine(acc[i], static_cast<Acc>(last[i])));
+  } else if (last != nullptr) {
+    for (size_t i = 0; i < n; ++i) out[i] = finish(combine(static_cast<Acc>(first[i]), static_cast<Acc>(last[i])));
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = finish(static_cast<Acc>(first[i]));
+  }
+}
+
 // The generic blocked loop. Acc is the accumulator type (wider than T where the op needs it),
 // Combine folds the next member's value in, Finish turns an accumulator into an output value.
+// Members 1 .. g-2 are folded into an L1 accumulator; the last member is folded in while
+// the block is finished into the first destination (or, streaming, into `staged`), which
+// is then copied to the others from L1.
 template <typename T, typename Acc, typename Combine, typename Finish>
 void reduce_blocks(std::span<const CallDescriptor> calls, size_t offset, size_t size,
                    std::span<void* const> dsts, bool streaming, Combine combine, Finish finish) {
   alignas(64) Acc acc[kBlock];
-  alignas(64) T staged[kBlock];  // finished values of a block, stored to every destination
-  const bool direct = dsts.size() == 1 && !streaming;
+  alignas(64) T staged[kBlock];  // a finished block for streaming stores
+  const size_t g = calls.size();
   for (size_t done = 0; done < size; done += kBlock) {
     const size_t n = std::min(kBlock, size - done);
     const T* first = source<T>(calls[0], offset + done);
-    for (size_t i = 0; i < n; ++i) acc[i] = static_cast<Acc>(first[i]);
-    for (size_t m = 1; m < calls.size(); ++m) {
+    const T* last = g > 1 ? source<T>(calls[g - 1], offset + done) : nullptr;
+    if (g > 2) {
+      const T* second = source<T>(calls[1], offset + done);
+      for (size_t i = 0; i < n; ++i) acc[i] = combine(static_cast<Acc>(first[i]), static_cast<Acc>(second[i]));
+    }
+    for (size_t m = 2; m + 1 < g; ++m) {
       const T* next = source<T>(calls[m], offset + done);
       for (size_t i = 0; i < n; ++i) acc[i] = combine(acc[i], static_cast<Acc>(next[i]));
     }
-    T* out = direct ? static_cast<T*>(dsts[0]) + done : staged;
-    for (size_t i = 0; i < n; ++i) out[i] = finish(acc[i]);
-    if (direct) continue;
-    for (void* dst : dsts) {
-      T* to = static_cast<T*>(dst) + done;
+    T* out = streaming ? staged : static_cast<T*>(dsts[0]) + done;
+    finish_block<T, Acc>(g > 2 ? acc : nullptr, first, last, n, out, combine, finish);
+    for (size_t d = streaming ? 0 : 1; d < dsts.size(); ++d) {
+      T* to = static_cast<T*>(dsts[d]) + done;
       if (streaming) {
-        copy_streaming(to, staged, n * sizeof(T));
+        copy_streaming(to, out, n * sizeof(T));
       } else {
-        std::memcpy(to, staged, n * sizeof(T));
+        std::memcpy(to, out, n * sizeof(T));
       }
     }
   }
