@@ -4,7 +4,9 @@
 // chain reduction, all_gather, broadcast: algorithms.h) is written once against this.
 //
 // Contract for an implementation: messages between two workers within one group arrive in
-// the order they were posted (MPI's tag ordering, one TCP connection per pair); wait()
+// the order they were posted (MPI's tag ordering, one TCP connection per pair); a receive
+// may be posted longer than the message it matches, which then fills its beginning (the
+// exchange of calls receives every envelope into a slot of fixed size); wait()
 // never hangs: it gives up when nothing completed for the communicator's timeout, when the
 // communicator is aborted, or when the transport reports a lost peer, and records the
 // first failure, which every later wait returns. Every failure names the group and the
@@ -33,8 +35,8 @@ class Transfers {
   Transfers(const Transfers&) = delete;
   Transfers& operator=(const Transfers&) = delete;
 
-  /** Posts one message (bytes <= kMaxMessageBytes) to / from worker `rank`; the id is for
-   *  wait(). `data` stays valid until the message completed or the Transfers is destroyed. */
+  /** Posts one message (bytes <= kMaxMessageBytes) to / from worker `rank` (a receive takes
+   *  a message of at most `bytes`); the id is for wait(). `data` stays valid until the message completed or the Transfers is destroyed. */
   virtual Id post_send(int rank, const void* data, size_t bytes) = 0;
   virtual Id post_recv(int rank, void* data, size_t bytes) = 0;
   /** Waits for one message (the others progress meanwhile). */
