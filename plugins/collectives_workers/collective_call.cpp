@@ -28,8 +28,9 @@ Outcome move_data(Transfers& transfers, Group& group, std::span<const CallDescri
 
 // The leader's part: everything that talks to the other workers. Small reductions are
 // done once the calls are in: their data came with them. A transfer failure leaves
-// the workers out of step on this group's messages, so the group stays failed; a
-// disagreement does not (every worker saw every call and moved no data).
+// the workers out of step on this group's messages, so the group stays failed (a deadline
+// passed in the exchange too: the worker that gave up marked its group failed); a
+// disagreement does not (every worker received every envelope, and nothing else was sent).
 Outcome lead(Communicator& comm, Group& group, std::span<const CallDescriptor> local,
              Collective kind) {
   if (group.broken()) return group.broken_outcome();
