@@ -15,6 +15,8 @@
 #   OUT_DIR    JSON results (default: $BUILD_DIR/bench-results/char_gpt)
 #   PYTHON     Debian's interpreter with python3-torch (default: /usr/bin/python3)
 #   THREADS    compute threads on both sides (default: 2)
+#   REPORT_ONLY=1  only print the table from the JSON files in OUT_DIR (runs made earlier,
+#              for example seeds run side by side by hand)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,20 +32,24 @@ run() {  # prints a command (with any VAR=value prefix) and runs it
   env "$@"
 }
 
-"$python" -c 'import torch' 2>/dev/null || run "$root/scripts/install-deps.sh" --bench
-if [[ ! -x $build_dir/samples/char_gpt/char_gpt || ! -d $build_dir/python ]]; then
-  [[ -f $build_dir/CMakeCache.txt ]] || run cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
-  run cmake --build "$build_dir" -j 2 --target char_gpt plexus_python
-fi
-mkdir -p "$out_dir"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for seed in $seeds; do
-  run "$build_dir/samples/char_gpt/char_gpt" --seed "$seed" --num-steps "$steps" --threads-per-device "$threads" \
-    --generate 0 --metrics-out "$out_dir/plexus_$seed.json" "$@" | tail -n 1
-  run PYTHONPATH="$build_dir/python" BLIS_NUM_THREADS="$threads" "$python" "$root/bench/pytorch_char_gpt.py" \
-    --seed "$seed" --num-steps "$steps" --threads "$threads" --quiet >"$out_dir/pytorch_$seed.json"
-done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+measure() {  # builds when needed, then runs both sides for every seed
+  "$python" -c 'import torch' 2>/dev/null || run "$root/scripts/install-deps.sh" --bench
+  if [[ ! -x $build_dir/samples/char_gpt/char_gpt || ! -d $build_dir/python ]]; then
+    [[ -f $build_dir/CMakeCache.txt ]] || run cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
+    run cmake --build "$build_dir" -j 2 --target char_gpt plexus_python
+  fi
+  mkdir -p "$out_dir"
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for seed in $seeds; do
+    run "$build_dir/samples/char_gpt/char_gpt" --seed "$seed" --num-steps "$steps" --threads-per-device "$threads" \
+      --generate 0 --metrics-out "$out_dir/plexus_$seed.json" "$@" | tail -n 1
+    run PYTHONPATH="$build_dir/python" BLIS_NUM_THREADS="$threads" "$python" "$root/bench/pytorch_char_gpt.py" \
+      --seed "$seed" --num-steps "$steps" --threads "$threads" --quiet >"$out_dir/pytorch_$seed.json"
+  done
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+[[ ${REPORT_ONLY:-0} == 1 ]] || measure "$@"
 "$python" - "$out_dir" $seeds <<'PY'
 import json, statistics, sys
 out, seeds = sys.argv[1], sys.argv[2:]
