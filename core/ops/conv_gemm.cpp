@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/ops/conv_direct.h"
 #include "core/ops/conv_im2col.h"
 #include "core/ops/sgemm_sup.h"
 
@@ -28,8 +29,12 @@ void gather_images(const ConvGeometry& g, const float* dy, int64_t images, float
 }  // namespace
 
 ConvPlan::ConvPlan(const ConvGeometry& g, ConvPass pass)
-    : g_(g), pass_(pass), identity_col_(g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
+    : g_(g),
+      pass_(pass),
+      identity_col_(g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0),
+      direct_(pass == ConvPass::Forward && direct_forward_applies(g)) {
   SgemmSup::get();  // BLIS set-up errors surface here, at planning
+  if (direct_) offsets_ = direct_tap_offsets(g);
 }
 
 int64_t ConvPlan::images_per_gemm() const {
@@ -38,6 +43,7 @@ int64_t ConvPlan::images_per_gemm() const {
 }
 
 int64_t ConvPlan::scratch_bytes() const {
+  if (direct_) return direct_forward_scratch_floats(g_) * static_cast<int64_t>(sizeof(float));
   const int64_t images = images_per_gemm();
   const int64_t col = identity_col_ && images == 1 ? 0 : g_.k() * images * g_.p();
   const int64_t gathered = images > 1 ? g_.f * images * g_.p() : 0;
@@ -45,10 +51,15 @@ int64_t ConvPlan::scratch_bytes() const {
 }
 
 std::string ConvPlan::description() const {
+  if (direct_) return "direct AVX2 6x16 tiles";
   return SgemmSup::get().description() + ", " + std::to_string(images_per_gemm()) + " image(s) per GEMM";
 }
 
 void ConvPlan::forward(const float* x, const float* w, const float* b, float* y, float* scratch) const {
+  if (direct_) {
+    direct_forward(g_, offsets_.data(), x, w, b, y, scratch);
+    return;
+  }
   const SgemmSup& sup = SgemmSup::get();
   const int64_t k = g_.k(), p = g_.p();
   for (int64_t n = 0; n < g_.n; ++n) {

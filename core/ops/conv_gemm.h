@@ -8,12 +8,15 @@
 //                chunk so that each GEMM sums over >= kConvMinDepth pixels (dy gathered to
 //                [F, G*P] when G > 1), the chunks added in order
 // A 1x1 kernel with stride 1 and no padding reads x (writes dx) directly: col is x's [C, P].
+// The forward pass runs conv_direct.h's kernel instead where that applies (stride 1, no
+// padding, AVX2 and FMA).
 // Every kernel runs on the calling thread in a fixed order, so results do not depend on
 // timing or on the thread count.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/ops/conv_geometry.h"
 
@@ -48,6 +51,8 @@ class ConvPlan {
   ConvGeometry g_;
   ConvPass pass_;
   bool identity_col_;  // 1x1 kernel, stride 1, no padding: col is the image itself
+  bool direct_;        // forward pass by conv_direct.h
+  std::vector<int64_t> offsets_;  // direct_: its tap offsets
 };
 
 }  // namespace plexus::ops

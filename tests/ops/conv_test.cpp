@@ -165,20 +165,23 @@ INSTANTIATE_TEST_SUITE_P(StridesAndPaddings, Conv2dShapes,
                                             ::testing::Bool()),
                          conv_case_name);
 
-// The seed's two layers (PopTorch mnist_pipeline: Conv2d(1,10,5) on 28x28, Conv2d(10,20,5) on
-// the pooled 12x12) at batch 2, with bias. K = C*5*5 = 250 products per output of layer 2:
-// kForwardTolerance budgets K <= 64, so 1e-4 absolute, as the matmul test's K = 320. The
-// gradients sum up to N*OH*OW = 1152 products (dw of layer 1) of O(1) terms, within
-// kGradientTolerance's budget. Differentiating the double reference at all 5,000 weights
-// of layer 2 would take seconds, so 60 elements of each input are checked (a wrong rule is
-// wrong almost everywhere; the small shapes above check every element).
+// Seed 003's two layers (PopTorch mnist_pipeline: Conv2d(1,10,5) on 28x28, Conv2d(10,20,5) on
+// the pooled 12x12) and seed 002's (Conv2D(32, 3x3) on 28x28) at batch 2, with bias. K =
+// C*5*5 = 250 products per output of layer 2: kForwardTolerance budgets K <= 64, so 1e-4
+// absolute, as the matmul test's K = 320. The gradients sum up to N*OH*OW = 1352 products
+// (dw of seed 002's layer) of O(1) terms, within kGradientTolerance's budget. Differentiating
+// the double reference at all 5,000 weights of layer 2 would take seconds, so 60 elements of
+// each input are checked (a wrong rule is wrong almost everywhere; the small shapes above
+// check every element).
 TEST(Conv2d, SeedLayerShapesWithGradients) {
   struct Layer {
     ir::Shape x, w;
     Conv cv;
   };
-  const Layer layers[] = {{{2, 1, 28, 28}, {10, 1, 5, 5}, {}}, {{2, 10, 12, 12}, {20, 10, 5, 5}, {}},
-                          {{2, 10, 12, 12}, {20, 10, 5, 5}, {2, 2, 1, 1}}};
+  const Layer layers[] = {{{2, 1, 28, 28}, {10, 1, 5, 5}, {}},
+                          {{2, 10, 12, 12}, {20, 10, 5, 5}, {}},
+                          {{2, 10, 12, 12}, {20, 10, 5, 5}, {2, 2, 1, 1}},
+                          {{2, 1, 28, 28}, {32, 1, 3, 3}, {}}};
   uint32_t seed = 20;
   for (const Layer& l : layers) {
     SCOPED_TRACE(testing::Message() << "x " << ir::shape_string(l.x) << " w " << ir::shape_string(l.w) << " stride "
@@ -233,17 +236,24 @@ TEST(Conv2d, EveryKernelPathMatchesDoubleReference) {
   }
 }
 
-TEST(Conv2d, NotesReportTheGemmKernelAndImagesPerGemm) {
+TEST(Conv2d, NotesReportTheKernelsAndImagesPerGemm) {
+  // Seed 003's second layer: P = 8*8 = 64 pixels per image, so grad_weight gathers 512 / 64 = 8
+  // images per GEMM; the forward pass runs the direct kernel where the CPU has AVX2 and FMA.
   ir::Graph g;
   const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({40, 10, 12, 12}, 1), random_f32({20, 10, 5, 5}, 2)});
-  g.add_op("conv2d", ids, {});
+  const ir::TensorId y = g.add_op("conv2d", ids, {}).front();
+  ir::Attributes gw;
+  gw.set("weight_shape", std::vector<int64_t>{20, 10, 5, 5});
+  g.add_op("conv2d_grad_weight", {ids[0], y}, gw);
   runtime::SessionOptions options;
   options.threads_per_device = 1;
   const runtime::Session session(g, options);
-  ASSERT_EQ(session.notes().size(), 1u);
-  EXPECT_THAT(session.notes()[0], HasSubstr("conv2d#0: "));
-  EXPECT_THAT(session.notes()[0], HasSubstr(" sup "));
-  EXPECT_THAT(session.notes()[0], HasSubstr("1 image(s) per GEMM"));
+  ASSERT_EQ(session.notes().size(), 2u);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  EXPECT_THAT(session.notes()[0], HasSubstr(avx2 ? "conv2d#0: direct AVX2" : "conv2d#0: "));
+  EXPECT_THAT(session.notes()[1], HasSubstr("conv2d_grad_weight#1: "));
+  EXPECT_THAT(session.notes()[1], HasSubstr(" sup "));
+  EXPECT_THAT(session.notes()[1], HasSubstr("8 image(s) per GEMM"));
 }
 
 TEST(Conv2d, GradientOpsAreAddedByAutodiffOnlyWhereNeeded) {
