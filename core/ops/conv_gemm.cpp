@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/ops/conv_direct.h"
 #include "core/ops/conv_im2col.h"
 #include "core/ops/sgemm_sup.h"
 
@@ -29,12 +28,9 @@ void gather_images(const ConvGeometry& g, const float* dy, int64_t images, float
 }  // namespace
 
 ConvPlan::ConvPlan(const ConvGeometry& g, ConvPass pass)
-    : g_(g),
-      pass_(pass),
-      identity_col_(g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0),
-      direct_(pass == ConvPass::Forward && direct_forward_applies(g)) {
+    : g_(g), pass_(pass), identity_col_(g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
   SgemmSup::get();  // BLIS set-up errors surface here, at planning
-  if (direct_) offsets_ = direct_tap_offsets(g);
+  if (pass != ConvPass::GradInput && DirectConv::applies(g)) direct_.emplace(g);
 }
 
 int64_t ConvPlan::images_per_gemm() const {
@@ -43,7 +39,11 @@ int64_t ConvPlan::images_per_gemm() const {
 }
 
 int64_t ConvPlan::scratch_bytes() const {
-  if (direct_) return direct_forward_scratch_floats(g_) * static_cast<int64_t>(sizeof(float));
+  if (direct_) {
+    const int64_t floats =
+        pass_ == ConvPass::Forward ? direct_->forward_scratch_floats() : direct_->grad_weight_scratch_floats();
+    return floats * static_cast<int64_t>(sizeof(float));
+  }
   const int64_t images = images_per_gemm();
   const int64_t col = identity_col_ && images == 1 ? 0 : g_.k() * images * g_.p();
   const int64_t gathered = images > 1 ? g_.f * images * g_.p() : 0;
@@ -51,13 +51,13 @@ int64_t ConvPlan::scratch_bytes() const {
 }
 
 std::string ConvPlan::description() const {
-  if (direct_) return "direct AVX2 6x16 tiles";
+  if (direct_) return pass_ == ConvPass::Forward ? "direct AVX2, 6x16 tiles" : "direct AVX2, 3x4 tiles of 8 lanes";
   return SgemmSup::get().description() + ", " + std::to_string(images_per_gemm()) + " image(s) per GEMM";
 }
 
 void ConvPlan::forward(const float* x, const float* w, const float* b, float* y, float* scratch) const {
   if (direct_) {
-    direct_forward(g_, offsets_.data(), x, w, b, y, scratch);
+    direct_->forward(x, w, b, y, scratch);
     return;
   }
   const SgemmSup& sup = SgemmSup::get();
@@ -85,6 +85,10 @@ void ConvPlan::grad_input(const float* dy, const float* w, float* dx, float* scr
 }
 
 void ConvPlan::grad_weight(const float* x, const float* dy, float* dw, float* scratch) const {
+  if (direct_) {
+    direct_->grad_weight(x, dy, dw, scratch);
+    return;
+  }
   const SgemmSup& sup = SgemmSup::get();
   const int64_t k = g_.k(), p = g_.p(), per_gemm = images_per_gemm();
   float* gathered = per_gemm > 1 ? scratch + k * per_gemm * p : nullptr;

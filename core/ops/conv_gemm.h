@@ -8,16 +8,17 @@
 //                chunk so that each GEMM sums over >= kConvMinDepth pixels (dy gathered to
 //                [F, G*P] when G > 1), the chunks added in order
 // A 1x1 kernel with stride 1 and no padding reads x (writes dx) directly: col is x's [C, P].
-// The forward pass runs conv_direct.h's kernel instead where that applies (stride 1, no
-// padding, AVX2 and FMA).
+// The forward and grad_weight passes run conv_direct.h's kernels instead where those apply
+// (stride 1, no padding, AVX2 and FMA).
 // Every kernel runs on the calling thread in a fixed order, so results do not depend on
 // timing or on the thread count.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
-#include <vector>
 
+#include "core/ops/conv_direct.h"
 #include "core/ops/conv_geometry.h"
 
 namespace plexus::ops {
@@ -34,7 +35,7 @@ class ConvPlan {
 
   /// Bytes of scratch a run needs (col, and the gathered dy for grad_weight when G > 1).
   int64_t scratch_bytes() const;
-  /// What the kernel runs, for reports: "zen3 sup 6x16, 1 image(s) per GEMM".
+  /// What the kernel runs, for reports: "zen3 sup 6x16, 1 image(s) per GEMM" or "direct AVX2".
   std::string description() const;
 
   /// y [N,F,OH,OW] = conv2d(x [N,C,H,W], w [F,C,KH,KW]) + b [F] (b may be null). Pass Forward.
@@ -50,9 +51,8 @@ class ConvPlan {
 
   ConvGeometry g_;
   ConvPass pass_;
-  bool identity_col_;  // 1x1 kernel, stride 1, no padding: col is the image itself
-  bool direct_;        // forward pass by conv_direct.h
-  std::vector<int64_t> offsets_;  // direct_: its tap offsets
+  bool identity_col_;                 // 1x1 kernel, stride 1, no padding: col is the image itself
+  std::optional<DirectConv> direct_;  // forward or grad_weight by conv_direct.h
 };
 
 }  // namespace plexus::ops

@@ -195,11 +195,13 @@ TEST(Conv2d, SeedLayerShapesWithGradients) {
   }
 }
 
-// The ops on their own, at shapes that take each of the kernels' paths (conv_gemm.h): one
-// image per GEMM for the forward and grad_input passes always; grad_weight sums at least 512
-// pixels per GEMM, so it takes the whole batch at once (small images), chunks of images
-// with a shorter last chunk, or one image per GEMM (OH*OW >= 512); a 1x1 kernel with stride 1
-// and no padding uses x (dx) as the column matrix, except where grad_weight gathers images.
+// The ops on their own, at shapes that take each of the kernels' paths (conv_gemm.h,
+// conv_direct.h): one image per GEMM for the forward and grad_input passes always;
+// grad_weight sums at least 512 pixels per GEMM (or direct pass), so it takes the whole batch
+// at once (small images), chunks of images with a shorter last chunk, or one image at a time
+// (OH*OW >= 512); a 1x1 kernel with stride 1 and no padding uses x (dx) as the column
+// matrix, except where grad_weight gathers images. Stride 1 without padding takes the direct
+// kernels on AVX2 CPUs: full and partial (OW % 8) pixel vectors, 1 to 6 filters per tile.
 struct PathCase {
   const char* name;
   ir::Shape x, w;
@@ -236,24 +238,30 @@ TEST(Conv2d, EveryKernelPathMatchesDoubleReference) {
   }
 }
 
-TEST(Conv2d, NotesReportTheKernelsAndImagesPerGemm) {
-  // Seed 003's second layer: P = 8*8 = 64 pixels per image, so grad_weight gathers 512 / 64 = 8
-  // images per GEMM; the forward pass runs the direct kernel where the CPU has AVX2 and FMA.
+TEST(Conv2d, NotesReportTheKernels) {
+  // Seed 003's second layer: stride 1, no padding, so conv2d and conv2d_grad_weight run the
+  // direct kernels where the CPU has AVX2 and FMA; conv2d_grad_input (and the others
+  // elsewhere) BLIS's sup kernels, grad_weight on 512 / (8*8) = 8 images per GEMM.
   ir::Graph g;
   const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({40, 10, 12, 12}, 1), random_f32({20, 10, 5, 5}, 2)});
   const ir::TensorId y = g.add_op("conv2d", ids, {}).front();
   ir::Attributes gw;
   gw.set("weight_shape", std::vector<int64_t>{20, 10, 5, 5});
   g.add_op("conv2d_grad_weight", {ids[0], y}, gw);
+  ir::Attributes gi;
+  gi.set("input_shape", std::vector<int64_t>{40, 10, 12, 12});
+  g.add_op("conv2d_grad_input", {y, ids[1]}, gi);
   runtime::SessionOptions options;
   options.threads_per_device = 1;
   const runtime::Session session(g, options);
-  ASSERT_EQ(session.notes().size(), 2u);
+  ASSERT_EQ(session.notes().size(), 3u);
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   EXPECT_THAT(session.notes()[0], HasSubstr(avx2 ? "conv2d#0: direct AVX2" : "conv2d#0: "));
-  EXPECT_THAT(session.notes()[1], HasSubstr("conv2d_grad_weight#1: "));
-  EXPECT_THAT(session.notes()[1], HasSubstr(" sup "));
-  EXPECT_THAT(session.notes()[1], HasSubstr("8 image(s) per GEMM"));
+  EXPECT_THAT(session.notes()[1],
+              HasSubstr(avx2 ? "conv2d_grad_weight#1: direct AVX2" : "8 image(s) per GEMM"));
+  EXPECT_THAT(session.notes()[2], HasSubstr("conv2d_grad_input#2: "));
+  EXPECT_THAT(session.notes()[2], HasSubstr(" sup "));
+  EXPECT_THAT(session.notes()[2], HasSubstr("1 image(s) per GEMM"));
 }
 
 TEST(Conv2d, GradientOpsAreAddedByAutodiffOnlyWhereNeeded) {
