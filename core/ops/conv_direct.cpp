@@ -128,6 +128,11 @@ DirectConv::DirectConv(const ConvGeometry& g) : g_(g) {
       for (int64_t j = 0; j < g.kw; ++j) offsets_.push_back((c * g.h + i) * g.w + j);
     }
   }
+  for (int64_t i = 0; i < g.kh; ++i) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      for (int64_t c = 0; c < g.c; ++c) input_rows_.push_back((c * g.h + i) * g.w + j);
+    }
+  }
   const int64_t per_row = g.ow / kLanes;
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     for (int64_t ow0 = 0; ow0 < g.ow; ow0 += kLanes) {

@@ -30,7 +30,7 @@ void gather_images(const ConvGeometry& g, const float* dy, int64_t images, float
 ConvPlan::ConvPlan(const ConvGeometry& g, ConvPass pass)
     : g_(g), pass_(pass), identity_col_(g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0) {
   SgemmSup::get();  // BLIS set-up errors surface here, at planning
-  if (pass != ConvPass::GradInput && DirectConv::applies(g)) direct_.emplace(g);
+  if (DirectConv::applies(g)) direct_.emplace(g);
 }
 
 int64_t ConvPlan::images_per_gemm() const {
@@ -40,8 +40,9 @@ int64_t ConvPlan::images_per_gemm() const {
 
 int64_t ConvPlan::scratch_bytes() const {
   if (direct_) {
-    const int64_t floats =
-        pass_ == ConvPass::Forward ? direct_->forward_scratch_floats() : direct_->grad_weight_scratch_floats();
+    const int64_t floats = pass_ == ConvPass::Forward     ? direct_->forward_scratch_floats()
+                           : pass_ == ConvPass::GradInput ? direct_->grad_input_scratch_floats()
+                                                          : direct_->grad_weight_scratch_floats();
     return floats * static_cast<int64_t>(sizeof(float));
   }
   const int64_t images = images_per_gemm();
@@ -51,7 +52,11 @@ int64_t ConvPlan::scratch_bytes() const {
 }
 
 std::string ConvPlan::description() const {
-  if (direct_) return pass_ == ConvPass::Forward ? "direct AVX2, 6x16 tiles" : "direct AVX2, 3x4 tiles of 8 lanes";
+  if (direct_) {
+    return std::string("direct AVX2, ") + (pass_ == ConvPass::Forward     ? "6 filters x 16 pixels per tile"
+                                           : pass_ == ConvPass::GradInput ? "6 channels x 16 pixels per tile"
+                                                                          : "3 filters x 4 taps x 8 lanes per tile");
+  }
   return SgemmSup::get().description() + ", " + std::to_string(images_per_gemm()) + " image(s) per GEMM";
 }
 
@@ -72,6 +77,10 @@ void ConvPlan::forward(const float* x, const float* w, const float* b, float* y,
 }
 
 void ConvPlan::grad_input(const float* dy, const float* w, float* dx, float* scratch) const {
+  if (direct_) {
+    direct_->grad_input(dy, w, dx, scratch);
+    return;
+  }
   const SgemmSup& sup = SgemmSup::get();
   const int64_t k = g_.k(), p = g_.p();
   for (int64_t n = 0; n < g_.n; ++n) {

@@ -239,9 +239,9 @@ TEST(Conv2d, EveryKernelPathMatchesDoubleReference) {
 }
 
 TEST(Conv2d, NotesReportTheKernels) {
-  // Seed 003's second layer: stride 1, no padding, so conv2d and conv2d_grad_weight run the
-  // direct kernels where the CPU has AVX2 and FMA; conv2d_grad_input (and the others
-  // elsewhere) BLIS's sup kernels, grad_weight on 512 / (8*8) = 8 images per GEMM.
+  // Seed 003's second layer: stride 1, no padding, so every conv op runs the direct kernels
+  // where the CPU has AVX2 and FMA; elsewhere BLIS's sup kernels, grad_weight on
+  // 512 / (8*8) = 8 images per GEMM.
   ir::Graph g;
   const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({40, 10, 12, 12}, 1), random_f32({20, 10, 5, 5}, 2)});
   const ir::TensorId y = g.add_op("conv2d", ids, {}).front();
@@ -259,9 +259,22 @@ TEST(Conv2d, NotesReportTheKernels) {
   EXPECT_THAT(session.notes()[0], HasSubstr(avx2 ? "conv2d#0: direct AVX2" : "conv2d#0: "));
   EXPECT_THAT(session.notes()[1],
               HasSubstr(avx2 ? "conv2d_grad_weight#1: direct AVX2" : "8 image(s) per GEMM"));
-  EXPECT_THAT(session.notes()[2], HasSubstr("conv2d_grad_input#2: "));
-  EXPECT_THAT(session.notes()[2], HasSubstr(" sup "));
-  EXPECT_THAT(session.notes()[2], HasSubstr("1 image(s) per GEMM"));
+  EXPECT_THAT(session.notes()[2], HasSubstr(avx2 ? "conv2d_grad_input#2: direct AVX2" : "1 image(s) per GEMM"));
+}
+
+// The im2col + sup path on the same layer, with padding 1 (the direct kernels need none):
+// one image per GEMM for conv2d and conv2d_grad_input.
+TEST(Conv2d, NotesReportTheSupKernelsWithPadding) {
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({40, 10, 12, 12}, 1), random_f32({20, 10, 5, 5}, 2)});
+  g.add_op("conv2d", ids, make_attrs({{"padding", Ints{1}}}));
+  runtime::SessionOptions options;
+  options.threads_per_device = 1;
+  const runtime::Session session(g, options);
+  ASSERT_EQ(session.notes().size(), 1u);
+  EXPECT_THAT(session.notes()[0], HasSubstr("conv2d#0: "));
+  EXPECT_THAT(session.notes()[0], HasSubstr(" sup "));
+  EXPECT_THAT(session.notes()[0], HasSubstr("1 image(s) per GEMM"));
 }
 
 TEST(Conv2d, GradientOpsAreAddedByAutodiffOnlyWhereNeeded) {
