@@ -54,7 +54,7 @@ int64_t ConvPlan::scratch_bytes() const {
 std::string ConvPlan::description() const {
   if (direct_) {
     return std::string("direct AVX2, ") + (pass_ == ConvPass::Forward     ? "6 filters x 16 pixels per tile"
-                                           : pass_ == ConvPass::GradInput ? "6 channels x 16 pixels per tile"
+                                           : pass_ == ConvPass::GradInput ? "6 (tap, channel) rows x 16 pixels per tile"
                                                                           : "3 filters x 4 taps x 8 lanes per tile");
   }
   return SgemmSup::get().description() + ", " + std::to_string(images_per_gemm()) + " image(s) per GEMM";

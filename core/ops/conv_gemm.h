@@ -8,8 +8,8 @@
 //                chunk so that each GEMM sums over >= kConvMinDepth pixels (dy gathered to
 //                [F, G*P] when G > 1), the chunks added in order
 // A 1x1 kernel with stride 1 and no padding reads x (writes dx) directly: col is x's [C, P].
-// The forward and grad_weight passes run conv_direct.h's kernels instead where those apply
-// (stride 1, no padding, AVX2 and FMA).
+// All three passes run conv_direct.h's kernels instead where those apply (stride 1, no
+// padding, AVX2 and FMA).
 // Every kernel runs on the calling thread in a fixed order, so results do not depend on
 // timing or on the thread count.
 #pragma once
@@ -52,7 +52,7 @@ class ConvPlan {
   ConvGeometry g_;
   ConvPass pass_;
   bool identity_col_;                 // 1x1 kernel, stride 1, no padding: col is the image itself
-  std::optional<DirectConv> direct_;  // forward or grad_weight by conv_direct.h
+  std::optional<DirectConv> direct_;  // every pass by conv_direct.h where it applies
 };
 
 }  // namespace plexus::ops
