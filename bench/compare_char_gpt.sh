@@ -14,7 +14,10 @@
 #   STEPS      training steps (default: 2000)
 #   OUT_DIR    JSON results (default: $BUILD_DIR/bench-results/char_gpt)
 #   PYTHON     Debian's interpreter with python3-torch (default: /usr/bin/python3)
-#   THREADS    compute threads on both sides (default: 2)
+#   THREADS    the sample's --threads-per-device (default: 0, cores / devices: pipelined runs
+#              oversubscribe the cores and crawl when every device gets 2 threads on 2 cores)
+#   TWIN_THREADS  the twin's torch and BLIS threads (default: 1, the faster here: 5709 tok/s
+#              against 2308 with 2 on the 2-core machine of bench/README.md)
 #   REPORT_ONLY=1  only print the table from the JSON files in OUT_DIR (runs made earlier,
 #              for example seeds run side by side by hand)
 set -euo pipefail
@@ -25,7 +28,8 @@ seeds=${SEEDS:-0 1 2}
 steps=${STEPS:-2000}
 out_dir=${OUT_DIR:-$build_dir/bench-results/char_gpt}
 python=${PYTHON:-/usr/bin/python3}
-threads=${THREADS:-2}
+threads=${THREADS:-0}
+twin_threads=${TWIN_THREADS:-1}
 
 run() {  # prints a command (with any VAR=value prefix) and runs it
   echo "+ $*" >&2
@@ -43,8 +47,8 @@ measure() {  # builds when needed, then runs both sides for every seed
   for seed in $seeds; do
     run "$build_dir/samples/char_gpt/char_gpt" --seed "$seed" --num-steps "$steps" --threads-per-device "$threads" \
       --generate 0 --metrics-out "$out_dir/plexus_$seed.json" "$@" | tail -n 1
-    run PYTHONPATH="$build_dir/python" BLIS_NUM_THREADS="$threads" "$python" "$root/bench/pytorch_char_gpt.py" \
-      --seed "$seed" --num-steps "$steps" --threads "$threads" --quiet >"$out_dir/pytorch_$seed.json"
+    run PYTHONPATH="$build_dir/python" BLIS_NUM_THREADS="$twin_threads" "$python" "$root/bench/pytorch_char_gpt.py" \
+      --seed "$seed" --num-steps "$steps" --threads "$twin_threads" --quiet >"$out_dir/pytorch_$seed.json"
   done
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
