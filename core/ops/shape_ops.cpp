@@ -33,7 +33,7 @@ ir::InferResult infer_reshape(const ir::InferContext& ctx) {
       inferred = static_cast<int>(i);
     } else if (out[i] < 1) {
       ctx.fail(ErrorCode::ShapeMismatch, "target shape " + ints_string(out) + " may hold one -1 and dims >= 1 only");
-    } else if (__builtin_mul_overflow(known, out[i], &known) || known > count) {
+    } else if (__builtin_mul_overflow(known, out[i], &known)) {
       ctx.fail(ErrorCode::ShapeMismatch, "cannot reshape " + std::to_string(count) + " elements to " +
                                              ints_string(ctx.attrs.get_ints("shape")));
     }
