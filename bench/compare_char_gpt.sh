@@ -14,7 +14,12 @@
 #   STEPS      training steps (default: 2000)
 #   OUT_DIR    JSON results (default: $BUILD_DIR/bench-results/char_gpt)
 #   PYTHON     Debian's interpreter with python3-torch (default: /usr/bin/python3)
-#   THREADS    compute threads on both sides (default: 2)
+#   THREADS    the sample's --threads-per-device (default: 0, cores / devices: pipelined runs
+#              oversubscribe the cores and crawl when every device gets 2 threads on 2 cores)
+#   TWIN_THREADS  the twin's torch and BLIS threads (default: 1, the faster here: 5709 tok/s
+#              against 2308 with 2 on the 2-core machine of bench/README.md)
+#   REPORT_ONLY=1  only print the table from the JSON files in OUT_DIR (runs made earlier,
+#              for example seeds run side by side by hand)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,27 +28,32 @@ seeds=${SEEDS:-0 1 2}
 steps=${STEPS:-2000}
 out_dir=${OUT_DIR:-$build_dir/bench-results/char_gpt}
 python=${PYTHON:-/usr/bin/python3}
-threads=${THREADS:-2}
+threads=${THREADS:-0}
+twin_threads=${TWIN_THREADS:-1}
 
 run() {  # prints a command (with any VAR=value prefix) and runs it
   echo "+ $*" >&2
   env "$@"
 }
 
-"$python" -c 'import torch' 2>/dev/null || run "$root/scripts/install-deps.sh" --bench
-if [[ ! -x $build_dir/samples/char_gpt/char_gpt || ! -d $build_dir/python ]]; then
-  [[ -f $build_dir/CMakeCache.txt ]] || run cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
-  run cmake --build "$build_dir" -j 2 --target char_gpt plexus_python
-fi
-mkdir -p "$out_dir"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for seed in $seeds; do
-  run "$build_dir/samples/char_gpt/char_gpt" --seed "$seed" --num-steps "$steps" --threads-per-device "$threads" \
-    --generate 0 --metrics-out "$out_dir/plexus_$seed.json" "$@" | tail -n 1
-  run PYTHONPATH="$build_dir/python" BLIS_NUM_THREADS="$threads" "$python" "$root/bench/pytorch_char_gpt.py" \
-    --seed "$seed" --num-steps "$steps" --threads "$threads" --quiet >"$out_dir/pytorch_$seed.json"
-done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+measure() {  # builds when needed, then runs both sides for every seed
+  "$python" -c 'import torch' 2>/dev/null || run "$root/scripts/install-deps.sh" --bench
+  if [[ ! -x $build_dir/samples/char_gpt/char_gpt || ! -d $build_dir/python ]]; then
+    [[ -f $build_dir/CMakeCache.txt ]] || run cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
+    run cmake --build "$build_dir" -j 2 --target char_gpt plexus_python
+  fi
+  mkdir -p "$out_dir"
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for seed in $seeds; do
+    run "$build_dir/samples/char_gpt/char_gpt" --seed "$seed" --num-steps "$steps" --threads-per-device "$threads" \
+      --generate 0 --metrics-out "$out_dir/plexus_$seed.json" "$@" | tail -n 1
+    run PYTHONPATH="$build_dir/python" BLIS_NUM_THREADS="$twin_threads" "$python" "$root/bench/pytorch_char_gpt.py" \
+      --seed "$seed" --num-steps "$steps" --threads "$twin_threads" --quiet >"$out_dir/pytorch_$seed.json"
+  done
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+[[ ${REPORT_ONLY:-0} == 1 ]] || measure "$@"
 "$python" - "$out_dir" $seeds <<'PY'
 import json, statistics, sys
 out, seeds = sys.argv[1], sys.argv[2:]

@@ -1,9 +1,12 @@
-// conv_bench: GFLOP/s of conv2d and its gradient ops on the two conv layers of seed 003's
-// CNN (PopTorch mnist_pipeline) at batch 40, next to plain BLIS sgemm (a matmul session) on
-// the im2col GEMM shapes the conv kernels run, measured in the same process.
+// conv_bench: GFLOP/s of conv2d and its gradient ops on the conv layers of the seed CNNs,
+// next to plain BLIS sgemm (a matmul session) at the im2col GEMM shapes of the whole batch
+// (the same FLOPs), measured in the same process:
 //
-//   layer1: x [40,1,28,28]  * w [10,1,5,5]   -> [40,10,24,24]  K = 25,  P = 576
-//   layer2: x [40,10,12,12] * w [20,10,5,5]  -> [40,20,8,8]    K = 250, P = 64
+//   seed003_layer1: x [40,1,28,28]  * w [10,1,5,5]  -> [40,10,24,24]  K = 25,  P = 576
+//   seed003_layer2: x [40,10,12,12] * w [20,10,5,5] -> [40,20,8,8]    K = 250, P = 64
+//     (seed 003's CNN, PopTorch mnist_pipeline, batch 40)
+//   seed002_conv:   x [64,1,28,28]  * w [32,1,3,3]  -> [64,32,26,26]  K = 9,   P = 676
+//     (seed 002's CNN, samples/distributed_training/network.h, batch 64)
 //
 // Benchmarks (wall-clock time; every op of a session runs on the device thread, one BLIS
 // thread, device_iterations 10 so that a run's fixed cost is amortised):
@@ -11,11 +14,11 @@
 //   conv2d_grad_input/layerL        dx = col2im(W^T dY)
 //   conv2d_grad_weight/layerL       dW = dY im2col(x)^T
 //   conv2d_train/layerL             all of a training step's conv work: forward, dx, dW, db
-//   sgemm/layerL_{forward,grad_input,grad_weight}   the GEMM alone, at the shape the conv
-//                                   kernel runs (the whole batch in one GEMM, n or k = N*P)
+//   sgemm/layerL_{forward,grad_input,grad_weight}   the same product as one plain GEMM over
+//                                   the whole batch (n or k = N*P), inputs in GEMM layout
 // The FLOPS counter is 2*N*F*K*P per GEMM-shaped product (bias, db, im2col and col2im count
-// for nothing), so conv2d/sgemm at equal shapes shows what im2col, col2im and the layout
-// changes cost. The context lists the GEMM kernel set Plexus chose for every GEMM.
+// for nothing), so conv2d/sgemm shows what the conv costs beyond the GEMM's FLOPs. The
+// context lists the kernels every conv op runs.
 //
 //   build/bench/conv_bench --benchmark_min_time=0.2s
 #include <plexus/plexus.hpp>
@@ -34,26 +37,27 @@
 
 namespace {
 
-constexpr int64_t kBatch = 40;
 constexpr int64_t kDeviceIterations = 10;
 
-/// One conv layer of the seed CNN (stride 1, no padding, square kernel).
+/// One conv layer of a seed CNN at its batch size (stride 1, no padding, square kernel).
 struct Layer {
   const char* name;
-  int64_t c, h, w, f, k;  // input channels and size, filters, kernel size (square)
+  int64_t batch, c, h, w, f, k;  // images, input channels and size, filters, kernel size (square)
 
   int64_t oh() const { return h - k + 1; }
   int64_t ow() const { return w - k + 1; }
   int64_t kdim() const { return c * k * k; }  // K of the im2col GEMM
   int64_t p() const { return oh() * ow(); }   // output pixels per image
-  plx::Shape x_shape() const { return {kBatch, c, h, w}; }
+  plx::Shape x_shape() const { return {batch, c, h, w}; }
   plx::Shape w_shape() const { return {f, c, k, k}; }
-  plx::Shape y_shape() const { return {kBatch, f, oh(), ow()}; }
+  plx::Shape y_shape() const { return {batch, f, oh(), ow()}; }
   /// 2*M*N*K of one im2col GEMM over the whole batch.
-  double gemm_flops() const { return 2.0 * static_cast<double>(f * kdim() * kBatch * p()); }
+  double gemm_flops() const { return 2.0 * static_cast<double>(f * kdim() * batch * p()); }
 };
 
-const Layer kLayers[] = {{"layer1", 1, 28, 28, 10, 5}, {"layer2", 10, 12, 12, 20, 5}};
+const Layer kLayers[] = {{"seed003_layer1", 40, 1, 28, 28, 10, 5},
+                         {"seed003_layer2", 40, 10, 12, 12, 20, 5},
+                         {"seed002_conv", 64, 1, 28, 28, 32, 3}};
 
 /// Uniform [-1, 1) values from a fixed seed.
 std::vector<float> random_data(const plx::Shape& shape, uint32_t seed) {
@@ -122,7 +126,7 @@ void BM_Conv(benchmark::State& state, const Layer& l, Pass pass) {
 // [F,K]^T x [F,NP]; grad_weight [F,NP] x [K,NP]^T.
 void BM_Sgemm(benchmark::State& state, const Layer& l, Pass pass) {
   Bench b;
-  const int64_t f = l.f, k = l.kdim(), np = kBatch * l.p();
+  const int64_t f = l.f, k = l.kdim(), np = l.batch * l.p();
   if (pass == Pass::Forward) b.ir.matmul(b.var("a", {f, k}, 1), b.var("b", {k, np}, 2));
   if (pass == Pass::GradInput) b.ir.matmul(b.var("a", {f, k}, 1), b.var("b", {f, np}, 2), true, false);
   if (pass == Pass::GradWeight) b.ir.matmul(b.var("a", {f, np}, 1), b.var("b", {k, np}, 2), false, true);
@@ -162,7 +166,7 @@ void register_all() {
   }
 }
 
-/// The GEMM kernel choices of a training step's conv ops, per layer, as context.
+/// The kernels of a training step's conv ops, per layer, as context.
 void add_kernel_context() {
   for (const Layer& l : kLayers) {
     Bench b;
@@ -173,7 +177,7 @@ void add_kernel_context() {
     for (const auto& note : report["kernels"]) {
       all += (all.empty() ? "" : "; ") + note.get<std::string>();
     }
-    benchmark::AddCustomContext(std::string("gemm_kernels_") + l.name, all);
+    benchmark::AddCustomContext(std::string("conv_kernels_") + l.name, all);
   }
 }
 

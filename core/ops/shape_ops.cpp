@@ -33,8 +33,9 @@ ir::InferResult infer_reshape(const ir::InferContext& ctx) {
       inferred = static_cast<int>(i);
     } else if (out[i] < 1) {
       ctx.fail(ErrorCode::ShapeMismatch, "target shape " + ints_string(out) + " may hold one -1 and dims >= 1 only");
-    } else {
-      known *= out[i];
+    } else if (__builtin_mul_overflow(known, out[i], &known)) {
+      ctx.fail(ErrorCode::ShapeMismatch, "cannot reshape " + std::to_string(count) + " elements to " +
+                                             ints_string(ctx.attrs.get_ints("shape")));
     }
   }
   if (inferred >= 0 && known > 0 && count % known == 0) out[inferred] = count / known;

@@ -165,20 +165,23 @@ INSTANTIATE_TEST_SUITE_P(StridesAndPaddings, Conv2dShapes,
                                             ::testing::Bool()),
                          conv_case_name);
 
-// The seed's two layers (PopTorch mnist_pipeline: Conv2d(1,10,5) on 28x28, Conv2d(10,20,5) on
-// the pooled 12x12) at batch 2, with bias. K = C*5*5 = 250 products per output of layer 2:
-// kForwardTolerance budgets K <= 64, so 1e-4 absolute, as the matmul test's K = 320. The
-// gradients sum up to N*OH*OW = 1152 products (dw of layer 1) of O(1) terms, within
-// kGradientTolerance's budget. Differentiating the double reference at all 5,000 weights
-// of layer 2 would take seconds, so 60 elements of each input are checked (a wrong rule is
-// wrong almost everywhere; the small shapes above check every element).
+// Seed 003's two layers (PopTorch mnist_pipeline: Conv2d(1,10,5) on 28x28, Conv2d(10,20,5) on
+// the pooled 12x12) and seed 002's (Conv2D(32, 3x3) on 28x28) at batch 2, with bias. K =
+// C*5*5 = 250 products per output of layer 2: kForwardTolerance budgets K <= 64, so 1e-4
+// absolute, as the matmul test's K = 320. The gradients sum up to N*OH*OW = 1352 products
+// (dw of seed 002's layer) of O(1) terms, within kGradientTolerance's budget. Differentiating
+// the double reference at all 5,000 weights of layer 2 would take seconds, so 60 elements of
+// each input are checked (a wrong rule is wrong almost everywhere; the small shapes above
+// check every element).
 TEST(Conv2d, SeedLayerShapesWithGradients) {
   struct Layer {
     ir::Shape x, w;
     Conv cv;
   };
-  const Layer layers[] = {{{2, 1, 28, 28}, {10, 1, 5, 5}, {}}, {{2, 10, 12, 12}, {20, 10, 5, 5}, {}},
-                          {{2, 10, 12, 12}, {20, 10, 5, 5}, {2, 2, 1, 1}}};
+  const Layer layers[] = {{{2, 1, 28, 28}, {10, 1, 5, 5}, {}},
+                          {{2, 10, 12, 12}, {20, 10, 5, 5}, {}},
+                          {{2, 10, 12, 12}, {20, 10, 5, 5}, {2, 2, 1, 1}},
+                          {{2, 1, 28, 28}, {32, 1, 3, 3}, {}}};
   uint32_t seed = 20;
   for (const Layer& l : layers) {
     SCOPED_TRACE(testing::Message() << "x " << ir::shape_string(l.x) << " w " << ir::shape_string(l.w) << " stride "
@@ -192,9 +195,13 @@ TEST(Conv2d, SeedLayerShapesWithGradients) {
   }
 }
 
-// The gradient ops on their own, at shapes that take each of the kernels' paths: the whole
-// batch in one GEMM (small images), chunks of images with a shorter last chunk, and one
-// image per GEMM (the chunk's scratch is capped at 4 MiB: (K + F) * OH*OW * 4 bytes per image).
+// The ops on their own, at shapes that take each of the kernels' paths (conv_gemm.h,
+// conv_direct.h): one image per GEMM for the forward and grad_input passes always;
+// grad_weight sums at least 512 pixels per GEMM (or direct pass), so it takes the whole batch
+// at once (small images), chunks of images with a shorter last chunk, or one image at a time
+// (OH*OW >= 512); a 1x1 kernel with stride 1 and no padding uses x (dx) as the column
+// matrix, except where grad_weight gathers images. Stride 1 without padding takes the direct
+// kernels on AVX2 CPUs: full and partial (OW % 8) pixel vectors, 1 to 6 filters per tile.
 struct PathCase {
   const char* name;
   ir::Shape x, w;
@@ -202,13 +209,14 @@ struct PathCase {
 };
 
 const PathCase kPaths[] = {
-    {"whole batch in one GEMM", {3, 2, 9, 8}, {3, 2, 3, 3}, {2, 1, 1, 0}},
-    {"chunks of 3 images, last of 2 (1.3 MB per image)", {5, 8, 64, 64}, {8, 8, 3, 3}, {1, 1, 1, 1}},
-    {"one image per GEMM (2.6 MB per image)", {2, 16, 64, 64}, {16, 16, 3, 3}, {1, 1, 1, 1}},
+    {"grad_weight: whole batch in one GEMM (30 pixels per image)", {3, 2, 9, 8}, {3, 2, 3, 3}, {2, 1, 1, 0}},
+    {"grad_weight: chunks of 6 images, last of 2 (100 pixels per image)", {8, 2, 12, 12}, {3, 2, 3, 3}, {}},
+    {"grad_weight: one image per GEMM (4096 pixels per image)", {2, 16, 64, 64}, {16, 16, 3, 3}, {1, 1, 1, 1}},
     {"1x1 kernel, one image per GEMM: x is the column matrix", {2, 72, 64, 64}, {72, 72, 1, 1}, {}},
+    {"1x1 kernel, grad_weight gathers 6 images", {6, 4, 8, 8}, {5, 4, 1, 1}, {}},
 };
 
-// The products per output in these shapes reach 16*9 = 144 (K) and 5*64*64 = 20480
+// The products per output in these shapes reach 16*9 = 144 (K) and 2*64*64 = 8192
 // (dw's N*OH*OW): worst-case float32 error ~ count * 6e-8 * |partial sum|; the relative
 // part (1e-4) covers the long dw sums, whose values are O(sqrt(count)).
 constexpr Tolerance kLongSums{2e-4, 1e-4};
@@ -230,16 +238,43 @@ TEST(Conv2d, EveryKernelPathMatchesDoubleReference) {
   }
 }
 
-TEST(Conv2d, NotesReportTheGemmKernelAndImagesPerGemm) {
+TEST(Conv2d, NotesReportTheKernels) {
+  // Seed 003's second layer: stride 1, no padding, so every conv op runs the direct kernels
+  // where the CPU has AVX2 and FMA; elsewhere BLIS's sup kernels, grad_weight on
+  // 512 / (8*8) = 8 images per GEMM.
   ir::Graph g;
   const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({40, 10, 12, 12}, 1), random_f32({20, 10, 5, 5}, 2)});
-  g.add_op("conv2d", ids, {});
+  const ir::TensorId y = g.add_op("conv2d", ids, {}).front();
+  ir::Attributes gw;
+  gw.set("weight_shape", std::vector<int64_t>{20, 10, 5, 5});
+  g.add_op("conv2d_grad_weight", {ids[0], y}, gw);
+  ir::Attributes gi;
+  gi.set("input_shape", std::vector<int64_t>{40, 10, 12, 12});
+  g.add_op("conv2d_grad_input", {y, ids[1]}, gi);
+  runtime::SessionOptions options;
+  options.threads_per_device = 1;
+  const runtime::Session session(g, options);
+  ASSERT_EQ(session.notes().size(), 3u);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  EXPECT_THAT(session.notes()[0], HasSubstr(avx2 ? "conv2d#0: direct AVX2" : "conv2d#0: "));
+  EXPECT_THAT(session.notes()[1],
+              HasSubstr(avx2 ? "conv2d_grad_weight#1: direct AVX2" : "8 image(s) per GEMM"));
+  EXPECT_THAT(session.notes()[2], HasSubstr(avx2 ? "conv2d_grad_input#2: direct AVX2" : "1 image(s) per GEMM"));
+}
+
+// The im2col + sup path on the same layer, with padding 1 (the direct kernels need none):
+// one image per GEMM for conv2d and conv2d_grad_input.
+TEST(Conv2d, NotesReportTheSupKernelsWithPadding) {
+  ir::Graph g;
+  const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({40, 10, 12, 12}, 1), random_f32({20, 10, 5, 5}, 2)});
+  g.add_op("conv2d", ids, make_attrs({{"padding", Ints{1}}}));
   runtime::SessionOptions options;
   options.threads_per_device = 1;
   const runtime::Session session(g, options);
   ASSERT_EQ(session.notes().size(), 1u);
-  EXPECT_THAT(session.notes()[0], HasSubstr("conv2d#0: sgemm 20x250x2560 -> "));
-  EXPECT_THAT(session.notes()[0], HasSubstr("40 image(s) per GEMM"));
+  EXPECT_THAT(session.notes()[0], HasSubstr("conv2d#0: "));
+  EXPECT_THAT(session.notes()[0], HasSubstr(" sup "));
+  EXPECT_THAT(session.notes()[0], HasSubstr("1 image(s) per GEMM"));
 }
 
 TEST(Conv2d, GradientOpsAreAddedByAutodiffOnlyWhereNeeded) {

@@ -1,0 +1,66 @@
+// Direct convolution kernels for x86-64 CPUs with AVX2 and FMA, stride 1 and no padding
+// (conv_gemm.h uses im2col otherwise): they read x in place at per-tap offsets, so no im2col
+// matrix is written (the im2col path spends about as long writing it as multiplying when
+// K * OW is small, as on the seed CNNs). Output pixels go in vectors of 8 consecutive pixels
+// of an output row; a row's last vector is masked when OW % 8 != 0.
+//   forward      register tiles of up to 6 filters x 2 pixel vectors (from the same or
+//                different rows) accumulated over the K = C*KH*KW taps; each output starts
+//                from its bias (or 0) and adds its taps in order (c, i, j), one FMA each
+//                (conv_direct.cpp)
+//   grad_input   register tiles of up to 6 (tap, channel) rows x 2 pixel vectors of dy (4
+//                when a tile has at most 2 rows), summed over the F filters in order, then
+//                added to dx (masked read-modify-write); dx's elements receive their terms
+//                in (image, vector group, row block) order (conv_direct_grad_input.cpp)
+//   grad_weight  register tiles of up to 3 filters x 4 taps, 8 lanes each, accumulated over
+//                the pixel vectors of chunks of images (>= 512 pixels, in order); each lane
+//                sum is kept between chunks, and dw is the sum of a tile's 8 lanes in a fixed
+//                tree at the end (conv_direct_grad_weight.cpp)
+// Fixed orders throughout: results do not depend on threads or timing.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/ops/conv_geometry.h"
+
+namespace plexus::ops {
+
+/// Up to 8 consecutive output pixels of one output row: x offset of the first one's window
+/// (its top-left tap) within an image, and its offset within a filter plane of y.
+struct PixelVector {
+  int64_t x, y;
+};
+
+/// The direct kernels planned for one geometry. Cheap enough to copy once per kernel; the
+/// run functions are const, allocate nothing, and run on the calling thread.
+class DirectConv {
+ public:
+  /// True when these kernels handle g on this CPU: stride 1, no padding, AVX2 and FMA.
+  static bool applies(const ConvGeometry& g);
+
+  /// Precomputes tap offsets and pixel vectors; g must satisfy applies().
+  explicit DirectConv(const ConvGeometry& g);
+
+  /// Scratch floats forward() needs (w repacked per block of filters).
+  int64_t forward_scratch_floats() const;
+  /// Scratch floats grad_input() needs (w repacked per block of channels).
+  int64_t grad_input_scratch_floats() const;
+  /// Scratch floats grad_weight() needs (8 lane sums per weight).
+  int64_t grad_weight_scratch_floats() const;
+
+  /// y [N,F,OH,OW] = conv2d(x [N,C,H,W], w [F,C,KH,KW]) + b [F] (b may be null).
+  void forward(const float* x, const float* w, const float* b, float* y, float* scratch) const;
+  /// dx [N,C,H,W] = conv2d's gradient w.r.t. x for dy [N,F,OH,OW], given w.
+  void grad_input(const float* dy, const float* w, float* dx, float* scratch) const;
+  /// dw [F,C,KH,KW] = conv2d's gradient w.r.t. w for dy [N,F,OH,OW], given x.
+  void grad_weight(const float* x, const float* dy, float* dw, float* scratch) const;
+
+ private:
+  ConvGeometry g_;
+  std::vector<int64_t> offsets_;     // x offset of tap (c, i, j): (c*H + i)*W + j
+  std::vector<int64_t> input_rows_;  // grad_input's rows (i, j, c): dx offset (c*H + i)*W + j
+  std::vector<PixelVector> full_;    // the 8-pixel vectors of an image, row-major
+  std::vector<PixelVector> tail_;    // each row's last vector when OW % 8 != 0
+};
+
+}  // namespace plexus::ops

@@ -1,0 +1,54 @@
+// AVX2 helpers shared by the direct conv kernels (conv_direct.h); x86-64 only. Functions
+// marked PLEXUS_AVX2 may run only where the CPU has AVX2 and FMA.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#define PLEXUS_AVX2 __attribute__((target("avx2,fma")))
+
+namespace plexus::ops::direct {
+
+constexpr int64_t kLanes = 8;  // floats per AVX register
+
+/// Mask lanes [0, lanes) on (-1), the rest off, for _mm256_maskload_ps: a pointer into a
+/// constant table, so that the 256-bit load of the mask never waits for narrower stores.
+inline const int32_t* mask_lanes(int64_t lanes) {
+  static constexpr int32_t kTable[2 * kLanes] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  return kTable + (kLanes - lanes);
+}
+
+template <bool Masked>
+PLEXUS_AVX2 inline __m256 load(const float* p, __m256i mask) {
+  if constexpr (Masked) {
+    return _mm256_maskload_ps(p, mask);
+  } else {
+    return _mm256_loadu_ps(p);
+  }
+}
+
+template <bool Masked>
+PLEXUS_AVX2 inline void store(float* p, __m256i mask, __m256 v) {
+  if constexpr (Masked) {
+    _mm256_maskstore_ps(p, mask, v);
+  } else {
+    _mm256_storeu_ps(p, v);
+  }
+}
+
+/// Block `block` of ceil(total / max) blocks of near-equal size over [0, total): 20 filters in
+/// blocks of at most 6 are 5+5+5+5, not 6+6+6+2 (a narrow tile wastes the loads it shares).
+struct Block {
+  int64_t start, size;
+};
+
+inline int64_t block_count(int64_t total, int64_t max) { return (total + max - 1) / max; }
+
+inline Block block_of(int64_t total, int64_t max, int64_t block) {
+  const int64_t blocks = block_count(total, max), base = total / blocks, extra = total % blocks;
+  return {block * base + std::min(block, extra), base + (block < extra ? 1 : 0)};
+}
+
+}  // namespace plexus::ops::direct
