@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "tests/ops/op_test_util.h"
@@ -125,6 +126,18 @@ TEST(Reshape, ElementCountMismatchIsRejected) {
   const OpError f = expect_build_error("reshape", {random_f32({2, 3}, 1)}, make_attrs({{"shape", Ints{4, -1}}}),
                                        ir::ErrorCode::ShapeMismatch);
   EXPECT_THAT(f.message, HasSubstr("cannot reshape 6 elements to [4,-1]"));
+}
+
+// Found by tests/fuzz/c_api_sequence_fuzzer: the product of the known dims overflowed int64
+// (undefined behaviour) before the element count was compared.
+TEST(Reshape, KnownDimsWhoseProductOverflowsAreRejected) {
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  for (const Ints& target : {Ints{huge, 4}, Ints{huge, -1, 2}, Ints{int64_t{1} << 32, int64_t{1} << 32}}) {
+    SCOPED_TRACE(::testing::PrintToString(target));
+    const OpError e = expect_build_error("reshape", {random_f32({2, 3}, 1)}, make_attrs({{"shape", target}}),
+                                         ir::ErrorCode::ShapeMismatch);
+    EXPECT_THAT(e.message, HasSubstr("cannot reshape 6 elements to ["));
+  }
 }
 
 TEST(Reshape, ShapeAttributeIsRequired) {
