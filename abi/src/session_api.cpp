@@ -27,6 +27,11 @@ std::string report(const runtime::Session& s) {
   j["num_ops"] = s.graph().num_ops();
   j["gradient_accumulation"] = s.options().gradient_accumulation;
   j["weight_update_on_host"] = s.options().weight_update_on_host;
+  j["gradient_bucket_bytes"] = s.options().gradient_bucket_bytes;
+  j["gradient_buckets"] = nlohmann::json::array();
+  for (const runtime::GradientBucket& b : s.gradient_buckets()) {
+    j["gradient_buckets"].push_back({{"all_reduces", b.ops.size()}, {"bytes", b.bytes}});
+  }
   j["training"] = s.training();
   j["micro_batches_per_iteration"] = s.micro_batches();
   j["execution_strategy"] = s.strategy_name();

@@ -47,10 +47,11 @@ runtime::SessionOptions to_session_options(const plx_session_options* options) {
   if (options == nullptr) return out;
   plx_session_options defaults;
   plx_session_options_init(&defaults);
-  using O = plx_session_options;  // its versions 1, 2, 4, 5, 8 and 9
+  using O = plx_session_options;  // its versions 1, 2, 4, 5, 8, 9 and 13
   const O o = read_struct(*options, defaults,
                           {end_of(&O::threads_per_device), end_of(&O::collective_timeout_ms), end_of(&O::profile),
-                           end_of(&O::io_threads), end_of(&O::worker_index), end_of(&O::weight_update_on_host)},
+                           end_of(&O::io_threads), end_of(&O::worker_index), end_of(&O::weight_update_on_host),
+                           end_of(&O::gradient_bucket_bytes)},
                           "plx_session_create: options", "plx_session_options_init");
   out.device_iterations = o.device_iterations;
   out.device_memory_bytes = o.device_memory_bytes;
@@ -63,6 +64,7 @@ runtime::SessionOptions to_session_options(const plx_session_options* options) {
   out.num_workers = o.num_workers;
   out.worker_index = o.worker_index;
   out.weight_update_on_host = o.weight_update_on_host != 0;
+  out.gradient_bucket_bytes = o.gradient_bucket_bytes;
   return out;
 }
 
@@ -93,6 +95,7 @@ PLX_API void plx_session_options_init(plx_session_options* options) {
   options->num_workers = defaults.num_workers;
   options->worker_index = defaults.worker_index;
   options->weight_update_on_host = defaults.weight_update_on_host ? 1 : 0;
+  options->gradient_bucket_bytes = defaults.gradient_bucket_bytes;
 }
 
 }  // extern "C"

@@ -40,6 +40,7 @@ class Builder {
     find_loaders();
     find_offloaded();
     find_accumulated();
+    find_buckets();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
     place_update_sends();
     load_unread_streams();
@@ -215,11 +216,45 @@ class Builder {
       const ChannelPlan& cp = p_.channels[c];
       if (cp.from_phase != Phase::Update) continue;
       auto& body = body_[static_cast<size_t>(cp.from_stage)][phase_index(Phase::Update)];
-      const Action producer{ActionKind::RunOp, static_cast<int32_t>(info(cp.root).producer)};
+      const Action producer = action_running(info(cp.root).producer);
       auto it = std::find_if(body.begin(), body.end(),
                              [&](const Action& a) { return a.kind == producer.kind && a.index == producer.index; });
       body.insert(it + 1, {ActionKind::Send, static_cast<int32_t>(c)});
     }
+  }
+
+  void find_buckets() {
+    p_.buckets = plan_gradient_buckets(g_, pl_.op_stage, o_.gradient_bucket_bytes);
+    for (size_t b = 0; b < p_.buckets.size(); ++b) {
+      for (ir::OpId op : p_.buckets[b].ops) bucket_of_[op] = static_cast<int32_t>(b);
+    }
+  }
+
+  // The action that runs op `op`: its own RunOp, or its gradient bucket's.
+  Action action_running(ir::OpId op) const {
+    const auto it = bucket_of_.find(op);
+    return it == bucket_of_.end() ? Action{ActionKind::RunOp, static_cast<int32_t>(op)}
+                                  : Action{ActionKind::AllReduceBucket, it->second};
+  }
+
+  // Op `id` of stage s's update step is a member of a gradient bucket: the whole bucket runs
+  // at its first member's place (gradient_buckets.h), the other members add no action.
+  // Device-to-host copies anchored after a member stay where they were. False: no bucket.
+  bool add_bucket_member(int32_t s, ir::OpId id, std::vector<Action>& body) {
+    const Action a = action_running(id);
+    if (a.kind != ActionKind::AllReduceBucket) return false;
+    const std::vector<ir::OpId>& members = p_.buckets[static_cast<size_t>(a.index)].ops;
+    if (id == *std::min_element(members.begin(), members.end())) {
+      for (ir::OpId m : members) {
+        for (TensorId t : g_.op(m).inputs) provide(s, Phase::Update, t, g_.op(m));
+      }
+      body.push_back(a);
+      for (ir::OpId m : members) {
+        for (TensorId t : g_.op(m).outputs) available_[static_cast<size_t>(s)].insert(root(t));
+      }
+    }
+    store_streams_after(s, id, body);
+    return true;
   }
 
   void build_stage(int32_t s) {
@@ -239,6 +274,7 @@ class Builder {
       for (size_t o = 0; o < g_.num_ops(); ++o) {
         const auto id = static_cast<ir::OpId>(o);
         if (stage_of(id) != s || phase_of(id) != x) continue;
+        if (add_bucket_member(s, id, body)) continue;
         const ir::Op& op = g_.op(id);
         for (TensorId t : op.inputs) provide(s, x, t, op);
         const std::vector<TensorId> stored = stage_offloaded(op, body);
@@ -394,6 +430,15 @@ class Builder {
           scratch_[static_cast<size_t>(plan.device)] = std::max(scratch_[static_cast<size_t>(plan.device)], op.scratch_bytes);
           break;
         }
+        case ActionKind::AllReduceBucket: {  // packed into the device's scratch
+          const GradientBucket& b = p_.buckets[static_cast<size_t>(a.index)];
+          for (ir::OpId m : b.ops) {
+            for (TensorId t : g_.op(m).inputs) touch(t, pos, x);
+            for (TensorId t : g_.op(m).outputs) touch(t, pos, x);
+          }
+          scratch_[static_cast<size_t>(plan.device)] = std::max(scratch_[static_cast<size_t>(plan.device)], b.bytes);
+          break;
+        }
       }
     }
     plan.slot_plan = memory::plan_memory(requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
@@ -446,6 +491,7 @@ class Builder {
   std::map<TensorId, int32_t> stream_of_;
   std::map<TensorId, std::pair<int32_t, Phase>> loader_;  ///< stream tensors: the stage and step that load them
   std::set<size_t> placed_streams_;
+  std::map<ir::OpId, int32_t> bucket_of_;  ///< members of gradient buckets -> bucket
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
 

@@ -21,6 +21,7 @@
 
 #include "core/ir/graph.h"
 #include "core/memory/memory_plan.h"
+#include "core/compile/gradient_buckets.h"
 #include "core/compile/placement.h"
 
 namespace plexus::runtime {
@@ -34,6 +35,7 @@ enum class ActionKind : uint8_t {
   Accumulate,      ///< accumulator += micro-batch value, `index` = root tensor
   LoadOffloaded,   ///< host-resident optimizer state -> staging buffer, `index` = root tensor
   StoreOffloaded,  ///< staging buffer -> host-resident optimizer state, `index` = root tensor
+  AllReduceBucket, ///< the all-reduces of Program::buckets[`index`] as one call (gradient_buckets.h)
 };
 
 struct Action {
@@ -85,6 +87,9 @@ struct Program {
   std::map<ir::TensorId, int32_t> home_stage;  ///< variables: the stage that holds them
   std::map<ir::TensorId, size_t> offloaded;    ///< optimizer state kept in host memory: root -> offset
   size_t offloaded_bytes = 0;
+  /// Gradient all-reduces fused into one call each (CompileOptions::gradient_bucket_bytes);
+  /// their member ops have no RunOp action, the bucket's AllReduceBucket action runs them.
+  std::vector<GradientBucket> buckets;
 };
 
 struct CompileOptions {
@@ -95,6 +100,8 @@ struct CompileOptions {
   /// buffers (StreamBinding): not planned in the arena of the stage that loads them (a
   /// stage that receives one from it keeps its copy in its slot region).
   std::set<ir::TensorId> in_place;
+  /// Cap of a gradient bucket in bytes (gradient_buckets.h); 0: every all-reduce alone.
+  size_t gradient_bucket_bytes = 0;
 };
 
 /// Builds the program of one replica. Throws InvalidArgument naming the op or tensor when a

@@ -122,6 +122,11 @@ struct OpDef {
   /// collective on a replica-sharded tensor takes the tensor's shard domain).
   std::function<void(const InferContext&, Attributes&)> resolve_attrs;
   std::function<Kernel(const KernelContext&)> kernel;
+  /// Optional: one kernel for several instances of this op with equal attributes, fused
+  /// (gradient buckets, core/compile/gradient_buckets.h): the context's op is the first
+  /// instance, its inputs and outputs every instance's in turn, its scratch their inputs'
+  /// bytes together.
+  std::function<Kernel(const KernelContext&)> fused_kernel;
   /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
   std::function<std::vector<TensorId>(GradContext&)> grad;
   /// In-place op (PopXL's trailing '_'): output k overwrites the storage of input

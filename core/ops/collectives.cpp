@@ -24,6 +24,7 @@
 // dy; reduce_scatter and replica_sharded_slice: dy put back at this replica's shard.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/ir/graph.h"
 #include "core/ops/grad_helpers.h"
@@ -152,6 +153,40 @@ ir::Kernel all_reduce_kernel(const ir::KernelContext& ctx) {
   };
 }
 
+// The fused kernel of several all-reduces (OpDef::fused_kernel; a gradient bucket,
+// core/compile/gradient_buckets.h, PyTorch DDP's buckets): packs every member's input into
+// the scratch, all-reduces it in one call over the first member's group (every member has
+// its reduction and grouping) and unpacks the results: element for element the reduction
+// each member does alone, so the same bits. A group of one copies inputs to outputs.
+ir::Kernel all_reduce_bucket_kernel(const ir::KernelContext& ctx) {
+  GroupView view = group_view(ctx);
+  replication::Communicator* comm = comm_for(ctx, view);
+  struct Member {
+    const std::byte* x;
+    std::byte* y;
+    size_t offset, bytes;
+  };
+  std::vector<Member> parts;
+  size_t total = 0;
+  for (size_t i = 0; i < ctx.in.size(); ++i) {
+    parts.push_back({ctx.in[i], ctx.out[i], total, ctx.inputs[i]->bytes()});
+    total += parts.back().bytes;
+  }
+  const DType dtype = ctx.inputs[0]->dtype;
+  return [comm, members = std::move(view.members), parts = std::move(parts), packed = ctx.scratch,
+          count = total / ir::dtype_size(dtype), dtype, op = reduce_op(ctx.op.attrs)] {
+    if (comm == nullptr) {  // a group of one: every reduction is the identity
+      for (const Member& m : parts) {
+        if (m.x != m.y) std::memcpy(m.y, m.x, m.bytes);
+      }
+      return;
+    }
+    for (const Member& m : parts) std::memcpy(packed + m.offset, m.x, m.bytes);
+    comm->all_reduce(members, packed, packed, count, dtype, op);
+    for (const Member& m : parts) std::memcpy(m.y, packed + m.offset, m.bytes);
+  };
+}
+
 std::vector<TensorId> all_reduce_grad(ir::GradContext& ctx) {
   const ReduceOp op = reduce_op(ctx.op.attrs);
   if (op == ReduceOp::Max || op == ReduceOp::Min) {
@@ -168,6 +203,7 @@ ir::OpDef all_reduce_def(const char* name, bool in_place) {
   d.attrs = with(grouping_attrs(), {{"op", ir::AttrKind::String, ir::AttrValue{std::string("sum")}}});
   d.infer = infer_all_reduce;
   d.kernel = all_reduce_kernel;
+  d.fused_kernel = all_reduce_bucket_kernel;
   d.communicates = true;
   if (in_place) {
     d.inplace_inputs = {0};

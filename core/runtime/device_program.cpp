@@ -229,6 +229,8 @@ DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace&
     case ActionKind::LoadOffloaded:
     case ActionKind::StoreOffloaded:
       return offloaded_copy(st, p, a);
+    case ActionKind::AllReduceBucket:
+      return all_reduce_bucket(st, p, a.index);
     case ActionKind::RunOp:
       break;
   }
@@ -309,6 +311,46 @@ DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const S
   return item;
 }
 
+ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace& p, const ir::Op& op,
+                                               const std::vector<ir::OpId>& tensors_of) {
+  std::byte* scratch = st.device->arena().data() + r_.program.devices[static_cast<size_t>(st.index)].scratch_offset;
+  ir::KernelContext ctx{.graph = r_.graph,
+                        .op = op,
+                        .scratch = scratch,
+                        .max_threads = r_.threads_per_device,
+                        .replica = st.global_replica,
+                        .replication_factor = r_.graph.replication_factor(),
+                        .micro_batch_counter = &st.micro_batch_counter,
+                        .comm = r_.collectives.empty()
+                                    ? nullptr
+                                    : r_.collectives[static_cast<size_t>(st.index)]->communicator(st.global_replica),
+                        .remote = r_.storage.remote(st.replica).bases(),
+                        .notes = st.replica == 0 ? &notes_ : nullptr};
+  for (ir::OpId id : tensors_of) {
+    for (ir::TensorId t : r_.graph.op(id).inputs) {
+      ctx.inputs.push_back(&r_.graph.tensor(t));
+      ctx.in.push_back(tensor_address(st, p, t));
+    }
+    for (ir::TensorId t : r_.graph.op(id).outputs) {
+      ctx.outputs.push_back(&r_.graph.tensor(t));
+      ctx.out.push_back(tensor_address(st, p, t));
+    }
+  }
+  return ctx;
+}
+
+DeviceProgram::Item DeviceProgram::all_reduce_bucket(DeviceState& st, const StepPlace& p, int32_t bucket) {
+  const GradientBucket& b = r_.program.buckets[static_cast<size_t>(bucket)];
+  Item item;
+  item.op = b.ops.front();
+  const ir::Op& first = r_.graph.op(b.ops.front());
+  item.fn = first.def->fused_kernel(kernel_context(st, p, first, b.ops));
+  item.scratch = b.bytes;
+  item.traced = true;
+  item.span = SpanKind::Collective;
+  return item;
+}
+
 DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, ir::OpId id) {
   const ir::Op& op = r_.graph.op(id);
   Item item;
@@ -320,27 +362,8 @@ DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, i
     item.receive = item.traced = true;
     return item;
   }
-  std::byte* scratch = st.device->arena().data() + r_.program.devices[static_cast<size_t>(st.index)].scratch_offset;
-  ir::KernelContext ctx{.graph = r_.graph,
-                        .op = op,
-                        .scratch = op.scratch_bytes ? scratch : nullptr,
-                        .max_threads = r_.threads_per_device,
-                        .replica = st.global_replica,
-                        .replication_factor = r_.graph.replication_factor(),
-                        .micro_batch_counter = &st.micro_batch_counter,
-                        .comm = r_.collectives.empty()
-                                    ? nullptr
-                                    : r_.collectives[static_cast<size_t>(st.index)]->communicator(st.global_replica),
-                        .remote = r_.storage.remote(st.replica).bases(),
-                        .notes = st.replica == 0 ? &notes_ : nullptr};
-  for (ir::TensorId t : op.inputs) {
-    ctx.inputs.push_back(&r_.graph.tensor(t));
-    ctx.in.push_back(tensor_address(st, p, t));
-  }
-  for (ir::TensorId t : op.outputs) {
-    ctx.outputs.push_back(&r_.graph.tensor(t));
-    ctx.out.push_back(tensor_address(st, p, t));
-  }
+  ir::KernelContext ctx = kernel_context(st, p, op, {id});
+  if (op.scratch_bytes == 0) ctx.scratch = nullptr;
   item.fn = op.def->kernel(ctx);
   item.scratch = op.scratch_bytes;
   item.traced = op.def->communicates;

@@ -68,7 +68,8 @@ void Session::compile_program() {
   }
   // The host update keeps the optimizer state in host memory: offloaded, never staged.
   const bool offload = options_.offload_optimizer_state || options_.weight_update_on_host;
-  program_ = compile(graph_, placement, {program_.micro_batches, analysis.slots, offload, in_place});
+  program_ = compile(graph_, placement,
+                     {program_.micro_batches, analysis.slots, offload, in_place, options_.gradient_bucket_bytes});
   check_memory();
 }
 

@@ -40,6 +40,11 @@ struct SessionOptions {
   /// weights are copied to the devices before the next forward pass. The graph should
   /// then not all-reduce the gradients itself.
   bool weight_update_on_host = false;
+  /// Gradient buckets (core/compile/gradient_buckets.h; PyTorch DDP's bucket_cap_mb): the
+  /// update step's all-reduces of gradients are fused into calls of about this many bytes
+  /// (a gradient larger than the cap is a call of its own), with the same weights bit for
+  /// bit; 0 = one all-reduce per gradient. Default 25 MiB, DDP's.
+  size_t gradient_bucket_bytes = size_t{25} << 20;
   bool profile = false;                  ///< record a RunTrace of every run
   /// Device-side buffers per stream and replica filled ahead of compute by the io threads
   /// (docs/design.md "Streaming layer"); 0: devices copy from the host themselves.

@@ -92,6 +92,16 @@ TEST(CApiStructSize, SessionOptionsOfEveryOlderVersion) {
   char report[8192];
   ASSERT_PLX_OK(plx_session_get_report(s.get(), report, sizeof report, nullptr));
   EXPECT_THAT(report, HasSubstr("\"weight_update_on_host\": false"));
+  // Version 9 (and 12): gradient_bucket_bytes (version 13) keeps its default, 25 MiB.
+  plx_session_options v12;
+  plx_session_options_init(&v12);
+  v12.struct_size = offsetof(plx_session_options, gradient_bucket_bytes);
+  v12.gradient_bucket_bytes = 7;
+  plx_session* raw12 = nullptr;
+  ASSERT_PLX_OK(plx_session_create(ir.get(), &v12, &raw12));
+  const SessionPtr s12(raw12);
+  ASSERT_PLX_OK(plx_session_get_report(s12.get(), report, sizeof report, nullptr));
+  EXPECT_THAT(report, HasSubstr("\"gradient_bucket_bytes\": 26214400"));
 }
 
 TEST(CApiStructSize, ShortAndNewerOptionsStructs) {
@@ -199,7 +209,7 @@ TEST(CApiStructSize, AStructSizeInsideAFieldOrBetweenVersionsIsRefused) {
     o.struct_size = size;
     EXPECT_PLX_ERROR(create_status(ir.get(), o), PLX_ERR_INVALID_ARGUMENT,
                      "plx_session_create: options->struct_size is " + std::to_string(size),
-                     "not the size of a version of the struct (32, 48, 112, 128, 144 or 152", "plx_session_options_init");
+                     "not the size of a version of the struct (32, 48, 112, 128, 144, 152 or 160", "plx_session_options_init");
   }
   for (const size_t size : {offsetof(plx_session_options, threads_per_device) + sizeof(int32_t),
                             offsetof(plx_session_options, collectives_plugin)}) {

@@ -38,6 +38,24 @@ TEST(ReplicatedSession, DataParallelTrainingEqualsOneReplicaWithTheWholeBatch) {
   EXPECT_GT(moved, 1e-2f);
 }
 
+TEST(ReplicatedSession, GradientBucketsTrainToTheBitsOfOneAllReducePerGradient) {
+  // Issue 19 (PyTorch DDP's buckets): one bucket of all four gradients (the default cap), two
+  // buckets (a 72-byte cap closes one after b1 and w1), or none; SGD and Adam.
+  for (const bool adam : {false, true}) {
+    for (const auto& [replicas, batch] : {std::pair<int64_t, int64_t>{2, 4}, {4, 2}}) {
+      SessionOptions alone;
+      alone.gradient_bucket_bytes = 0;
+      const std::vector<float> reference = train_mlp(replicas, batch, 20, alone, {adam});
+      for (const size_t cap : {size_t{72}, SessionOptions{}.gradient_bucket_bytes}) {
+        SessionOptions bucketed;
+        bucketed.gradient_bucket_bytes = cap;
+        EXPECT_EQ(max_abs_difference(train_mlp(replicas, batch, 20, bucketed, {adam}), reference), 0.0f)
+            << "R=" << replicas << ", cap " << cap << (adam ? ", Adam" : ", SGD");
+      }
+    }
+  }
+}
+
 TEST(ReplicatedSession, ReplicasOfOneGroupDivergeWithoutAReduction) {
   // Why the mean reduction matters (seed 000's listing lacks it): replicas of one group
   // start equal but update with their own data.

@@ -36,9 +36,10 @@ TEST_P(WorkersOverMpi, TrainToTheWeightsOfOneProcess) {
   const int64_t replicas = workers * GetParam();  // GetParam() replicas per worker
   SessionOptions one_process;
   one_process.collectives_plugin = "local";
+  one_process.gradient_bucket_bytes = 0;
   const std::vector<float> split = train_mlp(replicas, kBatch, kSteps, worker_options());
-  // The same R replicas in this process alone: member-order reductions make them equal bit
-  // for bit.
+  // The same R replicas in this process alone, one all-reduce per gradient where the workers
+  // fuse them into a gradient bucket: member-order reductions make them equal bit for bit.
   const std::vector<float> together = train_mlp(replicas, kBatch, kSteps, one_process);
   ASSERT_EQ(split.size(), together.size());
   EXPECT_EQ(max_abs_difference(split, together), 0.0f) << workers << " workers x " << GetParam() << " replicas";

@@ -65,6 +65,7 @@
  *      plx_workers_read_environment reads a cluster definition (PLEXUS_CLUSTER, TF_CONFIG).
  *  12  text corpora (plx_text_load, plx_text_get_split, plx_text_destroy,
  *      PLX_FORTUNES_DIR) and loaders over their windows (plx_loader_create_text).
+ *  13  gradient buckets: gradient_bucket_bytes in plx_session_options.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -540,7 +541,7 @@ enum {
  * threads_per_device (32); 2 collectives_plugin, collective_timeout_ms (48);
  * 4 gradient_accumulation .. profile (112); 5 prefetch_depth, io_threads (128);
  * 8 num_workers, worker_index (144); 9 weight_update_on_host (152); 10 device_memory_bytes
- * becomes size_t (was int64_t; same size and alignment).
+ * becomes size_t (was int64_t; same size and alignment); 13 gradient_bucket_bytes (160).
  */
 typedef struct plx_session_options {
   size_t struct_size;            /**< sizeof(plx_session_options), set by _init */
@@ -589,6 +590,14 @@ typedef struct plx_session_options {
                                        all-reduce those gradients itself. Weights and optimizer state
                                        must be one value on all replicas (else PLX_ERR_UNSUPPORTED at
                                        plx_session_create). Default 0. */
+  /* since PLX_API_VERSION 13 */
+  size_t gradient_bucket_bytes;   /**< gradient buckets (PyTorch DDP's bucket_cap_mb, in bytes): the update
+                                       step's replicated_all_reduce(_) of gradients a backward op computed
+                                       are fused into calls of about this many bytes each (one dtype,
+                                       reduction and replica grouping per call; a gradient larger than
+                                       the cap is a call of its own), launched where the first of them
+                                       ran; every element is reduced as alone, so the weights are the
+                                       same bits. 0 = one call per all-reduce. Default 25 MiB. */
 } plx_session_options;
 
 /**

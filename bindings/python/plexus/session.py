@@ -25,7 +25,8 @@ _SHUFFLE = {"auto": 0, "off": 1, "on": 2}
 # Session keyword -> plx_session_options field for plain numbers and flags.
 _NUMERIC_OPTIONS = ("device_iterations", "device_memory_bytes", "threads_per_device", "collective_timeout_ms",
                     "gradient_accumulation", "output_return_period", "offload_optimizer_state", "profile",
-                    "prefetch_depth", "io_threads", "num_workers", "worker_index", "weight_update_on_host")
+                    "prefetch_depth", "io_threads", "num_workers", "worker_index", "weight_update_on_host",
+                    "gradient_bucket_bytes")
 _STRING_OPTIONS = ("collectives_plugin", "execution_strategy", "strategy_options")
 
 
@@ -220,7 +221,9 @@ class Session:
     ("all", "final", "every_n", "sum"), output_return_period, offload_optimizer_state,
     profile (record traces), prefetch_depth (2), io_threads (1), threads_per_device,
     device_memory_bytes, collectives_plugin, collective_timeout_ms, num_workers,
-    worker_index, weight_update_on_host. Raises the C errors of plx_session_create
+    worker_index, weight_update_on_host, gradient_bucket_bytes (gradient all-reduces fused
+    into calls of about this many bytes, PyTorch DDP's bucket_cap_mb; 25 MiB, 0 = none).
+    Raises the C errors of plx_session_create
     (InvalidArgument, OutOfDeviceMemory, PluginError, ...) and TypeError for an unknown
     option. Runs of one session execute one at a time in the order started; other methods
     are safe from any thread."""

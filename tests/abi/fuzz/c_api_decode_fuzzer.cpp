@@ -114,6 +114,7 @@ void read_caller_options(FuzzInputReader& in, CallerOptions& c) {
   o.num_workers = in.get<int64_t>();
   o.worker_index = in.get<int64_t>();
   o.weight_update_on_host = in.get<int32_t>();
+  o.gradient_bucket_bytes = in.get<size_t>();
 }
 
 // Whether the caller's struct_size covers `field`.
@@ -168,6 +169,7 @@ void check_read(const plx_session_options& c, const runtime::SessionOptions& r) 
   PLEXUS_EXPECT_READ(num_workers);
   PLEXUS_EXPECT_READ(worker_index);
   PLEXUS_EXPECT_READ_FLAG(weight_update_on_host);
+  PLEXUS_EXPECT_READ(gradient_bucket_bytes);
 }
 
 #undef PLEXUS_EXPECT_READ

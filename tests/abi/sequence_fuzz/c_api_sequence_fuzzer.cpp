@@ -735,6 +735,8 @@ class Fuzz {
     o.num_stages = stages.size();
     if (b6 % 16 == 15) o.num_workers = 2, o.worker_index = b6 / 16 % 2;
     o.weight_update_on_host = b6 % 8 == 3;
+    if (b5 / 32 == 1) o.gradient_bucket_bytes = 0;   // one all-reduce per gradient
+    if (b5 / 32 == 2) o.gradient_bucket_bytes = 16;  // buckets of a few small gradients
     static constexpr size_t sizes[] = {48, 112, 128, 144};
     if (b6 / 32 == 7) o.struct_size = sizes[b6 / 8 % 4];
     if (tracing()) {

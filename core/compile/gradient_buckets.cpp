@@ -1,0 +1,80 @@
+#include "core/compile/gradient_buckets.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace plexus::runtime {
+
+namespace {
+
+using ir::OpId;
+using ir::Phase;
+using ir::TensorId;
+
+// What members of one bucket share: stage, dtype, reduction, group_size, stride.
+using BucketKey = std::tuple<int32_t, ir::DType, std::string, int64_t, int64_t>;
+
+bool is_all_reduce(const ir::Op& op) {
+  return op.def->name == "replicated_all_reduce" || op.def->name == "replicated_all_reduce_";
+}
+
+// The first update op that reads or writes each storage root (-1: none).
+std::vector<int64_t> first_update_use(const ir::Graph& graph) {
+  std::vector<int64_t> first(graph.num_tensors(), -1);
+  for (size_t o = graph.num_ops(); o-- > 0;) {
+    const ir::Op& op = graph.op(static_cast<OpId>(o));
+    if (op.phase != Phase::Update) continue;
+    for (const auto* list : {&op.inputs, &op.outputs}) {
+      for (TensorId t : *list) first[static_cast<size_t>(graph.storage_root(t))] = static_cast<int64_t>(o);
+    }
+  }
+  return first;
+}
+
+// A gradient all-reduce (gradient_buckets.h): the update step's all-reduce of what a
+// backward op computed, not replica-sharded, and the first update op to use that storage
+// (so that running it earlier, at its bucket's place, changes what no other op reads).
+// Returns the backward op computing its input, or -1.
+int64_t gradient_producer(const ir::Graph& graph, OpId id, const std::vector<int64_t>& first_use) {
+  const ir::Op& op = graph.op(id);
+  if (op.phase != Phase::Update || !is_all_reduce(op)) return -1;
+  const ir::TensorInfo& x = graph.tensor(op.inputs[0]);
+  if (x.kind != ir::TensorKind::OpOutput || graph.op(x.producer).phase != Phase::Backward || x.sharding) return -1;
+  if (first_use[static_cast<size_t>(graph.storage_root(op.inputs[0]))] != static_cast<int64_t>(id)) return -1;
+  return static_cast<int64_t>(x.producer);
+}
+
+}  // namespace
+
+std::vector<GradientBucket> plan_gradient_buckets(const ir::Graph& graph, const std::vector<int32_t>& op_stage,
+                                                  size_t bucket_bytes) {
+  if (bucket_bytes == 0) return {};
+  const std::vector<int64_t> first_use = first_update_use(graph);
+  std::vector<std::pair<int64_t, OpId>> ready;  // (producing backward op, all-reduce)
+  for (size_t o = 0; o < graph.num_ops(); ++o) {
+    const int64_t p = gradient_producer(graph, static_cast<OpId>(o), first_use);
+    if (p >= 0) ready.emplace_back(p, static_cast<OpId>(o));
+  }
+  std::stable_sort(ready.begin(), ready.end());
+  std::vector<GradientBucket> buckets;
+  std::map<BucketKey, size_t> open;  // key -> index of its bucket still taking members
+  for (const auto& [unused, id] : ready) {
+    const ir::Op& op = graph.op(id);
+    const ir::TensorInfo& x = graph.tensor(op.inputs[0]);
+    const BucketKey key{op_stage[static_cast<size_t>(id)], x.dtype, op.attrs.get_string("op"),
+                        op.attrs.get_int("group_size"), op.attrs.get_int("stride")};
+    auto [it, fresh] = open.emplace(key, buckets.size());
+    if (fresh) buckets.emplace_back();
+    GradientBucket& b = buckets[it->second];
+    b.ops.push_back(id);
+    b.bytes += x.bytes();
+    if (b.bytes >= bucket_bytes) open.erase(it);
+  }
+  std::erase_if(buckets, [](const GradientBucket& b) { return b.ops.size() < 2; });
+  return buckets;
+}
+
+}  // namespace plexus::runtime
