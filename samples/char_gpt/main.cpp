@@ -266,6 +266,7 @@ Program build_train(const Options& o, const std::vector<std::vector<float>>& wei
 plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64_t device_iterations) {
   for (int64_t s = 0; s < o.model.stages; ++s) stages.add({"s" + std::to_string(s)}, s);
   plx::SessionOptions opts;
+  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
   if (o.model.stages > 1) {
     stages.apply(opts);
     opts.execution_strategy = "pipelined";

@@ -84,6 +84,7 @@ struct TrainResult {
 inline TrainResult train(TrainProgram& t, const CommonOptions& o, ImageSplit& data,
                          const std::function<void(const plx::Session&, const TrainProgram&)>& on_session) {
   plx::SessionOptions opts;
+  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
   opts.device_iterations = o.device_iterations;
   opts.prefetch_depth = o.prefetch_depth;
   plx::Session session(t.ir, opts);

@@ -78,6 +78,7 @@ struct CommonOptions {
   int64_t device_iterations = 1;  ///< steps per session run
   int64_t gradient_accumulation = 1;
   int64_t replication_factor = 1;  ///< with kWorkers: of all workers; 0: one per worker
+  size_t gradient_bucket_bytes = size_t{25} << 20;  ///< plx_session_options.gradient_bucket_bytes
   int64_t prefetch_depth = 2;
   int64_t loader_workers = 2;
   int64_t threads_per_device = 0;
@@ -136,7 +137,10 @@ inline void add_training(po::options_description& d, CommonOptions& o, unsigned 
                        "(data parallel, gradients mean-reduced; 0: one per worker)"
                      : "replicas training in parallel (data parallel, gradients mean-reduced)";
   d.add_options()("replication-factor", po::value(&o.replication_factor)->default_value(o.replication_factor),
-                  replicas_help.c_str())("seed", po::value(&o.seed)->default_value(o.seed),
+                  replicas_help.c_str())(
+      "gradient-bucket-bytes", po::value(&o.gradient_bucket_bytes)->default_value(o.gradient_bucket_bytes),
+      "gradient buckets: the gradient all-reduces of a step fused into calls of about this many bytes "
+      "(PyTorch DDP's bucket_cap_mb; 0: one call per gradient)")("seed", po::value(&o.seed)->default_value(o.seed),
                                          "seed for weight init and shuffling");
 }
 

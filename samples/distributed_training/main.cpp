@@ -125,6 +125,7 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   samples::DistProgram t =
       samples::build_dist_train(o.replication_factor, o.batch_size, o.seed, o.learning_rate, o.host_update);
   plx::SessionOptions opts;
+  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
   opts.device_iterations = o.device_iterations;
   opts.gradient_accumulation = o.gradient_accumulation;
   opts.prefetch_depth = o.prefetch_depth;

@@ -97,6 +97,7 @@ void check(const Options& o) {
 plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64_t device_iterations) {
   for (int64_t s = 0; s < kStages; ++s) stages.add({"B" + std::to_string(s + 1)}, s);
   plx::SessionOptions opts;
+  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
   stages.apply(opts);
   opts.execution_strategy = o.strategy.c_str();
   opts.strategy_options = o.strategy == "pipelined" && o.schedule == "fill_drain" ? "fill_drain" : "";

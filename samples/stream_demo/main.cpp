@@ -202,6 +202,7 @@ int run_demo(const Options& o) {
   plx::Stages stages;
   stages.add({"B1", "B2", "B3", "B4"}, 0);
   plx::SessionOptions opts;
+  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
   stages.apply(opts);
   opts.device_iterations = o.device_iterations;
   opts.prefetch_depth = o.prefetch_depth;
