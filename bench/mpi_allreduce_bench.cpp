@@ -19,6 +19,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -56,6 +57,9 @@ void run(const bench::EngineOptions& options, int rank, int ranks) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // MPI as the plugin initializes it in a Plexus program (use_default_eager_limit in
+  // plugins/collectives_mpi/mpi_runtime.h), for both contenders: a 4 KiB envelope goes eagerly.
+  setenv("OMPI_MCA_btl_vader_eager_limit", "8192", /*overwrite=*/0);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;

@@ -72,6 +72,15 @@ Outcome check_thread_level(int provided, const char* who) {
 
 }  // namespace
 
+void use_default_eager_limit() {
+  // Open MPI sends shared-memory messages of up to btl_vader_eager_limit bytes (4 KiB by
+  // default) at once and larger ones after a handshake. A call's envelope is its data plus
+  // 64 bytes of calls (collectives_workers/call_exchange.h), so a 4 KiB all_reduce took the
+  // handshake and 1.6-3x MPI_Allreduce's time; 8 KiB sends it eagerly (bench/README.md,
+  // "mpi_allreduce_bench"). A value set by the user or mpirun is kept.
+  setenv("OMPI_MCA_btl_vader_eager_limit", "8192", /*overwrite=*/0);
+}
+
 Outcome ensure_mpi() {
   std::lock_guard lock(init_mutex);
   int finalized = 0;
@@ -87,6 +96,7 @@ Outcome ensure_mpi() {
     MPI_Query_thread(&provided);
     return check_thread_level(provided, initialized_here ? "by this plugin" : "by the application");
   }
+  use_default_eager_limit();
   int provided = MPI_THREAD_SINGLE;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     return Outcome::error(PLX_ERR_RUNTIME, "comm_create: MPI_Init_thread failed");

@@ -16,6 +16,13 @@
 namespace plexus::collectives::mpi {
 
 /**
+ * Sets Open MPI's shared-memory eager limit to 8 KiB (OMPI_MCA_btl_vader_eager_limit) unless
+ * the environment sets it, so that a 4 KiB call's envelope goes without a handshake. Only
+ * affects an MPI_Init that follows; ensure_mpi() calls it. Not thread-safe (setenv).
+ */
+void use_default_eager_limit();
+
+/**
  * Initializes MPI (MPI_Init_thread with MPI_THREAD_MULTIPLE) unless it is initialized;
  * fails with PLX_ERR_UNSUPPORTED when MPI was finalized or offers less than
  * MPI_THREAD_MULTIPLE (the replicas' threads call MPI concurrently). Thread-safe.

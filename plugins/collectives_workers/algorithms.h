@@ -25,6 +25,14 @@ namespace plexus::collectives::workers {
 Outcome chain_reduce(Transfers& transfers, Group& group, std::span<const CallDescriptor> local);
 
 /**
+ * all_reduce as a reduce-scatter then an all-gather (split_reduce.cpp): each worker gathers
+ * its range of the vector from every member, reduces it in member order (reduce_kernels.h,
+ * bit for bit the chain's and one process's result) and sends it to every other worker.
+ * Half the chain's time on 2 workers, whose links carry the vector forward then back.
+ */
+Outcome split_reduce(Transfers& transfers, Group& group, std::span<const CallDescriptor> local);
+
+/**
  * all_reduce and reduce_scatter whose data came with the exchange of calls
  * (call_exchange.h, travels_inline()): `calls` holds every member's call in member order,
  * each with its send (remote ones in the envelopes). Each worker reduces what its members

@@ -14,6 +14,7 @@ Outcome move_data(Transfers& transfers, Group& group, std::span<const CallDescri
                   Collective kind) {
   switch (kind) {
     case Collective::all_reduce:
+      return split_reduce(transfers, group, local);
     case Collective::reduce_scatter:
       return chain_reduce(transfers, group, local);
     case Collective::all_gather:
