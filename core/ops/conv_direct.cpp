@@ -71,20 +71,7 @@ constexpr TileFn pick(int v, bool masked) {
 }
 
 TileFn tile_fn(int64_t rows, int v, bool masked) {
-  switch (rows) {
-    case 1:
-      return pick<1>(v, masked);
-    case 2:
-      return pick<2>(v, masked);
-    case 3:
-      return pick<3>(v, masked);
-    case 4:
-      return pick<4>(v, masked);
-    case 5:
-      return pick<5>(v, masked);
-    default:
-      return pick<6>(v, masked);
-  }
+  return direct::dispatch<kTileFilters>(rows, [&]<int R>() { return pick<R>(v, masked); });
 }
 
 // wp[(block*K + l)*kTileFilters + r] = w[(start + r)*K + l] for each block's filters.

@@ -76,20 +76,7 @@ constexpr TileFn pick(int64_t v, bool masked) {
 }
 
 TileFn tile_fn(int64_t rows, int64_t v, bool masked) {
-  switch (rows) {
-    case 1:
-      return pick<1>(v, masked);
-    case 2:
-      return pick<2>(v, masked);
-    case 3:
-      return pick<3>(v, masked);
-    case 4:
-      return pick<4>(v, masked);
-    case 5:
-      return pick<5>(v, masked);
-    default:
-      return pick<6>(v, masked);
-  }
+  return direct::dispatch<kTileRows>(rows, [&]<int R>() { return pick<R>(v, masked); });
 }
 
 // wp[(block*F + f)*kTileRows + r] = w[f, c, i, j] for row block*... + r = (i*KW + j)*C + c of

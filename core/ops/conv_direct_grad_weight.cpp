@@ -78,29 +78,10 @@ constexpr TileFn pick(bool masked) {
   return masked ? tile<R, L, true> : tile<R, L, false>;
 }
 
-template <int R>
-constexpr TileFn pick(int64_t taps, bool masked) {
-  switch (taps) {
-    case 1:
-      return pick<R, 1>(masked);
-    case 2:
-      return pick<R, 2>(masked);
-    case 3:
-      return pick<R, 3>(masked);
-    default:
-      return pick<R, 4>(masked);
-  }
-}
-
 TileFn tile_fn(int64_t filters, int64_t taps, bool masked) {
-  switch (filters) {
-    case 1:
-      return pick<1>(taps, masked);
-    case 2:
-      return pick<2>(taps, masked);
-    default:
-      return pick<3>(taps, masked);
-  }
+  return direct::dispatch<kTileFilters>(filters, [&]<int R>() {
+    return direct::dispatch<kTileTaps>(taps, [&]<int L>() { return pick<R, L>(masked); });
+  });
 }
 
 // Every (filter block, tap block) tile over the chunk's images and the given pixel vectors.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #define PLEXUS_AVX2 __attribute__((target("avx2,fma")))
 
@@ -49,6 +50,19 @@ inline int64_t block_count(int64_t total, int64_t max) { return (total + max - 1
 inline Block block_of(int64_t total, int64_t max, int64_t block) {
   const int64_t blocks = block_count(total, max), base = total / blocks, extra = total % blocks;
   return {block * base + std::min(block, extra), base + (block < extra ? 1 : 0)};
+}
+
+/// f.template operator()<N>() for N = n clamped to [1, Max]: picks the instantiation of a
+/// register tile whose size N (rows, filters, taps, vectors) is a template parameter, e.g.
+/// dispatch<6>(rows, [&]<int R>() { return pick<R>(v, masked); }).
+template <int Max, typename F>
+auto dispatch(int64_t n, F&& f) {
+  const int64_t clamped = std::clamp<int64_t>(n, 1, Max);
+  return [&]<int... I>(std::integer_sequence<int, I...>) {
+    decltype(f.template operator()<1>()) out{};
+    static_cast<void>(((clamped == I + 1 ? (out = f.template operator()<I + 1>(), true) : false) || ...));
+    return out;
+  }(std::make_integer_sequence<int, Max>{});
 }
 
 }  // namespace plexus::ops::direct
