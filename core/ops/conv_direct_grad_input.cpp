@@ -114,10 +114,15 @@ void run_vectors(const ConvGeometry& g, InputArgs& t, const std::vector<PixelVec
 }  // namespace
 
 int64_t DirectConv::grad_input_scratch_floats() const {
+  if (isa_ == DirectIsa::Avx512) return grad_input_avx512_scratch_floats();
   return direct::block_count(g_.kh * g_.kw * g_.c, kTileRows) * kTileRows * g_.f;
 }
 
 void DirectConv::grad_input(const float* dy, const float* w, float* dx, float* scratch) const {
+  if (isa_ == DirectIsa::Avx512) {
+    grad_input_avx512(dy, w, dx, scratch);
+    return;
+  }
   repack_weights(g_, w, scratch);
   std::fill(dx, dx + g_.n * g_.image(), 0.0f);
   for (int64_t n = 0; n < g_.n; ++n) {

@@ -9,6 +9,8 @@
 #include <utility>
 
 #define PLEXUS_AVX2 __attribute__((target("avx2,fma")))
+// Functions marked PLEXUS_AVX512 may run only where the CPU has AVX-512 F, VL and DQ.
+#define PLEXUS_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
 
 namespace plexus::ops::direct {
 
