@@ -76,18 +76,6 @@ TileFn tile_fn(int64_t rows, int v, bool masked) {
   return direct::dispatch<kTileFilters>(rows, [&]<int R>() { return pick<R>(v, masked); });
 }
 
-// wp[(block*K + l)*kTileFilters + r] = w[(start + r)*K + l] for each block's filters.
-void repack_filters(const ConvGeometry& g, const float* w, float* wp) {
-  const int64_t k = g.k();
-  for (int64_t block = 0; block < direct::block_count(g.f, kTileFilters); ++block, wp += k * kTileFilters) {
-    const Block fb = direct::block_of(g.f, kTileFilters, block);
-    for (int64_t l = 0; l < k; ++l) {
-      for (int64_t r = 0; r < kTileFilters; ++r)
-        wp[l * kTileFilters + r] = r < fb.size ? w[(fb.start + r) * k + l] : 0.0f;
-    }
-  }
-}
-
 // Runs every filter block over the pixel vectors, two at a time (across output rows), all
 // masked to their first `lanes` pixels when lanes < kLanes.
 void run_vectors(const ConvGeometry& g, TileArgs& t, const std::vector<PixelVector>& vectors, int64_t lanes,
@@ -131,6 +119,16 @@ std::vector<LanedVector> pair_vectors(const ConvGeometry& g) {
 
 }  // namespace
 
+void direct::repack_filters(const ConvGeometry& g, const float* w, float* wp, int64_t tile) {
+  const int64_t k = g.k();
+  for (int64_t block = 0; block < direct::block_count(g.f, tile); ++block, wp += k * tile) {
+    const Block fb = direct::block_of(g.f, tile, block);
+    for (int64_t l = 0; l < k; ++l) {
+      for (int64_t r = 0; r < tile; ++r) wp[l * tile + r] = r < fb.size ? w[(fb.start + r) * k + l] : 0.0f;
+    }
+  }
+}
+
 bool DirectConv::applies(const ConvGeometry& g) {
   static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return cpu && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
@@ -173,7 +171,11 @@ int64_t DirectConv::forward_scratch_floats() const {
 }
 
 void DirectConv::forward(const float* x, const float* w, const float* b, float* y, float* scratch) const {
-  repack_filters(g_, w, scratch);
+  if (isa_ == DirectIsa::Avx512) {
+    forward_avx512(x, w, b, y, scratch);
+    return;
+  }
+  direct::repack_filters(g_, w, scratch, kTileFilters);
   for (int64_t n = 0; n < g_.n; ++n) {
     TileArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), g_.k(), g_.p(), {}, nullptr};
     run_vectors(g_, t, full_, kLanes, scratch, b);

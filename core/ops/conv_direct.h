@@ -6,14 +6,17 @@
 //   forward      register tiles of up to 6 filters x 2 pixel vectors (from the same or
 //                different rows) accumulated over the K = C*KH*KW taps; each output starts
 //                from its bias (or 0) and adds its taps in order (c, i, j), one FMA each
-//                (conv_direct.cpp)
+//                (conv_direct.cpp).
+//                On AVX-512 CPUs: tiles of up to 6 filters x 4 pairs of pixel vectors (16
+//                lanes, from halves_), the same order of taps (conv_direct_forward_avx512.cpp)
 //   grad_input   register tiles of up to 6 (tap, channel) rows x 2 pixel vectors of dy (4
 //                when a tile has at most 2 rows), summed over the F filters in order, then
 //                added to dx (masked read-modify-write); dx's elements receive their terms
 //                in (image, vector group, row block) order (conv_direct_grad_input.cpp).
 //                On AVX-512 CPUs: tiles of up to 6 rows x up to 8 pairs of pixel vectors
-//                (16 lanes), rows in (column tap j, row tap i, channel) order and row blocks
-//                in (block, pair group) order (conv_direct_grad_input_avx512.cpp)
+//                (16 lanes), rows in (column tap j, row tap i, channel) order, blocked per
+//                column tap, tiles in (pair group, row block) order
+//                (conv_direct_grad_input_avx512.cpp)
 //   grad_weight  register tiles of up to 3 filters x 4 taps, 8 lanes each, accumulated over
 //                the pixel vectors of chunks of images (>= 512 pixels, in order); each lane
 //                sum is kept between chunks, and dw is the sum of a tile's 8 lanes in a fixed
@@ -41,7 +44,7 @@ struct LanedVector {
 };
 
 /// Which instruction set the direct kernels use: AVX2 + FMA everywhere they apply, AVX-512
-/// (F, VL, DQ) for grad_input where the CPU has it.
+/// (F, VL, DQ) for forward and grad_input where the CPU has it.
 enum class DirectIsa { Avx2, Avx512 };
 
 /// The direct kernels planned for one geometry. Cheap enough to copy once per kernel; the
@@ -76,6 +79,8 @@ class DirectConv {
   void grad_weight(const float* x, const float* dy, float* dw, float* scratch) const;
 
  private:
+  /// forward() on AVX-512 (conv_direct_forward_avx512.cpp).
+  void forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch) const;
   /// grad_input() on AVX-512 (conv_direct_grad_input_avx512.cpp), and its scratch floats.
   void grad_input_avx512(const float* dy, const float* w, float* dx, float* scratch) const;
   int64_t grad_input_avx512_scratch_floats() const;

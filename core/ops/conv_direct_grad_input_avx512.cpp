@@ -7,7 +7,7 @@
 // filters in registers, then adds each half to dx (k-masked read-modify-write).
 // Rows go in (j, i, c) order, blocked within each column tap j: the rows of one tile never
 // hit partly overlapping dx addresses (same c and dx row, columns 1..7 apart), whose stores
-// a following load could not forward from.
+// a following load could not forward from. Tiles go in (pair group, row block) order.
 #include <algorithm>
 
 #include "core/ops/conv_direct.h"
@@ -19,14 +19,11 @@ namespace {
 
 using direct::Block;
 using direct::kLanes;
+using direct::kPair;
+using direct::lane_mask;
+using direct::max_pairs;
 
 constexpr int64_t kTileRows = 6;   // (tap, channel) rows per register tile at most
-constexpr int kAccumulators = 24;  // of the 32 zmm registers
-constexpr int kMaxPairs = 8;       // pixel-vector pairs per tile at most
-constexpr int64_t kPair = 2 * kLanes;
-
-/// Pairs per tile for a tile of `rows` rows: as many as kAccumulators allow.
-constexpr int max_pairs(int rows) { return std::min(kMaxPairs, kAccumulators / rows); }
 
 /// What the tiles of one image share: dy packed as [pairs][F][16] (dyp), dx of the image, F,
 /// and the halves (2 per pair).
@@ -36,9 +33,6 @@ struct PairArgs {
   int64_t filters;
   const LanedVector* halves;
 };
-
-/// The mask of lanes [0, lanes) of an 8-lane vector.
-inline __mmask8 lane_mask(int64_t lanes) { return static_cast<__mmask8>((1u << lanes) - 1u); }
 
 /// out[0 .. lanes) += v[0 .. lanes), the other lanes untouched (k-masked). A full vector
 /// goes unmasked: a later load of the same address then takes the stored value from the
@@ -77,14 +71,19 @@ PLEXUS_AVX512 void tile(const PairArgs& t, int64_t pair0, const float* wp, const
       for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(a, dv[v], acc[r][v]);
     }
   }
+  // The halves and row offsets in locals first: the stores to dx could alias t's arrays.
+  LanedVector h[2 * V];
+  float* out[R];
+#pragma GCC unroll 16
+  for (int u = 0; u < 2 * V; ++u) h[u] = t.halves[2 * pair0 + u];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) out[r] = t.dxn + row_offsets[r];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
-      const LanedVector& lo = t.halves[2 * (pair0 + v)];
-      const LanedVector& hi = t.halves[2 * (pair0 + v) + 1];
-      add_half(t.dxn + row_offsets[r] + lo.x, lo.lanes, _mm512_extractf32x8_ps(acc[r][v], 0));
-      add_half(t.dxn + row_offsets[r] + hi.x, hi.lanes, _mm512_extractf32x8_ps(acc[r][v], 1));
+      add_half(out[r] + h[2 * v].x, h[2 * v].lanes, _mm512_extractf32x8_ps(acc[r][v], 0));
+      add_half(out[r] + h[2 * v + 1].x, h[2 * v + 1].lanes, _mm512_extractf32x8_ps(acc[r][v], 1));
     }
   }
 }
@@ -152,15 +151,16 @@ void DirectConv::grad_input_avx512(const float* dy, const float* w, float* dx, f
   const RowBlocks blocks(g_);
   float* dyp = scratch + blocks.count * g_.f * kTileRows;
   const auto pairs = static_cast<int64_t>(halves_.size() / 2);
+  // The first block of a column tap is its largest, and max_pairs falls with the rows.
+  const int64_t per_tile = max_pairs(static_cast<int>(blocks.block(g_, 0).size));
   repack_weights(g_, w, scratch);
   std::fill(dx, dx + g_.n * g_.image(), 0.0f);
   for (int64_t n = 0; n < g_.n; ++n) {
     pack_dy(g_, halves_, dy + n * g_.out_image(), dyp);
     const PairArgs t{dyp, dx + n * g_.image(), g_.f, halves_.data()};
-    for (int64_t b = 0; b < blocks.count; ++b) {
-      const Block rb = blocks.block(g_, b);
-      const int64_t per_tile = direct::dispatch<kTileRows>(rb.size, []<int R>() { return int64_t{max_pairs(R)}; });
-      for (int64_t k = 0; k < pairs; k += per_tile) {
+    for (int64_t k = 0; k < pairs; k += per_tile) {  // a group of pairs stays in L1 for every block
+      for (int64_t b = 0; b < blocks.count; ++b) {
+        const Block rb = blocks.block(g_, b);
         tile_fn(rb.size, std::min(per_tile, pairs - k))(t, k, scratch + b * g_.f * kTileRows,
                                                         column_rows_.data() + rb.start);
       }

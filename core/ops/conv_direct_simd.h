@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/ops/conv_geometry.h"
+
 #define PLEXUS_AVX2 __attribute__((target("avx2,fma")))
 // Functions marked PLEXUS_AVX512 may run only where the CPU has AVX-512 F, VL and DQ.
 #define PLEXUS_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
@@ -41,6 +43,18 @@ PLEXUS_AVX2 inline void store(float* p, __m256i mask, __m256 v) {
   }
 }
 
+// AVX-512 kernels hold a pair of 8-pixel vectors (PixelVector) per 16-lane register.
+constexpr int64_t kPair = 2 * kLanes;
+constexpr int kAccumulators = 24;  // accumulator registers of an AVX-512 tile (of 32)
+constexpr int kMaxPairs = 8;       // pairs per AVX-512 tile at most
+
+/// Pairs per AVX-512 tile of `rows` rows (filters, or (tap, channel) rows): as many as
+/// kAccumulators allow, at most kMaxPairs.
+constexpr int max_pairs(int rows) { return std::min(kMaxPairs, kAccumulators / rows); }
+
+/// The k-mask of lanes [0, lanes) of an 8-lane vector, lanes in [0, 8].
+inline __mmask8 lane_mask(int64_t lanes) { return static_cast<__mmask8>((1u << lanes) - 1u); }
+
 /// Block `block` of ceil(total / max) blocks of near-equal size over [0, total): 20 filters in
 /// blocks of at most 6 are 5+5+5+5, not 6+6+6+2 (a narrow tile wastes the loads it shares).
 struct Block {
@@ -53,6 +67,10 @@ inline Block block_of(int64_t total, int64_t max, int64_t block) {
   const int64_t blocks = block_count(total, max), base = total / blocks, extra = total % blocks;
   return {block * base + std::min(block, extra), base + (block < extra ? 1 : 0)};
 }
+
+/// wp[(block*K + l)*tile + r] = w[(start + r)*K + l] for each balanced block (block_of) of at
+/// most `tile` filters of w [F, K], 0 past a block's last filter: the forward kernels' weights.
+void repack_filters(const ConvGeometry& g, const float* w, float* wp, int64_t tile);
 
 /// f.template operator()<N>() for N = n clamped to [1, Max]: picks the instantiation of a
 /// register tile whose size N (rows, filters, taps, vectors) is a template parameter, e.g.

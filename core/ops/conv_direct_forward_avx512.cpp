@@ -1,0 +1,135 @@
+// DirectConv::forward on AVX-512 CPUs (conv_direct.h): y[n, f, oh, ow] = b[f] + sum over taps
+// (c, i, j), in that order, of w[f, c, i, j] * x[n, c, oh+i, ow+j], as the AVX2 kernel
+// (conv_direct.cpp) but with 16-lane registers: each holds a pair of 8-pixel vectors
+// (halves_), its x read as two halves at the tap's offset. Lanes past a row's end compute
+// values that are never stored; their x reads stay inside x (they run into the next
+// image) except in the last image, whose tiles mask them.
+#include <algorithm>
+
+#include "core/ops/conv_direct.h"
+#include "core/ops/conv_direct_simd.h"
+
+namespace plexus::ops {
+
+namespace {
+
+using direct::Block;
+using direct::kLanes;
+using direct::lane_mask;
+using direct::max_pairs;
+
+constexpr int64_t kTileFilters = 6;  // filters per register tile at most
+
+/// What the tiles of one image share: its x and y, the tap offsets, K, y's filter-plane
+/// stride P, and the halves (2 per pair).
+struct ForwardArgs {
+  const float* xn;
+  float* yn;
+  const int64_t* offsets;
+  int64_t k, plane;
+  const LanedVector* halves;
+};
+
+/// The pair of 8-float halves lo[0..8) | hi[0..8) in one register; Masked reads only the
+/// lanes in mlo / mhi (0 elsewhere), else lo's read runs 8 floats on, over its upper half.
+template <bool Masked>
+PLEXUS_AVX512 inline __m512 load_pair(const float* lo, const float* hi, __mmask8 mlo, __mmask8 mhi) {
+  if constexpr (Masked) {
+    return _mm512_insertf32x8(_mm512_maskz_loadu_ps(mlo, lo), _mm256_maskz_loadu_ps(mhi, hi), 1);
+  } else {
+    return _mm512_insertf32x8(_mm512_loadu_ps(lo), _mm256_loadu_ps(hi), 1);
+  }
+}
+
+/// p[0 .. lanes) = v[0 .. lanes).
+PLEXUS_AVX512 inline void store_half(float* p, int64_t lanes, __m256 v) {
+  if (lanes == kLanes) {
+    _mm256_storeu_ps(p, v);
+  } else {
+    _mm256_mask_storeu_ps(p, lane_mask(lanes), v);
+  }
+}
+
+// y tile [R filters from f0, V pairs from pair0] = bias + sum over taps of w * x; wp holds
+// the block's filters repacked as [K][kTileFilters], bias its R values or null.
+template <int R, int V, bool Masked>
+PLEXUS_AVX512 void tile(const ForwardArgs& t, int64_t pair0, const float* wp, const float* bias, int64_t f0) {
+  // Locals only inside the tap loop, and every loop over acc unrolled (constant indices), so
+  // that the accumulators stay in registers.
+  const LanedVector* h = t.halves + 2 * pair0;
+  const float *lo[V], *hi[V];
+  __mmask8 mlo[V], mhi[V];
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) {
+    lo[v] = t.xn + h[2 * v].x, hi[v] = t.xn + h[2 * v + 1].x;
+    mlo[v] = lane_mask(h[2 * v].lanes), mhi[v] = lane_mask(h[2 * v + 1].lanes);
+  }
+  __m512 acc[R][V];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 b = bias ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) acc[r][v] = b;
+  }
+  const int64_t* offsets = t.offsets;
+  const int64_t k = t.k;
+  for (int64_t l = 0; l < k; ++l, wp += kTileFilters) {
+    const int64_t off = offsets[l];
+    __m512 xv[V];
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) xv[v] = load_pair<Masked>(lo[v] + off, hi[v] + off, mlo[v], mhi[v]);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(wp[r]);
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(a, xv[v], acc[r][v]);
+    }
+  }
+  // The halves in locals first: the stores to y could alias t's arrays.
+  LanedVector hv[2 * V];
+#pragma GCC unroll 16
+  for (int u = 0; u < 2 * V; ++u) hv[u] = h[u];
+  float* const yn = t.yn + f0 * t.plane;
+  const int64_t plane = t.plane;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) {
+      store_half(yn + r * plane + hv[2 * v].y, hv[2 * v].lanes, _mm512_extractf32x8_ps(acc[r][v], 0));
+      store_half(yn + r * plane + hv[2 * v + 1].y, hv[2 * v + 1].lanes, _mm512_extractf32x8_ps(acc[r][v], 1));
+    }
+  }
+}
+
+using TileFn = void (*)(const ForwardArgs&, int64_t, const float*, const float*, int64_t);
+
+/// The tile of R filters and `pairs` pairs (clamped to [1, max_pairs(R)]), masked or not.
+TileFn tile_fn(int64_t filters, int64_t pairs, bool masked) {
+  return direct::dispatch<kTileFilters>(filters, [&]<int R>() {
+    return direct::dispatch<max_pairs(R)>(pairs, [&]<int V>() -> TileFn {
+      return masked ? tile<R, V, true> : tile<R, V, false>;
+    });
+  });
+}
+
+}  // namespace
+
+void DirectConv::forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch) const {
+  direct::repack_filters(g_, w, scratch, kTileFilters);
+  const auto pairs = static_cast<int64_t>(halves_.size() / 2);
+  const int64_t blocks = direct::block_count(g_.f, kTileFilters), k = g_.k();
+  // The first block is the largest, and max_pairs falls with the filters: every block takes it.
+  const int64_t per_tile = max_pairs(static_cast<int>(direct::block_of(g_.f, kTileFilters, 0).size));
+  for (int64_t n = 0; n < g_.n; ++n) {
+    const ForwardArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), k, g_.p(), halves_.data()};
+    for (int64_t p = 0; p < pairs; p += per_tile) {
+      for (int64_t block = 0; block < blocks; ++block) {
+        const Block fb = direct::block_of(g_.f, kTileFilters, block);
+        tile_fn(fb.size, std::min(per_tile, pairs - p), n == g_.n - 1)(t, p, scratch + block * kTileFilters * k,
+                                                                       b ? b + fb.start : nullptr, fb.start);
+      }
+    }
+  }
+}
+
+}  // namespace plexus::ops
