@@ -7,7 +7,7 @@
 //                different rows) accumulated over the K = C*KH*KW taps; each output starts
 //                from its bias (or 0) and adds its taps in order (c, i, j), one FMA each
 //                (conv_direct.cpp).
-//                On AVX-512 CPUs: tiles of up to 6 filters x 4 pairs of pixel vectors (16
+//                On AVX-512 CPUs: tiles of up to 6 filters x 4-7 pairs of pixel vectors (16
 //                lanes, from halves_), the same order of taps (conv_direct_forward_avx512.cpp)
 //   grad_input   register tiles of up to 6 (tap, channel) rows x 2 pixel vectors of dy (4
 //                when a tile has at most 2 rows), summed over the F filters in order, then

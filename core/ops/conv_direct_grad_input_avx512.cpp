@@ -1,9 +1,10 @@
 // DirectConv::grad_input on AVX-512 CPUs (conv_direct.h): dx[n, c, oh+i, ow+j] += sum over f
 // of w[f, c, i, j] * dy[n, f, oh, ow], as the AVX2 kernel (conv_direct_grad_input.cpp) but
 // with 16-lane registers: each holds a pair of 8-pixel vectors of dy (halves_, consecutive
-// in row-major order, so that an 8-pixel-wide dy fills every lane), packed per image into
-// scratch as [pairs][F][16], zeros in the lanes past a row's end (a tile then reads V
-// sequential streams of F*16 floats). A tile sums R rows x V pairs over the F
+// in row-major order, so that an 8-pixel-wide dy fills every lane). A tile reads its pairs
+// from dy in place where each is 16 consecutive floats of dy (a full vector and the next),
+// else from scratch, where its group of pairs is packed as [pair][F][16] (zeros past a
+// row's end). A tile sums R rows x V pairs over the F
 // filters in registers, then adds each half to dx (k-masked read-modify-write).
 // Rows go in (j, i, c) order, blocked within each column tap j: the rows of one tile never
 // hit partly overlapping dx addresses (same c and dx row, columns 1..7 apart), whose stores
@@ -19,16 +20,19 @@ namespace {
 
 using direct::Block;
 using direct::kLanes;
+using direct::kMaxPairs;
 using direct::kPair;
 using direct::lane_mask;
 using direct::max_pairs;
 
 constexpr int64_t kTileRows = 6;   // (tap, channel) rows per register tile at most
 
-/// What the tiles of one image share: dy packed as [pairs][F][16] (dyp), dx of the image, F,
-/// and the halves (2 per pair).
+/// What the tiles of one group of pairs share: where each pair's 16 lanes of filter 0 are
+/// (src, in dy itself or packed), the floats from one filter to the next (stride), dx of
+/// the image, F, and the group's halves (2 per pair).
 struct PairArgs {
-  const float* dyp;
+  const float* src[kMaxPairs];
+  int64_t stride;
   float* dxn;
   int64_t filters;
   const LanedVector* halves;
@@ -49,21 +53,26 @@ PLEXUS_AVX512 inline void add_half(float* out, int64_t lanes, __m256 v) {
 // dx at [R rows, V pairs from pair0] += sum over f of w * dy: row r's weights are
 // wp[f * kTileRows + r] and its dx offset, relative to a vector's window, row_offsets[r].
 template <int R, int V>
-PLEXUS_AVX512 void tile(const PairArgs& t, int64_t pair0, const float* wp, const int64_t* row_offsets) {
+PLEXUS_AVX512 void tile(const PairArgs& t, const float* wp, const int64_t* row_offsets) {
   // Locals only inside the filter loop, and every loop over acc unrolled (constant indices),
   // so that the accumulators stay in registers.
-  const int64_t filters = t.filters, stride = filters * kPair;
-  const float* d = t.dyp + pair0 * stride;
+  const int64_t filters = t.filters, stride = t.stride;
+  const float* src[V];
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) src[v] = t.src[v];
   __m512 acc[R][V];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
   }
-  for (int64_t f = 0; f < filters; ++f, wp += kTileRows, d += kPair) {
+  for (int64_t f = 0; f < filters; ++f, wp += kTileRows) {
     __m512 dv[V];
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v) dv[v] = _mm512_loadu_ps(d + v * stride);
+    for (int v = 0; v < V; ++v) {
+      dv[v] = _mm512_loadu_ps(src[v] + f * stride);
+      __asm__("" : "+v"(dv[v]));  // a register: else each row's FMA reloads it from memory
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 a = _mm512_set1_ps(wp[r]);
@@ -75,7 +84,7 @@ PLEXUS_AVX512 void tile(const PairArgs& t, int64_t pair0, const float* wp, const
   LanedVector h[2 * V];
   float* out[R];
 #pragma GCC unroll 16
-  for (int u = 0; u < 2 * V; ++u) h[u] = t.halves[2 * pair0 + u];
+  for (int u = 0; u < 2 * V; ++u) h[u] = t.halves[u];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) out[r] = t.dxn + row_offsets[r];
 #pragma GCC unroll 8
@@ -88,7 +97,7 @@ PLEXUS_AVX512 void tile(const PairArgs& t, int64_t pair0, const float* wp, const
   }
 }
 
-using TileFn = void (*)(const PairArgs&, int64_t, const float*, const int64_t*);
+using TileFn = void (*)(const PairArgs&, const float*, const int64_t*);
 
 /// The tile of R rows and `pairs` pairs (clamped to [1, max_pairs(R)]).
 TileFn tile_fn(int64_t rows, int64_t pairs) {
@@ -127,24 +136,41 @@ void repack_weights(const ConvGeometry& g, const float* w, float* wp) {
   }
 }
 
-// dyp[(k*F + f)*16 + s*8 + l] = dyn[f*P + halves[2k+s].y + l] for l < its lanes, else 0.
-PLEXUS_AVX512 void pack_dy(const ConvGeometry& g, const std::vector<LanedVector>& halves, const float* dyn,
-                           float* dyp) {
-  for (size_t k = 0; k < halves.size(); k += 2, dyp += g.f * kPair) {
-    const LanedVector &lo = halves[k], &hi = halves[k + 1];
-    const __mmask8 mlo = lane_mask(lo.lanes), mhi = lane_mask(hi.lanes);
-    for (int64_t f = 0; f < g.f; ++f) {
+/// True when dy holds pair (lo, hi) as 16 consecutive floats of each filter plane (P floats):
+/// lo full and hi right after it (or a 0-lane padding), all inside the plane. Lanes past
+/// the pair's own pixels are then other pixels' dy, which only lanes never added to dx see.
+bool in_place(const LanedVector& lo, const LanedVector& hi, int64_t plane) {
+  return lo.lanes == kLanes && (hi.lanes == 0 || hi.y == lo.y + kLanes) && lo.y + kPair <= plane;
+}
+
+// dyp[(v*F + f)*16 + s*8 + l] = dyn[f*P + h[2v+s].y + l] for the V pairs of h, l < its lanes,
+// else 0.
+PLEXUS_AVX512 void pack_pairs(const ConvGeometry& g, const LanedVector* h, int64_t pairs, const float* dyn,
+                              float* dyp) {
+  for (int64_t v = 0; v < pairs; ++v) {
+    const LanedVector lo = h[2 * v], hi = h[2 * v + 1];
+    for (int64_t f = 0; f < g.f; ++f, dyp += kPair) {
       const float* src = dyn + f * g.p();
-      const __m512 v = _mm512_insertf32x8(_mm512_setzero_ps(), _mm256_maskz_loadu_ps(mlo, src + lo.y), 0);
-      _mm512_storeu_ps(dyp + f * kPair, _mm512_insertf32x8(v, _mm256_maskz_loadu_ps(mhi, src + hi.y), 1));
+      const __m512 x = _mm512_insertf32x8(_mm512_setzero_ps(), _mm256_maskz_loadu_ps(lane_mask(lo.lanes), src + lo.y), 0);
+      _mm512_storeu_ps(dyp, _mm512_insertf32x8(x, _mm256_maskz_loadu_ps(lane_mask(hi.lanes), src + hi.y), 1));
     }
   }
+}
+
+/// Points t at the group's pairs (t.halves, V of them) in dyn, or packs them into dyp when
+/// one of them is not in_place.
+void point_pairs(const ConvGeometry& g, int64_t pairs, const float* dyn, float* dyp, PairArgs& t) {
+  bool all = true;
+  for (int64_t v = 0; v < pairs; ++v) all = all && in_place(t.halves[2 * v], t.halves[2 * v + 1], g.p());
+  if (!all) pack_pairs(g, t.halves, pairs, dyn, dyp);
+  t.stride = all ? g.p() : kPair;
+  for (int64_t v = 0; v < pairs; ++v) t.src[v] = all ? dyn + t.halves[2 * v].y : dyp + v * g.f * kPair;
 }
 
 }  // namespace
 
 int64_t DirectConv::grad_input_avx512_scratch_floats() const {
-  return RowBlocks(g_).count * g_.f * kTileRows + g_.f * static_cast<int64_t>(halves_.size()) * kLanes;
+  return RowBlocks(g_).count * g_.f * kTileRows + kMaxPairs * g_.f * kPair;
 }
 
 void DirectConv::grad_input_avx512(const float* dy, const float* w, float* dx, float* scratch) const {
@@ -156,13 +182,13 @@ void DirectConv::grad_input_avx512(const float* dy, const float* w, float* dx, f
   repack_weights(g_, w, scratch);
   std::fill(dx, dx + g_.n * g_.image(), 0.0f);
   for (int64_t n = 0; n < g_.n; ++n) {
-    pack_dy(g_, halves_, dy + n * g_.out_image(), dyp);
-    const PairArgs t{dyp, dx + n * g_.image(), g_.f, halves_.data()};
     for (int64_t k = 0; k < pairs; k += per_tile) {  // a group of pairs stays in L1 for every block
+      const int64_t v = std::min(per_tile, pairs - k);
+      PairArgs t{{}, 0, dx + n * g_.image(), g_.f, halves_.data() + 2 * k};
+      point_pairs(g_, v, dy + n * g_.out_image(), dyp, t);
       for (int64_t b = 0; b < blocks.count; ++b) {
         const Block rb = blocks.block(g_, b);
-        tile_fn(rb.size, std::min(per_tile, pairs - k))(t, k, scratch + b * g_.f * kTileRows,
-                                                        column_rows_.data() + rb.start);
+        tile_fn(rb.size, v)(t, scratch + b * g_.f * kTileRows, column_rows_.data() + rb.start);
       }
     }
   }

@@ -45,12 +45,12 @@ PLEXUS_AVX2 inline void store(float* p, __m256i mask, __m256 v) {
 
 // AVX-512 kernels hold a pair of 8-pixel vectors (PixelVector) per 16-lane register.
 constexpr int64_t kPair = 2 * kLanes;
-constexpr int kAccumulators = 24;  // accumulator registers of an AVX-512 tile (of 32)
-constexpr int kMaxPairs = 8;       // pairs per AVX-512 tile at most
+constexpr int kMaxPairs = 8;  // pairs per AVX-512 tile at most
 
-/// Pairs per AVX-512 tile of `rows` rows (filters, or (tap, channel) rows): as many as
-/// kAccumulators allow, at most kMaxPairs.
-constexpr int max_pairs(int rows) { return std::min(kMaxPairs, kAccumulators / rows); }
+/// Pairs V per AVX-512 tile of `rows` rows R (filters, or (tap, channel) rows): as many as
+/// fit the 32 registers with the R*V accumulators, the V pairs' inputs and one broadcast
+/// weight (more, and the compiler reloads each input once per row), at most kMaxPairs.
+constexpr int max_pairs(int rows) { return std::min(kMaxPairs, 31 / (rows + 1)); }
 
 /// The k-mask of lanes [0, lanes) of an 8-lane vector, lanes in [0, 8].
 inline __mmask8 lane_mask(int64_t lanes) { return static_cast<__mmask8>((1u << lanes) - 1u); }

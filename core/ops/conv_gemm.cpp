@@ -54,7 +54,7 @@ int64_t ConvPlan::scratch_bytes() const {
 std::string ConvPlan::description() const {
   if (direct_) {
     if (pass_ != ConvPass::GradWeight && direct_->isa() == DirectIsa::Avx512) {
-      return pass_ == ConvPass::Forward ? "direct AVX-512, up to 6 filters x 4 pairs of 8 pixels per tile"
+      return pass_ == ConvPass::Forward ? "direct AVX-512, up to 6 filters x 4-7 pairs of 8 pixels per tile"
                                         : "direct AVX-512, up to 6 (tap, channel) rows x 4-8 pairs of 8 pixels per tile";
     }
     return std::string("direct AVX2, ") + (pass_ == ConvPass::Forward     ? "6 filters x 16 pixels per tile"
