@@ -50,6 +50,17 @@ PLEXUS_AVX512 inline void store_half(float* p, int64_t lanes, __m256 v) {
   }
 }
 
+/// yr at the pair (lo, hi) = v: one 16-lane store where hi follows a full lo in y (or is
+/// the 0-lane padding), else one per half.
+PLEXUS_AVX512 inline void store_pair(float* yr, const LanedVector& lo, const LanedVector& hi, __m512 v) {
+  if (lo.lanes == kLanes && (hi.lanes == 0 || hi.y == lo.y + kLanes)) {
+    _mm512_mask_storeu_ps(yr + lo.y, direct::pair_mask(hi.lanes), v);
+    return;
+  }
+  store_half(yr + lo.y, lo.lanes, _mm512_extractf32x8_ps(v, 0));
+  store_half(yr + hi.y, hi.lanes, _mm512_extractf32x8_ps(v, 1));
+}
+
 // y tile [R filters from f0, V pairs from pair0] = bias + sum over taps of w * x; wp holds
 // the block's filters repacked as [K][kTileFilters], bias its R values or null.
 template <int R, int V, bool Masked>
@@ -95,8 +106,7 @@ PLEXUS_AVX512 void tile(const ForwardArgs& t, int64_t pair0, const float* wp, co
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
-      store_half(yn + r * plane + hv[2 * v].y, hv[2 * v].lanes, _mm512_extractf32x8_ps(acc[r][v], 0));
-      store_half(yn + r * plane + hv[2 * v + 1].y, hv[2 * v + 1].lanes, _mm512_extractf32x8_ps(acc[r][v], 1));
+      store_pair(yn + r * plane, hv[2 * v], hv[2 * v + 1], acc[r][v]);
     }
   }
 }

@@ -50,6 +50,20 @@ PLEXUS_AVX512 inline void add_half(float* out, int64_t lanes, __m256 v) {
   _mm256_mask_storeu_ps(out, m, _mm256_add_ps(_mm256_maskz_loadu_ps(m, out), v));
 }
 
+/// out at the pair (lo, hi) += v: one 16-lane read-modify-write where hi follows a full lo
+/// in dx (same row; or is the 0-lane padding), else one per half.
+PLEXUS_AVX512 inline void add_pair(float* out, const LanedVector& lo, const LanedVector& hi, __m512 v) {
+  if (lo.lanes == kLanes && hi.lanes == kLanes && hi.x == lo.x + kLanes) {
+    _mm512_storeu_ps(out + lo.x, _mm512_add_ps(_mm512_loadu_ps(out + lo.x), v));
+  } else if (lo.lanes == kLanes && (hi.lanes == 0 || hi.x == lo.x + kLanes)) {
+    const __mmask16 m = direct::pair_mask(hi.lanes);
+    _mm512_mask_storeu_ps(out + lo.x, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, out + lo.x), v));
+  } else {
+    add_half(out + lo.x, lo.lanes, _mm512_extractf32x8_ps(v, 0));
+    add_half(out + hi.x, hi.lanes, _mm512_extractf32x8_ps(v, 1));
+  }
+}
+
 // dx at [R rows, V pairs from pair0] += sum over f of w * dy: row r's weights are
 // wp[f * kTileRows + r] and its dx offset, relative to a vector's window, row_offsets[r].
 template <int R, int V>
@@ -91,8 +105,7 @@ PLEXUS_AVX512 void tile(const PairArgs& t, const float* wp, const int64_t* row_o
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
-      add_half(out[r] + h[2 * v].x, h[2 * v].lanes, _mm512_extractf32x8_ps(acc[r][v], 0));
-      add_half(out[r] + h[2 * v + 1].x, h[2 * v + 1].lanes, _mm512_extractf32x8_ps(acc[r][v], 1));
+      add_pair(out[r], h[2 * v], h[2 * v + 1], acc[r][v]);
     }
   }
 }

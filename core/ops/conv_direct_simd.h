@@ -55,6 +55,9 @@ constexpr int max_pairs(int rows) { return std::min(kMaxPairs, 31 / (rows + 1));
 /// The k-mask of lanes [0, lanes) of an 8-lane vector, lanes in [0, 8].
 inline __mmask8 lane_mask(int64_t lanes) { return static_cast<__mmask8>((1u << lanes) - 1u); }
 
+/// The k-mask of a pair's 16 lanes when its first vector is full and its second has `lanes`.
+inline __mmask16 pair_mask(int64_t lanes) { return static_cast<__mmask16>((1u << (kLanes + lanes)) - 1u); }
+
 /// Block `block` of ceil(total / max) blocks of near-equal size over [0, total): 20 filters in
 /// blocks of at most 6 are 5+5+5+5, not 6+6+6+2 (a narrow tile wastes the loads it shares).
 struct Block {
