@@ -127,17 +127,16 @@ TileFn tile_fn(int64_t filters, int64_t pairs, bool masked) {
 void DirectConv::forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch) const {
   direct::repack_filters(g_, w, scratch, kTileFilters);
   const auto pairs = static_cast<int64_t>(halves_.size() / 2);
-  const int64_t blocks = direct::block_count(g_.f, kTileFilters), k = g_.k();
+  const int64_t k = g_.k();
   // The first block is the largest, and max_pairs falls with the filters: every block takes it.
   const int64_t per_tile = max_pairs(static_cast<int>(direct::block_of(g_.f, kTileFilters, 0).size));
   for (int64_t n = 0; n < g_.n; ++n) {
     const ForwardArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), k, g_.p(), halves_.data()};
     for (int64_t p = 0; p < pairs; p += per_tile) {
-      for (int64_t block = 0; block < blocks; ++block) {
-        const Block fb = direct::block_of(g_.f, kTileFilters, block);
+      direct::for_each_block(g_.f, kTileFilters, [&](int64_t block, const Block& fb) {
         tile_fn(fb.size, std::min(per_tile, pairs - p), n == g_.n - 1)(t, p, scratch + block * kTileFilters * k,
                                                                        b ? b + fb.start : nullptr, fb.start);
-      }
+      });
     }
   }
 }

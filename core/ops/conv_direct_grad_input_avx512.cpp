@@ -119,33 +119,24 @@ TileFn tile_fn(int64_t rows, int64_t pairs) {
   });
 }
 
-/// Row blocks of g: balanced blocks of at most kTileRows within each column tap's C*KH rows.
-struct RowBlocks {
-  int64_t per_column, count;
-
-  explicit RowBlocks(const ConvGeometry& g)
-      : per_column(direct::block_count(g.c * g.kh, kTileRows)), count(g.kw * per_column) {}
-
-  /// Block b's rows, as a range of (j, i, c) row indices.
-  Block block(const ConvGeometry& g, int64_t b) const {
-    const Block in_column = direct::block_of(g.c * g.kh, kTileRows, b % per_column);
-    return {(b / per_column) * g.c * g.kh + in_column.start, in_column.size};
-  }
-};
+/// Row blocks per column tap of g: balanced blocks of at most kTileRows of its C*KH rows.
+int64_t blocks_per_column(const ConvGeometry& g) { return direct::block_count(g.c * g.kh, kTileRows); }
 
 // wp[(b*F + f)*kTileRows + r] = w[f, c, i, j] for row start + r = (j*KH + i)*C + c of block
 // b, 0 past the block's last row.
 void repack_weights(const ConvGeometry& g, const float* w, float* wp) {
-  const RowBlocks blocks(g);
-  const int64_t column = g.c * g.kh;
-  for (int64_t b = 0; b < blocks.count; ++b) {
-    const Block rb = blocks.block(g, b);
-    for (int64_t f = 0; f < g.f; ++f, wp += kTileRows) {
-      for (int64_t r = 0; r < kTileRows; ++r) {
-        const int64_t row = rb.start + r, j = row / column, i = row % column / g.c, c = row % g.c;
-        wp[r] = r < rb.size ? w[((f * g.c + c) * g.kh + i) * g.kw + j] : 0.0f;
+  const int64_t column = g.c * g.kh, filter = g.c * g.kh * g.kw;
+  for (int64_t j = 0; j < g.kw; ++j) {
+    direct::for_each_block(column, kTileRows, [&](int64_t, const Block& rb) {
+      int64_t tap[kTileRows] = {};  // w offset of each row within a filter
+      for (int64_t r = 0; r < rb.size; ++r) {
+        const int64_t row = rb.start + r, i = row / g.c, c = row % g.c;
+        tap[r] = (c * g.kh + i) * g.kw + j;
       }
-    }
+      for (int64_t f = 0; f < g.f; ++f, wp += kTileRows) {
+        for (int64_t r = 0; r < kTileRows; ++r) wp[r] = r < rb.size ? w[f * filter + tap[r]] : 0.0f;
+      }
+    });
   }
 }
 
@@ -183,15 +174,15 @@ void point_pairs(const ConvGeometry& g, int64_t pairs, const float* dyn, float* 
 }  // namespace
 
 int64_t DirectConv::grad_input_avx512_scratch_floats() const {
-  return RowBlocks(g_).count * g_.f * kTileRows + kMaxPairs * g_.f * kPair;
+  return g_.kw * blocks_per_column(g_) * g_.f * kTileRows + kMaxPairs * g_.f * kPair;
 }
 
 void DirectConv::grad_input_avx512(const float* dy, const float* w, float* dx, float* scratch) const {
-  const RowBlocks blocks(g_);
-  float* dyp = scratch + blocks.count * g_.f * kTileRows;
+  const int64_t column = g_.c * g_.kh, per_column = blocks_per_column(g_);
+  float* dyp = scratch + g_.kw * per_column * g_.f * kTileRows;
   const auto pairs = static_cast<int64_t>(halves_.size() / 2);
   // The first block of a column tap is its largest, and max_pairs falls with the rows.
-  const int64_t per_tile = max_pairs(static_cast<int>(blocks.block(g_, 0).size));
+  const int64_t per_tile = max_pairs(static_cast<int>(direct::block_of(column, kTileRows, 0).size));
   repack_weights(g_, w, scratch);
   std::fill(dx, dx + g_.n * g_.image(), 0.0f);
   for (int64_t n = 0; n < g_.n; ++n) {
@@ -199,9 +190,11 @@ void DirectConv::grad_input_avx512(const float* dy, const float* w, float* dx, f
       const int64_t v = std::min(per_tile, pairs - k);
       PairArgs t{{}, 0, dx + n * g_.image(), g_.f, halves_.data() + 2 * k};
       point_pairs(g_, v, dy + n * g_.out_image(), dyp, t);
-      for (int64_t b = 0; b < blocks.count; ++b) {
-        const Block rb = blocks.block(g_, b);
-        tile_fn(rb.size, v)(t, scratch + b * g_.f * kTileRows, column_rows_.data() + rb.start);
+      for (int64_t j = 0; j < g_.kw; ++j) {
+        direct::for_each_block(column, kTileRows, [&](int64_t b, const Block& rb) {
+          const float* wp = scratch + (j * per_column + b) * g_.f * kTileRows;
+          tile_fn(rb.size, v)(t, wp, column_rows_.data() + j * column + rb.start);
+        });
       }
     }
   }

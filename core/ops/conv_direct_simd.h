@@ -71,6 +71,18 @@ inline Block block_of(int64_t total, int64_t max, int64_t block) {
   return {block * base + std::min(block, extra), base + (block < extra ? 1 : 0)};
 }
 
+/// Calls f(b, block b) for the blocks of block_of(total, max, b) in order: the same blocks
+/// with one division in all (a kernel's inner loops call this once per tile group).
+template <typename F>
+void for_each_block(int64_t total, int64_t max, F&& f) {
+  const int64_t blocks = block_count(total, max), base = total / blocks, extra = total % blocks;
+  for (int64_t b = 0, start = 0; b < blocks; ++b) {
+    const int64_t size = base + (b < extra ? 1 : 0);
+    f(b, Block{start, size});
+    start += size;
+  }
+}
+
 /// wp[(block*K + l)*tile + r] = w[(start + r)*K + l] for each balanced block (block_of) of at
 /// most `tile` filters of w [F, K], 0 past a block's last filter: the forward kernels' weights.
 void repack_filters(const ConvGeometry& g, const float* w, float* wp, int64_t tile);
