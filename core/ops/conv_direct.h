@@ -20,7 +20,9 @@
 //   grad_weight  register tiles of up to 3 filters x 4 taps, 8 lanes each, accumulated over
 //                the pixel vectors of chunks of images (>= 512 pixels, in order); each lane
 //                sum is kept between chunks, and dw is the sum of a tile's 8 lanes in a fixed
-//                tree at the end (conv_direct_grad_weight.cpp)
+//                tree at the end (conv_direct_grad_weight.cpp).
+//                On AVX-512 CPUs: tiles of up to 4 filters x 6 taps, 16 lanes (pairs of
+//                pixel vectors) each, 16 lane sums per weight (conv_direct_grad_weight_avx512.cpp)
 // Fixed orders throughout: results do not depend on threads or timing.
 #pragma once
 
@@ -44,7 +46,7 @@ struct LanedVector {
 };
 
 /// Which instruction set the direct kernels use: AVX2 + FMA everywhere they apply, AVX-512
-/// (F, VL, DQ) for forward and grad_input where the CPU has it.
+/// (F, VL, DQ) where the CPU has it.
 enum class DirectIsa { Avx2, Avx512 };
 
 /// The direct kernels planned for one geometry. Cheap enough to copy once per kernel; the
@@ -84,6 +86,10 @@ class DirectConv {
   /// grad_input() on AVX-512 (conv_direct_grad_input_avx512.cpp), and its scratch floats.
   void grad_input_avx512(const float* dy, const float* w, float* dx, float* scratch) const;
   int64_t grad_input_avx512_scratch_floats() const;
+
+  /// grad_weight() on AVX-512 (conv_direct_grad_weight_avx512.cpp), and its scratch floats.
+  void grad_weight_avx512(const float* x, const float* dy, float* dw, float* scratch) const;
+  int64_t grad_weight_avx512_scratch_floats() const;
 
   ConvGeometry g_;
   DirectIsa isa_;

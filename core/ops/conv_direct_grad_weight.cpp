@@ -100,9 +100,15 @@ void pass(const ConvGeometry& g, GradArgs a, const std::vector<PixelVector>& vec
 
 }  // namespace
 
-int64_t DirectConv::grad_weight_scratch_floats() const { return g_.f * g_.k() * kLanes; }
+int64_t DirectConv::grad_weight_scratch_floats() const {
+  return isa_ == DirectIsa::Avx512 ? grad_weight_avx512_scratch_floats() : g_.f * g_.k() * kLanes;
+}
 
 void DirectConv::grad_weight(const float* x, const float* dy, float* dw, float* scratch) const {
+  if (isa_ == DirectIsa::Avx512) {
+    grad_weight_avx512(x, dy, dw, scratch);
+    return;
+  }
   const int64_t k = g_.k(), per_chunk = std::clamp<int64_t>((kMinPixels + g_.p() - 1) / g_.p(), 1, g_.n);
   std::fill(scratch, scratch + grad_weight_scratch_floats(), 0.0f);
   GradArgs a{nullptr, nullptr, 0, g_.image(), g_.out_image(), g_.p(), offsets_.data(), nullptr, 0, nullptr, k};

@@ -1,9 +1,9 @@
 // The direct conv kernels (core/ops/conv_direct.h) called on their own, with each
-// instruction set this CPU runs (AVX2; AVX-512 forward and grad_input where the CPU has F, VL
-// and DQ), against double loops, on shapes that take their edge cases: output widths
-// with a masked last vector (OW % 8 != 0) or an odd number of 8-pixel vectors per image
-// (a 0-lane padding vector), widths under 8, channel and filter counts that are not
-// multiples of 6 or 16, 1x1 and non-square kernels, one image.
+// instruction set this CPU runs (AVX2; AVX-512 where the CPU has F, VL and DQ), against
+// double loops, on shapes that take their edge cases: output widths with a masked last
+// vector (OW % 8 != 0) or an odd number of 8-pixel vectors per image (a 0-lane padding
+// vector), widths under 8, channel and filter counts that are not multiples of 4, 6 or 16,
+// 1x1 and non-square kernels, one image.
 #include <gtest/gtest.h>
 
 #include <algorithm>

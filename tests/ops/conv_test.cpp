@@ -261,8 +261,9 @@ TEST(Conv2d, NotesReportTheKernels) {
   EXPECT_THAT(session.notes()[0], HasSubstr(avx512 ? "conv2d#0: direct AVX-512"
                                             : avx2 ? "conv2d#0: direct AVX2"
                                                    : "conv2d#0: "));
-  EXPECT_THAT(session.notes()[1],
-              HasSubstr(avx2 ? "conv2d_grad_weight#1: direct AVX2" : "8 image(s) per GEMM"));
+  EXPECT_THAT(session.notes()[1], HasSubstr(avx512 ? "conv2d_grad_weight#1: direct AVX-512"
+                                            : avx2 ? "conv2d_grad_weight#1: direct AVX2"
+                                                   : "8 image(s) per GEMM"));
   EXPECT_THAT(session.notes()[2], HasSubstr(avx512 ? "conv2d_grad_input#2: direct AVX-512"
                                             : avx2 ? "conv2d_grad_input#2: direct AVX2"
                                                    : "1 image(s) per GEMM"));
