@@ -1,9 +1,10 @@
 // DirectConv::forward on AVX-512 CPUs (conv_direct.h): y[n, f, oh, ow] = b[f] + sum over taps
 // (c, i, j), in that order, of w[f, c, i, j] * x[n, c, oh+i, ow+j], as the AVX2 kernel
 // (conv_direct.cpp) but with 16-lane registers: each holds a pair of 8-pixel vectors
-// (halves_), its x read as two halves at the tap's offset. Lanes past a row's end compute
-// values that are never stored; their x reads stay inside x (they run into the next
-// image) except in the last image, whose tiles mask them.
+// (halves_), its x read at the tap's offset as two halves, or as 16 consecutive floats
+// when every pair of the tile lies in one row. Lanes past a row's end compute values that
+// are never stored; their x reads stay inside x (they run into the next image) except in
+// the last image, whose tiles mask them.
 #include <algorithm>
 
 #include "core/ops/conv_direct.h"
@@ -30,15 +31,29 @@ struct ForwardArgs {
   const LanedVector* halves;
 };
 
-/// The pair of 8-float halves lo[0..8) | hi[0..8) in one register; Masked reads only the
-/// lanes in mlo / mhi (0 elsewhere), else lo's read runs 8 floats on, over its upper half.
-template <bool Masked>
+/// How a tile reads x: each pair as two halves (Split), as 16 consecutive floats where every
+/// pair's second vector follows a full first one in its row, or the 0-lane padding
+/// (Joined), or as two halves reading only the pixels' lanes (Masked: the last image, whose
+/// reads must not run past x).
+enum class Reads { Split, Joined, Masked };
+
+/// The pair of 8-float halves lo[0..8) | hi[0..8) in one register, read as R says; Split
+/// and Joined read on past the pixels (lanes never stored), Masked reads only the lanes in
+/// mlo / mhi (0 elsewhere).
+template <Reads R>
 PLEXUS_AVX512 inline __m512 load_pair(const float* lo, const float* hi, __mmask8 mlo, __mmask8 mhi) {
-  if constexpr (Masked) {
+  if constexpr (R == Reads::Masked) {
     return _mm512_insertf32x8(_mm512_maskz_loadu_ps(mlo, lo), _mm256_maskz_loadu_ps(mhi, hi), 1);
+  } else if constexpr (R == Reads::Joined) {
+    return _mm512_loadu_ps(lo);
   } else {
     return _mm512_insertf32x8(_mm512_loadu_ps(lo), _mm256_loadu_ps(hi), 1);
   }
+}
+
+/// True when the pair is Joined: 16 consecutive floats of one row of x and of y from lo.
+bool joined(const LanedVector& lo, const LanedVector& hi) {
+  return lo.lanes == kLanes && (hi.lanes == 0 || hi.x == lo.x + kLanes);
 }
 
 /// p[0 .. lanes) = v[0 .. lanes).
@@ -63,7 +78,7 @@ PLEXUS_AVX512 inline void store_pair(float* yr, const LanedVector& lo, const Lan
 
 // y tile [R filters from f0, V pairs from pair0] = bias + sum over taps of w * x; wp holds
 // the block's filters repacked as [K][kTileFilters], bias its R values or null.
-template <int R, int V, bool Masked>
+template <int R, int V, Reads Kind>
 PLEXUS_AVX512 void tile(const ForwardArgs& t, int64_t pair0, const float* wp, const float* bias, int64_t f0) {
   // Locals only inside the tap loop, and every loop over acc unrolled (constant indices), so
   // that the accumulators stay in registers.
@@ -88,7 +103,7 @@ PLEXUS_AVX512 void tile(const ForwardArgs& t, int64_t pair0, const float* wp, co
     const int64_t off = offsets[l];
     __m512 xv[V];
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v) xv[v] = load_pair<Masked>(lo[v] + off, hi[v] + off, mlo[v], mhi[v]);
+    for (int v = 0; v < V; ++v) xv[v] = load_pair<Kind>(lo[v] + off, hi[v] + off, mlo[v], mhi[v]);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 a = _mm512_set1_ps(wp[r]);
@@ -106,20 +121,36 @@ PLEXUS_AVX512 void tile(const ForwardArgs& t, int64_t pair0, const float* wp, co
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
-      store_pair(yn + r * plane, hv[2 * v], hv[2 * v + 1], acc[r][v]);
+      if constexpr (Kind == Reads::Joined) {
+        _mm512_mask_storeu_ps(yn + r * plane + hv[2 * v].y, direct::pair_mask(hv[2 * v + 1].lanes), acc[r][v]);
+      } else {
+        store_pair(yn + r * plane, hv[2 * v], hv[2 * v + 1], acc[r][v]);
+      }
     }
   }
 }
 
 using TileFn = void (*)(const ForwardArgs&, int64_t, const float*, const float*, int64_t);
 
-/// The tile of R filters and `pairs` pairs (clamped to [1, max_pairs(R)]), masked or not.
-TileFn tile_fn(int64_t filters, int64_t pairs, bool masked) {
+/// The tile of R filters and `pairs` pairs (clamped to [1, max_pairs(R)]) reading x as
+/// `reads` says.
+TileFn tile_fn(int64_t filters, int64_t pairs, Reads reads) {
   return direct::dispatch<kTileFilters>(filters, [&]<int R>() {
     return direct::dispatch<max_pairs(R)>(pairs, [&]<int V>() -> TileFn {
-      return masked ? tile<R, V, true> : tile<R, V, false>;
+      return reads == Reads::Joined   ? tile<R, V, Reads::Joined>
+             : reads == Reads::Masked ? tile<R, V, Reads::Masked>
+                                      : tile<R, V, Reads::Split>;
     });
   });
+}
+
+/// How the tiles of pairs [p, p + v) of image n read x.
+Reads reads_of(const ConvGeometry& g, const LanedVector* halves, int64_t p, int64_t v, int64_t n) {
+  if (n == g.n - 1) return Reads::Masked;
+  for (int64_t u = p; u < p + v; ++u) {
+    if (!joined(halves[2 * u], halves[2 * u + 1])) return Reads::Split;
+  }
+  return Reads::Joined;
 }
 
 }  // namespace
@@ -133,9 +164,10 @@ void DirectConv::forward_avx512(const float* x, const float* w, const float* b, 
   for (int64_t n = 0; n < g_.n; ++n) {
     const ForwardArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), k, g_.p(), halves_.data()};
     for (int64_t p = 0; p < pairs; p += per_tile) {
+      const int64_t v = std::min(per_tile, pairs - p);
+      const Reads reads = reads_of(g_, halves_.data(), p, v, n);
       direct::for_each_block(g_.f, kTileFilters, [&](int64_t block, const Block& fb) {
-        tile_fn(fb.size, std::min(per_tile, pairs - p), n == g_.n - 1)(t, p, scratch + block * kTileFilters * k,
-                                                                       b ? b + fb.start : nullptr, fb.start);
+        tile_fn(fb.size, v, reads)(t, p, scratch + block * kTileFilters * k, b ? b + fb.start : nullptr, fb.start);
       });
     }
   }
