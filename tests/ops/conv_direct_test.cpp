@@ -73,7 +73,7 @@ const Shape kShapes[] = {
     {2, 10, 12, 12, 20, 5, 5}, // seed 003's second layer: OW 8, pairs of rows
     {1, 17, 6, 30, 5, 2, 3},   // 17 channels, OW 28, 5 rows x 4 vectors, non-square kernel
     {3, 2, 5, 4, 9, 1, 1},     // 1x1 kernel, OW 4 < 8
-    {1, 1, 28, 28, 32, 3, 3},  // seed 002's layer: OW 26, 2-lane last vectors
+    {2, 1, 28, 28, 32, 3, 3},  // seed 002's layer: OW 26, 2-lane last vectors
     {2, 5, 7, 11, 3, 4, 2},    // 5 channels x 4 row taps per column tap
 };
 
