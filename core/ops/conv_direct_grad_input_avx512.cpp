@@ -4,8 +4,9 @@
 // in row-major order, so that an 8-pixel-wide dy fills every lane). A tile reads its pairs
 // from dy in place where each is 16 consecutive floats of dy (a full vector and the next),
 // else from scratch, where its group of pairs is packed as [pair][F][16] (zeros past a
-// row's end). A tile sums R rows x V pairs over the F
-// filters in registers, then adds each half to dx (k-masked read-modify-write).
+// row's end). A tile sums R rows x V pairs over the F filters in registers, then adds them
+// to dx (k-masked read-modify-writes, one per pair where it lies in one row of dx, else one
+// per half; lanes past the pair's pixels, whatever dy held there, are never added).
 // Rows go in (j, i, c) order, blocked within each column tap j: the rows of one tile never
 // hit partly overlapping dx addresses (same c and dx row, columns 1..7 apart), whose stores
 // a following load could not forward from. Tiles go in (pair group, row block) order.
@@ -25,7 +26,7 @@ using direct::kPair;
 using direct::lane_mask;
 using direct::max_pairs;
 
-constexpr int64_t kTileRows = 6;   // (tap, channel) rows per register tile at most
+constexpr int64_t kTileRows = 6;  // (tap, channel) rows per register tile at most
 
 /// What the tiles of one group of pairs share: where each pair's 16 lanes of filter 0 are
 /// (src, in dy itself or packed), the floats from one filter to the next (stride), dx of
@@ -64,7 +65,7 @@ PLEXUS_AVX512 inline void add_pair(float* out, const LanedVector& lo, const Lane
   }
 }
 
-// dx at [R rows, V pairs from pair0] += sum over f of w * dy: row r's weights are
+// dx at [R rows, V pairs of t] += sum over f of w * dy: row r's weights are
 // wp[f * kTileRows + r] and its dx offset, relative to a vector's window, row_offsets[r].
 template <int R, int V>
 PLEXUS_AVX512 void tile(const PairArgs& t, const float* wp, const int64_t* row_offsets) {
@@ -155,7 +156,8 @@ PLEXUS_AVX512 void pack_pairs(const ConvGeometry& g, const LanedVector* h, int64
     const LanedVector lo = h[2 * v], hi = h[2 * v + 1];
     for (int64_t f = 0; f < g.f; ++f, dyp += kPair) {
       const float* src = dyn + f * g.p();
-      const __m512 x = _mm512_insertf32x8(_mm512_setzero_ps(), _mm256_maskz_loadu_ps(lane_mask(lo.lanes), src + lo.y), 0);
+      const __m256 low = _mm256_maskz_loadu_ps(lane_mask(lo.lanes), src + lo.y);
+      const __m512 x = _mm512_insertf32x8(_mm512_setzero_ps(), low, 0);
       _mm512_storeu_ps(dyp, _mm512_insertf32x8(x, _mm256_maskz_loadu_ps(lane_mask(hi.lanes), src + hi.y), 1));
     }
   }

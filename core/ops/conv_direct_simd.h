@@ -1,5 +1,7 @@
-// AVX2 helpers shared by the direct conv kernels (conv_direct.h); x86-64 only. Functions
-// marked PLEXUS_AVX2 may run only where the CPU has AVX2 and FMA.
+// AVX2 and AVX-512 helpers shared by the direct conv kernels (conv_direct.h); x86-64 only.
+// Functions marked PLEXUS_AVX2 may run only where the CPU has AVX2 and FMA; the rest are
+// plain code any x86-64 CPU runs (the AVX-512 kernels' files compile only their
+// PLEXUS_AVX512 functions for AVX-512).
 #pragma once
 
 #include <immintrin.h>
