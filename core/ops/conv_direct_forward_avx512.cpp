@@ -3,8 +3,8 @@
 // (conv_direct.cpp) but with 16-lane registers: each holds a pair of 8-pixel vectors
 // (halves_), its x read at the tap's offset as two halves, or as 16 consecutive floats
 // when every pair of the tile lies in one row. Lanes past a row's end compute values that
-// are never stored; their x reads stay inside x (they run into the next image) except in
-// the last image, whose tiles mask them.
+// are never stored; their x reads, up to 15 floats past the image, stay inside x (they run
+// into the next images), else (the last image) the tiles mask them.
 #include <algorithm>
 
 #include "core/ops/conv_direct.h"
@@ -56,13 +56,18 @@ bool joined(const LanedVector& lo, const LanedVector& hi) {
   return lo.lanes == kLanes && (hi.lanes == 0 || hi.x == lo.x + kLanes);
 }
 
-/// p[0 .. lanes) = v[0 .. lanes).
-PLEXUS_AVX512 inline void store_half(float* p, int64_t lanes, __m256 v) {
+/// p[0 .. lanes) = half Hi of v (lanes 0..7 or 8..15). A partial half goes by a k-masked
+/// 16-lane store, the half moved to lanes 0..7 first: the compiler makes a masked 8-lane
+/// store of an extracted half into a masked vextractf32x8 to memory, which faults on this
+/// AMD EPYC VM when the page past the stored lanes is not mapped (masked lanes included).
+template <int Hi>
+PLEXUS_AVX512 inline void store_half(float* p, int64_t lanes, __m512 v) {
   if (lanes == kLanes) {
-    _mm256_storeu_ps(p, v);
-  } else {
-    _mm256_mask_storeu_ps(p, lane_mask(lanes), v);
+    _mm256_storeu_ps(p, _mm512_extractf32x8_ps(v, Hi));
+    return;
   }
+  if constexpr (Hi == 1) v = _mm512_insertf32x8(v, _mm512_extractf32x8_ps(v, 1), 0);
+  _mm512_mask_storeu_ps(p, lane_mask(lanes), v);
 }
 
 /// yr at the pair (lo, hi) = v: one 16-lane store where hi follows a full lo in y (or is
@@ -72,8 +77,8 @@ PLEXUS_AVX512 inline void store_pair(float* yr, const LanedVector& lo, const Lan
     _mm512_mask_storeu_ps(yr + lo.y, direct::pair_mask(hi.lanes), v);
     return;
   }
-  store_half(yr + lo.y, lo.lanes, _mm512_extractf32x8_ps(v, 0));
-  store_half(yr + hi.y, hi.lanes, _mm512_extractf32x8_ps(v, 1));
+  store_half<0>(yr + lo.y, lo.lanes, v);
+  store_half<1>(yr + hi.y, hi.lanes, v);
 }
 
 // y tile [R filters from f0, V pairs from pair0] = bias + sum over taps of w * x; wp holds
@@ -144,9 +149,10 @@ TileFn tile_fn(int64_t filters, int64_t pairs, Reads reads) {
   });
 }
 
-/// How the tiles of pairs [p, p + v) of image n read x.
+/// How the tiles of pairs [p, p + v) of image n read x: Masked where reads up to 15 floats
+/// past the image's end would run past x (the last image, or tiny images before it).
 Reads reads_of(const ConvGeometry& g, const LanedVector* halves, int64_t p, int64_t v, int64_t n) {
-  if (n == g.n - 1) return Reads::Masked;
+  if ((g.n - 1 - n) * g.image() < direct::kPair) return Reads::Masked;
   for (int64_t u = p; u < p + v; ++u) {
     if (!joined(halves[2 * u], halves[2 * u + 1])) return Reads::Split;
   }

@@ -3,8 +3,11 @@
 // double loops, on shapes that take their edge cases: output widths with a masked last
 // vector (OW % 8 != 0) or an odd number of 8-pixel vectors per image (a 0-lane padding
 // vector), widths under 8, channel and filter counts that are not multiples of 4, 6 or 16,
-// 1x1 and non-square kernels, one image.
+// 1x1 and non-square kernels, one image, tiny images. Every buffer ends at an inaccessible
+// page, so that reads past a tensor fault.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -56,6 +59,36 @@ void expect_near(const std::vector<float>& actual, const std::vector<double>& ex
   }
 }
 
+/// Floats that end where an inaccessible page begins: a kernel that reads or writes past
+/// them faults (the AVX-512 kernels' reads past a row's end must stay inside the tensor).
+class Guarded {
+ public:
+  explicit Guarded(size_t count, float value = 0.0f) : count_(count) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t bytes = count * sizeof(float);
+    size_ = (bytes + page - 1) / page * page + page;
+    base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(base_, MAP_FAILED);
+    EXPECT_EQ(mprotect(static_cast<char*>(base_) + size_ - page, page, PROT_NONE), 0);
+    data_ = reinterpret_cast<float*>(static_cast<char*>(base_) + size_ - page - bytes);
+    std::fill(data_, data_ + count, value);
+  }
+  explicit Guarded(const std::vector<float>& values) : Guarded(values.size()) {
+    std::copy(values.begin(), values.end(), data_);
+  }
+  Guarded(const Guarded&) = delete;
+  Guarded& operator=(const Guarded&) = delete;
+  ~Guarded() { munmap(base_, size_); }
+
+  float* data() { return data_; }
+  std::vector<float> values() const { return {data_, data_ + count_}; }
+
+ private:
+  size_t count_, size_;
+  void* base_;
+  float* data_;
+};
+
 /// The instruction sets this CPU runs.
 std::vector<DirectIsa> isas() {
   std::vector<DirectIsa> out{DirectIsa::Avx2};
@@ -75,6 +108,7 @@ const Shape kShapes[] = {
     {3, 2, 5, 4, 9, 1, 1},     // 1x1 kernel, OW 4 < 8
     {2, 1, 28, 28, 32, 3, 3},  // seed 002's layer: OW 26, 2-lane last vectors
     {2, 5, 7, 11, 3, 4, 2},    // 5 channels x 4 row taps per column tap
+    {4, 1, 2, 3, 2, 2, 2},     // 6-float images: reads past one run past x unless masked
 };
 
 std::string name(const Shape& s, DirectIsa isa) {
@@ -100,16 +134,17 @@ TEST(DirectConv, EveryPassMatchesDoubleReferenceOnEachInstructionSet) {
       SCOPED_TRACE(name(s, isa));
       const DirectConv conv(g, isa);
       ASSERT_EQ(conv.isa(), isa);
-      std::vector<float> out_y(y.size()), out_dx(dx.size(), 7.0f), out_dw(dw.size());
-      std::vector<float> scratch(static_cast<size_t>(std::max(
+      Guarded gx(x), gw(w), gb(b), gdy(dy), out_y(y.size()), out_dx(dx.size(), 7.0f), out_dw(dw.size());
+      Guarded scratch(static_cast<size_t>(std::max(
           {conv.forward_scratch_floats(), conv.grad_input_scratch_floats(), conv.grad_weight_scratch_floats()})));
-      conv.forward(x.data(), w.data(), b.data(), out_y.data(), scratch.data());
-      conv.grad_input(dy.data(), w.data(), out_dx.data(), scratch.data());
-      conv.grad_weight(x.data(), dy.data(), out_dw.data(), scratch.data());
-      expect_near(out_y, y, "y");
-      expect_near(out_dx, dx, "dx");
+      conv.forward(gx.data(), gw.data(), gb.data(), out_y.data(), scratch.data());
+      conv.grad_input(gdy.data(), gw.data(), out_dx.data(), scratch.data());
+      conv.grad_weight(gx.data(), gdy.data(), out_dw.data(), scratch.data());
+      expect_near(out_y.values(), y, "y");
+      expect_near(out_dx.values(), dx, "dx");
       // dw sums N*OH*OW products of values in [-1, 1): a looser absolute bound.
-      for (size_t k = 0; k < dw.size(); ++k) ASSERT_NEAR(out_dw[k], dw[k], 1e-4 + 1e-5 * std::fabs(dw[k])) << k;
+      const std::vector<float> got_dw = out_dw.values();
+      for (size_t k = 0; k < dw.size(); ++k) ASSERT_NEAR(got_dw[k], dw[k], 1e-4 + 1e-5 * std::fabs(dw[k])) << k;
     }
   }
 }
