@@ -1,6 +1,8 @@
 #include "core/ops/conv_direct.h"
 
 #include "core/ops/conv_direct_simd.h"
+#include <cstdlib>
+#include <string>
 
 namespace plexus::ops {
 
@@ -71,32 +73,7 @@ constexpr TileFn pick(int v, bool masked) {
 }
 
 TileFn tile_fn(int64_t rows, int v, bool masked) {
-  switch (rows) {
-    case 1:
-      return pick<1>(v, masked);
-    case 2:
-      return pick<2>(v, masked);
-    case 3:
-      return pick<3>(v, masked);
-    case 4:
-      return pick<4>(v, masked);
-    case 5:
-      return pick<5>(v, masked);
-    default:
-      return pick<6>(v, masked);
-  }
-}
-
-// wp[(block*K + l)*kTileFilters + r] = w[(start + r)*K + l] for each block's filters.
-void repack_filters(const ConvGeometry& g, const float* w, float* wp) {
-  const int64_t k = g.k();
-  for (int64_t block = 0; block < direct::block_count(g.f, kTileFilters); ++block, wp += k * kTileFilters) {
-    const Block fb = direct::block_of(g.f, kTileFilters, block);
-    for (int64_t l = 0; l < k; ++l) {
-      for (int64_t r = 0; r < kTileFilters; ++r)
-        wp[l * kTileFilters + r] = r < fb.size ? w[(fb.start + r) * k + l] : 0.0f;
-    }
-  }
+  return direct::dispatch<kTileFilters>(rows, [&]<int R>() { return pick<R>(v, masked); });
 }
 
 // Runs every filter block over the pixel vectors, two at a time (across output rows), all
@@ -115,14 +92,56 @@ void run_vectors(const ConvGeometry& g, TileArgs& t, const std::vector<PixelVect
   }
 }
 
+// The pixel vectors of an image as pairs (AVX-512 grad_input's 16-lane registers): row-major
+// pairs, padded with a 0-lane vector to an even count, then ordered by (first dy row mod
+// KH+1, first dy row, column) so that consecutive pairs are KH+1 dy rows apart (or in the
+// same dy row): within a tile of them, no two (row, pair) hit the same dx addresses, and
+// no load waits for a store of its own tile.
+std::vector<LanedVector> pair_vectors(const ConvGeometry& g) {
+  std::vector<LanedVector> halves;
+  for (int64_t oh = 0; oh < g.oh; ++oh) {
+    for (int64_t ow0 = 0; ow0 < g.ow; ow0 += kLanes) {
+      halves.push_back({oh * g.w + ow0, oh * g.ow + ow0, std::min(kLanes, g.ow - ow0)});
+    }
+  }
+  if (halves.size() % 2 != 0) halves.push_back({0, 0, 0});
+  std::vector<size_t> pairs(halves.size() / 2);
+  for (size_t k = 0; k < pairs.size(); ++k) pairs[k] = k;
+  const int64_t span = g.kh + 1;
+  std::stable_sort(pairs.begin(), pairs.end(), [&](size_t a, size_t b) {
+    const int64_t ra = halves[2 * a].y / g.ow, rb = halves[2 * b].y / g.ow;
+    return ra % span != rb % span ? ra % span < rb % span : ra < rb;
+  });
+  std::vector<LanedVector> ordered;
+  for (const size_t k : pairs) ordered.insert(ordered.end(), {halves[2 * k], halves[2 * k + 1]});
+  return ordered;
+}
+
 }  // namespace
+
+void direct::repack_filters(const ConvGeometry& g, const float* w, float* wp, int64_t tile) {
+  const int64_t k = g.k();
+  for (int64_t block = 0; block < direct::block_count(g.f, tile); ++block, wp += k * tile) {
+    const Block fb = direct::block_of(g.f, tile, block);
+    for (int64_t l = 0; l < k; ++l) {
+      for (int64_t r = 0; r < tile; ++r) wp[l * tile + r] = r < fb.size ? w[(fb.start + r) * k + l] : 0.0f;
+    }
+  }
+}
 
 bool DirectConv::applies(const ConvGeometry& g) {
   static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return cpu && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
 }
 
-DirectConv::DirectConv(const ConvGeometry& g) : g_(g) {
+DirectIsa DirectConv::best_isa() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                             __builtin_cpu_supports("avx512dq");
+  if (const char* e = std::getenv("PLEXUS_CONV_ISA"); e && std::string(e) == "avx2") return DirectIsa::Avx2;
+  return avx512 ? DirectIsa::Avx512 : DirectIsa::Avx2;
+}
+
+DirectConv::DirectConv(const ConvGeometry& g, DirectIsa isa) : g_(g), isa_(isa) {
   for (int64_t c = 0; c < g.c; ++c) {
     for (int64_t i = 0; i < g.kh; ++i) {
       for (int64_t j = 0; j < g.kw; ++j) offsets_.push_back((c * g.h + i) * g.w + j);
@@ -133,12 +152,18 @@ DirectConv::DirectConv(const ConvGeometry& g) : g_(g) {
       for (int64_t c = 0; c < g.c; ++c) input_rows_.push_back((c * g.h + i) * g.w + j);
     }
   }
+  for (int64_t j = 0; j < g.kw; ++j) {
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t c = 0; c < g.c; ++c) column_rows_.push_back((c * g.h + i) * g.w + j);
+    }
+  }
   const int64_t per_row = g.ow / kLanes;
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     for (int64_t ow0 = 0; ow0 < g.ow; ow0 += kLanes) {
       (ow0 < per_row * kLanes ? full_ : tail_).push_back({oh * g.w + ow0, oh * g.ow + ow0});
     }
   }
+  halves_ = pair_vectors(g);
 }
 
 int64_t DirectConv::forward_scratch_floats() const {
@@ -146,7 +171,11 @@ int64_t DirectConv::forward_scratch_floats() const {
 }
 
 void DirectConv::forward(const float* x, const float* w, const float* b, float* y, float* scratch) const {
-  repack_filters(g_, w, scratch);
+  if (isa_ == DirectIsa::Avx512) {
+    forward_avx512(x, w, b, y, scratch);
+    return;
+  }
+  direct::repack_filters(g_, w, scratch, kTileFilters);
   for (int64_t n = 0; n < g_.n; ++n) {
     TileArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), g_.k(), g_.p(), {}, nullptr};
     run_vectors(g_, t, full_, kLanes, scratch, b);

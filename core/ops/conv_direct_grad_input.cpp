@@ -76,20 +76,7 @@ constexpr TileFn pick(int64_t v, bool masked) {
 }
 
 TileFn tile_fn(int64_t rows, int64_t v, bool masked) {
-  switch (rows) {
-    case 1:
-      return pick<1>(v, masked);
-    case 2:
-      return pick<2>(v, masked);
-    case 3:
-      return pick<3>(v, masked);
-    case 4:
-      return pick<4>(v, masked);
-    case 5:
-      return pick<5>(v, masked);
-    default:
-      return pick<6>(v, masked);
-  }
+  return direct::dispatch<kTileRows>(rows, [&]<int R>() { return pick<R>(v, masked); });
 }
 
 // wp[(block*F + f)*kTileRows + r] = w[f, c, i, j] for row block*... + r = (i*KW + j)*C + c of
@@ -127,10 +114,15 @@ void run_vectors(const ConvGeometry& g, InputArgs& t, const std::vector<PixelVec
 }  // namespace
 
 int64_t DirectConv::grad_input_scratch_floats() const {
+  if (isa_ == DirectIsa::Avx512) return grad_input_avx512_scratch_floats();
   return direct::block_count(g_.kh * g_.kw * g_.c, kTileRows) * kTileRows * g_.f;
 }
 
 void DirectConv::grad_input(const float* dy, const float* w, float* dx, float* scratch) const {
+  if (isa_ == DirectIsa::Avx512) {
+    grad_input_avx512(dy, w, dx, scratch);
+    return;
+  }
   repack_weights(g_, w, scratch);
   std::fill(dx, dx + g_.n * g_.image(), 0.0f);
   for (int64_t n = 0; n < g_.n; ++n) {

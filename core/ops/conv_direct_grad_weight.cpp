@@ -78,29 +78,10 @@ constexpr TileFn pick(bool masked) {
   return masked ? tile<R, L, true> : tile<R, L, false>;
 }
 
-template <int R>
-constexpr TileFn pick(int64_t taps, bool masked) {
-  switch (taps) {
-    case 1:
-      return pick<R, 1>(masked);
-    case 2:
-      return pick<R, 2>(masked);
-    case 3:
-      return pick<R, 3>(masked);
-    default:
-      return pick<R, 4>(masked);
-  }
-}
-
 TileFn tile_fn(int64_t filters, int64_t taps, bool masked) {
-  switch (filters) {
-    case 1:
-      return pick<1>(taps, masked);
-    case 2:
-      return pick<2>(taps, masked);
-    default:
-      return pick<3>(taps, masked);
-  }
+  return direct::dispatch<kTileFilters>(filters, [&]<int R>() {
+    return direct::dispatch<kTileTaps>(taps, [&]<int L>() { return pick<R, L>(masked); });
+  });
 }
 
 // Every (filter block, tap block) tile over the chunk's images and the given pixel vectors.
@@ -119,9 +100,15 @@ void pass(const ConvGeometry& g, GradArgs a, const std::vector<PixelVector>& vec
 
 }  // namespace
 
-int64_t DirectConv::grad_weight_scratch_floats() const { return g_.f * g_.k() * kLanes; }
+int64_t DirectConv::grad_weight_scratch_floats() const {
+  return isa_ == DirectIsa::Avx512 ? grad_weight_avx512_scratch_floats() : g_.f * g_.k() * kLanes;
+}
 
 void DirectConv::grad_weight(const float* x, const float* dy, float* dw, float* scratch) const {
+  if (isa_ == DirectIsa::Avx512) {
+    grad_weight_avx512(x, dy, dw, scratch);
+    return;
+  }
   const int64_t k = g_.k(), per_chunk = std::clamp<int64_t>((kMinPixels + g_.p() - 1) / g_.p(), 1, g_.n);
   std::fill(scratch, scratch + grad_weight_scratch_floats(), 0.0f);
   GradArgs a{nullptr, nullptr, 0, g_.image(), g_.out_image(), g_.p(), offsets_.data(), nullptr, 0, nullptr, k};

@@ -53,6 +53,12 @@ int64_t ConvPlan::scratch_bytes() const {
 
 std::string ConvPlan::description() const {
   if (direct_) {
+    if (direct_->isa() == DirectIsa::Avx512) {
+      return std::string("direct AVX-512, ") +
+             (pass_ == ConvPass::Forward     ? "up to 6 filters x 4-7 pairs of 8 pixels per tile"
+              : pass_ == ConvPass::GradInput ? "up to 6 (tap, channel) rows x 4-8 pairs of 8 pixels per tile"
+                                             : "up to 4 filters x 6 taps x 16 lanes per tile");
+    }
     return std::string("direct AVX2, ") + (pass_ == ConvPass::Forward     ? "6 filters x 16 pixels per tile"
                                            : pass_ == ConvPass::GradInput ? "6 (tap, channel) rows x 16 pixels per tile"
                                                                           : "3 filters x 4 taps x 8 lanes per tile");

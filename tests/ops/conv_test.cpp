@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/ir/autodiff.h"
+#include "core/ops/conv_direct.h"
 #include "core/session/session.h"
 #include "tests/ops/op_test_util.h"
 
@@ -256,10 +257,16 @@ TEST(Conv2d, NotesReportTheKernels) {
   const runtime::Session session(g, options);
   ASSERT_EQ(session.notes().size(), 3u);
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  EXPECT_THAT(session.notes()[0], HasSubstr(avx2 ? "conv2d#0: direct AVX2" : "conv2d#0: "));
-  EXPECT_THAT(session.notes()[1],
-              HasSubstr(avx2 ? "conv2d_grad_weight#1: direct AVX2" : "8 image(s) per GEMM"));
-  EXPECT_THAT(session.notes()[2], HasSubstr(avx2 ? "conv2d_grad_input#2: direct AVX2" : "1 image(s) per GEMM"));
+  const bool avx512 = avx2 && DirectConv::best_isa() == DirectIsa::Avx512;
+  EXPECT_THAT(session.notes()[0], HasSubstr(avx512 ? "conv2d#0: direct AVX-512"
+                                            : avx2 ? "conv2d#0: direct AVX2"
+                                                   : "conv2d#0: "));
+  EXPECT_THAT(session.notes()[1], HasSubstr(avx512 ? "conv2d_grad_weight#1: direct AVX-512"
+                                            : avx2 ? "conv2d_grad_weight#1: direct AVX2"
+                                                   : "8 image(s) per GEMM"));
+  EXPECT_THAT(session.notes()[2], HasSubstr(avx512 ? "conv2d_grad_input#2: direct AVX-512"
+                                            : avx2 ? "conv2d_grad_input#2: direct AVX2"
+                                                   : "1 image(s) per GEMM"));
 }
 
 // The im2col + sup path on the same layer, with padding 1 (the direct kernels need none):
