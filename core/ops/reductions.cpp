@@ -2,9 +2,12 @@
 //   reduce_sum(x; axes, keepdims)   float32 or int32; empty axes = all dims
 //   reduce_mean(x; axes, keepdims)  float32
 //   argmax(x; axis, keepdims)       index of the first maximum along one axis, int32
-// Sums run in a fixed order, so results are deterministic.
+// Sums run in a fixed order, so results are deterministic. A contiguous row that sums into
+// one output element (the inner H*W of NCHW -> C, the conv bias gradient; any reduction of
+// trailing axes) goes through row_sum's independent partial sums, which vectorise.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 
 #include "core/ir/graph.h"
@@ -68,6 +71,30 @@ T plus(T a, T b) {
   }
 }
 
+// Partial sums of row_sum: 32 floats are eight SSE registers (four AVX2), enough independent
+// adds to keep a core's adders busy, so a row sums at cache / memory bandwidth.
+constexpr int64_t kRowSumLanes = 32;
+
+/// Sum of px[0, n): element i goes into partial sum i % kRowSumLanes, and the partial sums
+/// are then added pairwise (a fixed tree); rows shorter than that are summed left to right.
+/// Plain loops the compiler vectorises without reassociating, so the result has the same
+/// bits on every run and every x86-64 CPU.
+template <class T>
+T row_sum(const T* px, int64_t n) {
+  if (n < kRowSumLanes) return std::accumulate(px, px + n, T{0}, plus<T>);
+  T lanes[kRowSumLanes];  // from the first block: zeroing them first costs short rows a memset
+  std::copy(px, px + kRowSumLanes, lanes);
+  int64_t i = kRowSumLanes;
+  for (; i + kRowSumLanes <= n; i += kRowSumLanes) {
+    for (int64_t j = 0; j < kRowSumLanes; ++j) lanes[j] = plus(lanes[j], px[i + j]);
+  }
+  for (int64_t j = 0; i + j < n; ++j) lanes[j] = plus(lanes[j], px[i + j]);
+  for (int64_t width = kRowSumLanes / 2; width > 0; width /= 2) {
+    for (int64_t j = 0; j < width; ++j) lanes[j] = plus(lanes[j], lanes[j + width]);
+  }
+  return lanes[0];
+}
+
 template <class T>
 ir::Kernel reduce_kernel(const ir::KernelContext& ctx, bool mean) {
   const ir::Shape& in_shape = ctx.inputs[0]->shape;
@@ -84,10 +111,8 @@ ir::Kernel reduce_kernel(const ir::KernelContext& ctx, bool mean) {
     loop.run([&](const auto& off, int64_t n, const auto& step) {
       const T* px = x + off[0];
       T* py = y + off[1];
-      if (step[1] == 0) {
-        T acc = *py;
-        for (int64_t i = 0; i < n; ++i) acc = plus(acc, px[i]);
-        *py = acc;
+      if (step[1] == 0) {  // the row (contiguous: the input is row-major) sums into *py
+        *py = plus(*py, row_sum(px, n));
       } else {
         for (int64_t i = 0; i < n; ++i) py[i * step[1]] = plus(py[i * step[1]], px[i]);
       }

@@ -124,6 +124,50 @@ TEST(ReduceMean, ForwardAndGradientOverAxes) {
   }
 }
 
+// Reductions whose innermost rows each sum into one output element, above all "keep one
+// middle axis" (outer N, kept C, inner H*W contiguous: NCHW -> C, the conv bias gradient):
+// rows shorter than, equal to and longer than the kernel's 32 partial sums, with and without
+// a tail (inner not a multiple of 8 or 32), C = 1, N = 1, rank 3 and 4, trailing and full.
+const ReduceCase kRowSumCases[] = {
+    {{3, 5, 13}, {0, 2}},      {{2, 3, 100}, {0, 2}},     {{4, 2, 32}, {0, 2}},       {{2, 4, 33}, {0, 2}},
+    {{2, 1, 7, 9}, {0, 2, 3}}, {{1, 4, 5, 7}, {0, 2, 3}}, {{3, 6, 5, 5}, {0, 2, 3}},  {{1, 1, 3, 3}, {0, 2, 3}},
+    {{2, 3, 1, 1}, {0, 2, 3}}, {{5, 67}, {1}},            {{3, 2, 40}, {-1, -3}},     {{700}, {}},
+};
+
+TEST(ReduceSum, RowSumsForwardAndGradient) {
+  for (const ReduceCase& c : kRowSumCases) {
+    for (const bool keepdims : {false, true}) {
+      SCOPED_TRACE(describe(c, keepdims));
+      expect_gradients("reduce_sum", {random_f32(c.shape, 6)}, reduce_attrs(c.axes, keepdims),
+                       reduce_reference(c.axes, keepdims, false));
+      expect_gradients("reduce_mean", {random_f32(c.shape, 7)}, reduce_attrs(c.axes, keepdims),
+                       reduce_reference(c.axes, keepdims, true));
+    }
+  }
+}
+
+TEST(ReduceSum, RowSumsInt32AreExact) {
+  for (const ReduceCase& c : kRowSumCases) {
+    SCOPED_TRACE(describe(c, false));
+    std::vector<double> v = random_values(ir::numel(c.shape), -2e9, 2e9, 8);  // sums wrap around
+    for (double& e : v) e = std::trunc(e);
+    const Value x = i32(c.shape, v);
+    expect_equal(run_op1("reduce_sum", {x}, reduce_attrs(c.axes, false)), reduce_reference(c.axes, false, false)({x}),
+                 "int32 reduce_sum");
+  }
+}
+
+// The conv bias gradient of seed 002's CNN at batch 16 ([16,32,26,26] -> [32]; 10816 terms per
+// channel): within the forward tolerance of the double sum (~42 float32 roundings per
+// channel, each <= 6e-8 * |partial sum| <= 6e-8 * ~100), and the same bits on every run.
+TEST(ReduceSum, ConvBiasGradientShapeIsAccurateAndDeterministic) {
+  const Value x = random_f32({16, 32, 26, 26}, 9);
+  const ir::Attributes attrs = reduce_attrs({0, 2, 3}, false);
+  expect_forward("reduce_sum", {x}, attrs, reduce_reference({0, 2, 3}, false, false));
+  expect_forward("reduce_mean", {x}, attrs, reduce_reference({0, 2, 3}, false, true));
+  expect_equal(run_op1("reduce_sum", {x}, attrs), run_op1("reduce_sum", {x}, attrs), "second run");
+}
+
 TEST(ReduceSum, DefaultsReduceEverythingToAScalar) {
   const Value y = run_op1("reduce_sum", {f32({2, 2}, {1, 2, 3, 4.5})});
   expect_equal(y, f32({}, {10.5}), "reduce_sum of [2,2]");
