@@ -42,6 +42,8 @@
 #   ACCURACY       0 (default), 1 (also seed 003's 3-epoch accuracy per seed), only
 #   ACC_SEEDS      seeds of the accuracy part (default: "0 1 2")
 #   ACC_EPOCHS     epochs of the accuracy part (default: 3, the sample's)
+#   REPORT_ONLY=1  only print the table again from the JSON files in OUT_DIR (e.g. of an
+#                  interrupted run)
 set -euo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -77,6 +79,115 @@ run() {
 }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# --- report (also written to $out_dir/summary.json) ---------------------------------
+report() {
+  echo
+  "$python" - "$out_dir" "$repeats" "$epochs" "$steps" "$arch_id" "$acc_epochs" <<'PY'
+import glob
+import json
+import os
+import statistics
+import sys
+
+out, repeats, epochs, steps, arch, acc_epochs = sys.argv[1:7]
+
+
+def runs(name):
+    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, f"{name}_[0-9]*.json")))]
+
+
+def rate(m):
+    if "totals" in m:  # stream_demo: batches of 40 over the training loop's wall time
+        return m["totals"]["batches"] * m["options"]["batch_size"] / m["totals"]["wall_seconds"]
+    return m["train_samples_per_second"]
+
+
+def figures(name):
+    ms = runs(name)
+    if not ms:
+        return None
+    rates = [rate(m) for m in ms]
+    accs = [m.get("test_accuracy") for m in ms if m.get("test_accuracy") is not None]
+    return {"best": max(rates), "median": statistics.median(rates), "n": len(rates),
+            "acc": statistics.mean(accs) if accs else None,
+            "acc_range": (min(accs), max(accs)) if accs else None}
+
+
+def acc_text(f):
+    if f["acc"] is None:
+        return "-"
+    lo, hi = f["acc_range"]
+    return f"{100 * f['acc']:.2f}%" + ("" if hi - lo < 5e-5 else f" ({100 * lo:.2f}-{100 * hi:.2f})")
+
+
+# epochs and steps as the runs found had them (REPORT_ONLY may read an older run's files)
+epochs = (runs("torch003") or runs("torch003_ga1") or [{"epochs": epochs}])[0]["epochs"]
+steps = (runs("torch002") or [{"steps": steps}])[0]["steps"]
+groups = [
+    (f"seed 003 CNN, {epochs} epoch(s), batch 40 x accumulation 10",
+     [("mnist_pipeline (defaults: pipelined 1F1B, 4 devices)", "plexus003_pipelined"),
+      ("mnist_pipeline --strategy sharded", "plexus003_sharded")], "torch003"),
+    (f"seed 003 CNN on one device, {epochs} epoch(s), batch 40, an update per batch",
+     [("stream_demo (1 device; no test pass)", "plexus003_onedevice")], "torch003_ga1"),
+    (f"seed 002 CNN, {steps} steps of batch 64 (1 worker)",
+     [("distributed_training (1 worker x 1 replica)", "plexus002")], "torch002"),
+]
+rows, summary = [], {}
+for title, plexus, twin in groups:
+    t, tf = figures(twin), figures(twin + "_forced")
+    if t is None or tf is None:
+        continue
+    faster = max((t, "as installed"), (tf, f"BLIS_ARCH_TYPE={arch}"), key=lambda x: x[0]["median"])
+    rows.append((title, None, None, None))
+    for label, name in plexus:
+        f = figures(name)
+        if f:
+            rb = f["best"] / faster[0]["best"] if faster[0]["best"] else float("nan")
+            rm = f["median"] / faster[0]["median"] if faster[0]["median"] else float("nan")
+            rows.append((f"  Plexus {label}", f, rb, rm))
+            summary[name] = f
+    rows.append(("  PyTorch as installed", t, None, None))
+    rows.append((f"  PyTorch BLIS_ARCH_TYPE={arch}", tf, None, None))
+    summary[twin], summary[twin + "_forced"] = t, tf
+    summary[twin + "_faster"] = faster[1]
+if rows:
+    repeats = max(f["n"] for _, f, _, _ in rows if f)
+    print(f"samples/s: best and median of {repeats} runs; test accuracy: mean over the runs; "
+          "ratio = Plexus / the faster PyTorch variant (by median), best / median")
+    print(f"{'':60} {'best':>8} {'median':>8} {'test acc':>9} {'ratio':>13}")
+    for label, f, rb, rm in rows:
+        if f is None:
+            print(label)
+            continue
+        ratio = f"{rb:5.2f}x/{rm:5.2f}x" if rb is not None else ""
+        print(f"{label:60} {f['best']:8.0f} {f['median']:8.0f} {acc_text(f):>9} {ratio:>13}")
+
+acc = {}
+for side in ("plexus003", "torch003"):
+    for f in sorted(glob.glob(os.path.join(out, f"acc_{side}_*.json"))):
+        acc.setdefault(side, {})[int(f.rsplit("_", 1)[1][:-5])] = json.load(open(f))["test_accuracy"]
+if acc:
+    print()
+    print(f"seed 003 test accuracy, the sample's defaults ({acc_epochs} epochs), per seed "
+          f"(PyTorch with BLIS_ARCH_TYPE={arch}):")
+    for side, label in (("plexus003", "Plexus mnist_pipeline"), ("torch003", "PyTorch twin")):
+        by_seed = acc.get(side, {})
+        if by_seed:
+            each = ", ".join(f"seed {s}: {100 * v:.2f}%" for s, v in sorted(by_seed.items()))
+            print(f"  {label:22} {each}; mean {100 * statistics.mean(by_seed.values()):.2f}%")
+    summary["accuracy"] = acc
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+PY
+  echo "load average at the end: $(loadavg)"
+  echo "raw results: $out_dir (summary.json)"
+}
+
+if [[ ${REPORT_ONLY:-0} == 1 ]]; then  # the table again from the JSON files of the last run
+  arch_id=$(cat "$out_dir/blis_arch_type")
+  report
+  exit 0
+fi
+
 # --- dependencies, data, build -------------------------------------------------------
 if ! "$python" -c 'import torch, numpy' 2>/dev/null; then
   run "$root/scripts/install-deps.sh" --bench
@@ -99,7 +210,7 @@ dist_bin=$build_dir/samples/distributed_training/distributed_training
 twin003=$root/bench/pytorch_seed003_cnn.py
 twin002=$root/bench/pytorch_seed002_cnn.py
 mkdir -p "$out_dir"
-rm -f "$out_dir"/*.json
+rm -f "$out_dir"/*.json "$out_dir/blis_arch_type"
 
 # --- machine and PyTorch's forced kernel set ----------------------------------------
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -123,6 +234,7 @@ else
   why="zen3: BLIS would pick '${blis_pick:-?}'; zen3 is one of the kernel sets Plexus measures"
 fi
 echo "PyTorch forced variant: BLIS_ARCH_TYPE=$arch_id ($why)"
+echo "$arch_id" >"$out_dir/blis_arch_type"
 echo
 
 torch_env=(BLIS_NUM_THREADS="$torch_threads")
@@ -170,99 +282,4 @@ if [[ $accuracy == 1 || $accuracy == only ]]; then
   echo "load average after the accuracy runs: $(loadavg)"
 fi
 
-# --- report -------------------------------------------------------------------------
-echo
-"$python" - "$out_dir" "$repeats" "$epochs" "$steps" "$arch_id" "$acc_epochs" <<'PY'
-import glob
-import json
-import os
-import statistics
-import sys
-
-out, repeats, epochs, steps, arch, acc_epochs = sys.argv[1:7]
-
-
-def runs(name):
-    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, f"{name}_[0-9]*.json")))]
-
-
-def rate(m):
-    if "totals" in m:  # stream_demo: batches of 40 over the training loop's wall time
-        return m["totals"]["batches"] * m["options"]["batch_size"] / m["totals"]["wall_seconds"]
-    return m["train_samples_per_second"]
-
-
-def figures(name):
-    ms = runs(name)
-    if not ms:
-        return None
-    rates = [rate(m) for m in ms]
-    accs = [m.get("test_accuracy") for m in ms if m.get("test_accuracy") is not None]
-    return {"best": max(rates), "median": statistics.median(rates), "n": len(rates),
-            "acc": statistics.mean(accs) if accs else None,
-            "acc_range": (min(accs), max(accs)) if accs else None}
-
-
-def acc_text(f):
-    if f["acc"] is None:
-        return "-"
-    lo, hi = f["acc_range"]
-    return f"{100 * f['acc']:.2f}%" + ("" if hi - lo < 5e-5 else f" ({100 * lo:.2f}-{100 * hi:.2f})")
-
-
-groups = [
-    (f"seed 003 CNN, {epochs} epoch(s), batch 40 x accumulation 10",
-     [("mnist_pipeline (defaults: pipelined 1F1B, 4 devices)", "plexus003_pipelined"),
-      ("mnist_pipeline --strategy sharded", "plexus003_sharded")], "torch003"),
-    (f"seed 003 CNN on one device, {epochs} epoch(s), batch 40, an update per batch",
-     [("stream_demo (1 device; no test pass)", "plexus003_onedevice")], "torch003_ga1"),
-    (f"seed 002 CNN, {steps} steps of batch 64 (1 worker)",
-     [("distributed_training (1 worker x 1 replica)", "plexus002")], "torch002"),
-]
-rows, summary = [], {}
-for title, plexus, twin in groups:
-    t, tf = figures(twin), figures(twin + "_forced")
-    if t is None or tf is None:
-        continue
-    faster = max((t, "as installed"), (tf, f"BLIS_ARCH_TYPE={arch}"), key=lambda x: x[0]["median"])
-    rows.append((title, None, None, None))
-    for label, name in plexus:
-        f = figures(name)
-        if f:
-            rb = f["best"] / faster[0]["best"] if faster[0]["best"] else float("nan")
-            rm = f["median"] / faster[0]["median"] if faster[0]["median"] else float("nan")
-            rows.append((f"  Plexus {label}", f, rb, rm))
-            summary[name] = f
-    rows.append(("  PyTorch as installed", t, None, None))
-    rows.append((f"  PyTorch BLIS_ARCH_TYPE={arch}", tf, None, None))
-    summary[twin], summary[twin + "_forced"] = t, tf
-    summary[twin + "_faster"] = faster[1]
-if rows:
-    print(f"samples/s: best and median of {repeats} runs; test accuracy: mean over the runs; "
-          "ratio = Plexus / the faster PyTorch variant (by median), best / median")
-    print(f"{'':60} {'best':>8} {'median':>8} {'test acc':>9} {'ratio':>13}")
-    for label, f, rb, rm in rows:
-        if f is None:
-            print(label)
-            continue
-        ratio = f"{rb:5.2f}x/{rm:5.2f}x" if rb is not None else ""
-        print(f"{label:60} {f['best']:8.0f} {f['median']:8.0f} {acc_text(f):>9} {ratio:>13}")
-
-acc = {}
-for side in ("plexus003", "torch003"):
-    for f in sorted(glob.glob(os.path.join(out, f"acc_{side}_*.json"))):
-        acc.setdefault(side, {})[int(f.rsplit("_", 1)[1][:-5])] = json.load(open(f))["test_accuracy"]
-if acc:
-    print()
-    print(f"seed 003 test accuracy, the sample's defaults ({acc_epochs} epochs), per seed "
-          f"(PyTorch with BLIS_ARCH_TYPE={arch}):")
-    for side, label in (("plexus003", "Plexus mnist_pipeline"), ("torch003", "PyTorch twin")):
-        by_seed = acc.get(side, {})
-        if by_seed:
-            each = ", ".join(f"seed {s}: {100 * v:.2f}%" for s, v in sorted(by_seed.items()))
-            print(f"  {label:22} {each}; mean {100 * statistics.mean(by_seed.values()):.2f}%")
-    summary["accuracy"] = acc
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
-PY
-echo "load average at the end: $(loadavg)"
-echo "raw results: $out_dir (summary.json)"
+report
