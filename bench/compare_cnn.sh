@@ -92,8 +92,16 @@ import sys
 out, repeats, epochs, steps, arch, acc_epochs = sys.argv[1:7]
 
 
+def load(path):  # None for a run that did not finish (an empty or cut file)
+    try:
+        return json.load(open(path))
+    except ValueError:
+        return None
+
+
 def runs(name):
-    return [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, f"{name}_[0-9]*.json")))]
+    found = (load(f) for f in sorted(glob.glob(os.path.join(out, f"{name}_[0-9]*.json"))))
+    return [m for m in found if m is not None]
 
 
 def rate(m):
@@ -154,18 +162,20 @@ if rows:
     repeats = max(f["n"] for _, f, _, _ in rows if f)
     print(f"samples/s: best and median of {repeats} runs; test accuracy: mean over the runs; "
           "ratio = Plexus / the faster PyTorch variant (by median), best / median")
-    print(f"{'':60} {'best':>8} {'median':>8} {'test acc':>9} {'ratio':>13}")
+    print(f"{'':60} {'best':>8} {'median':>8} {'test acc':>20} {'ratio':>13}")
     for label, f, rb, rm in rows:
         if f is None:
             print(label)
             continue
         ratio = f"{rb:5.2f}x/{rm:5.2f}x" if rb is not None else ""
-        print(f"{label:60} {f['best']:8.0f} {f['median']:8.0f} {acc_text(f):>9} {ratio:>13}")
+        print(f"{label:60} {f['best']:8.0f} {f['median']:8.0f} {acc_text(f):>20} {ratio:>13}")
 
 acc = {}
 for side in ("plexus003", "torch003"):
     for f in sorted(glob.glob(os.path.join(out, f"acc_{side}_*.json"))):
-        acc.setdefault(side, {})[int(f.rsplit("_", 1)[1][:-5])] = json.load(open(f))["test_accuracy"]
+        m = load(f)
+        if m is not None:
+            acc.setdefault(side, {})[int(f.rsplit("_", 1)[1][:-5])] = m["test_accuracy"]
 if acc:
     print()
     print(f"seed 003 test accuracy, the sample's defaults ({acc_epochs} epochs), per seed "
