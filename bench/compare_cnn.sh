@@ -175,16 +175,18 @@ for side in ("plexus003", "torch003"):
     for f in sorted(glob.glob(os.path.join(out, f"acc_{side}_*.json"))):
         m = load(f)
         if m is not None:
-            acc.setdefault(side, {})[int(f.rsplit("_", 1)[1][:-5])] = m["test_accuracy"]
+            acc.setdefault(side, {})[int(f.rsplit("_", 1)[1][:-5])] = (m["test_accuracy"],
+                                                                      m["train_samples_per_second"])
 if acc:
     print()
     print(f"seed 003 test accuracy, the sample's defaults ({acc_epochs} epochs), per seed "
-          f"(PyTorch with BLIS_ARCH_TYPE={arch}):")
+          f"(PyTorch with BLIS_ARCH_TYPE={arch}), training samples/s in brackets:")
     for side, label in (("plexus003", "Plexus mnist_pipeline"), ("torch003", "PyTorch twin")):
         by_seed = acc.get(side, {})
         if by_seed:
-            each = ", ".join(f"seed {s}: {100 * v:.2f}%" for s, v in sorted(by_seed.items()))
-            print(f"  {label:22} {each}; mean {100 * statistics.mean(by_seed.values()):.2f}%")
+            each = ", ".join(f"seed {s}: {100 * v:.2f}% ({r:.0f}/s)" for s, (v, r) in sorted(by_seed.items()))
+            mean = statistics.mean(v for v, _ in by_seed.values())
+            print(f"  {label:22} {each}; mean {100 * mean:.2f}%")
     summary["accuracy"] = acc
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 PY
