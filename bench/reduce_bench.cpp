@@ -1,6 +1,7 @@
 // reduce_bench: bandwidth of reduce_sum / reduce_mean over all axes but the channel of an
-// NCHW tensor (the conv bias gradient, axes {0,2,3}) on the seed CNNs' conv outputs, next to
-// memcpy of the same bytes in the same run (bench/memcpy_baseline.h):
+// NCHW tensor (the conv bias gradient, axes {0,2,3}) and of max_pool2d 2x2 (stride 2, the
+// seeds' MaxPool2d(2)) forward and gradient on the seed CNNs' conv outputs, next to memcpy
+// of the same bytes in the same run (bench/memcpy_baseline.h):
 //
 //   seed002_conv:   [64,32,26,26]  (samples/distributed_training, batch 64)  5.3 MiB
 //   seed003_layer1: [40,10,24,24]  (samples/mnist_pipeline, batch 40)        0.9 MiB
@@ -8,7 +9,8 @@
 //
 // Through the public C++ API: a session whose step is one reduction of a variable, run with
 // device_iterations 10 so the per-run hand-over is amortised. Bytes per second counts the
-// input bytes read (memcpy's counts the bytes copied, each read once and written once).
+// bytes of the conv output read (memcpy's counts the bytes copied, each read once and
+// written once); max_pool2d_grad also reads dy (a quarter of that) and writes dx (as many).
 //
 //   build/bench/reduce_bench --benchmark_min_time=0.3
 #include <benchmark/benchmark.h>
@@ -62,13 +64,35 @@ void BM_Reduce(benchmark::State& state, const Layer& l, bool mean) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kDeviceIterations * l.bytes());
 }
 
-/// Per layer: memcpy of its bytes, then reduce_sum and reduce_mean over axes {0,2,3}.
+/// max_pool2d 2x2 of the layer's tensor x, or (grad) max_pool2d_grad(x, dy): x's bytes per second.
+void BM_MaxPool(benchmark::State& state, const Layer& l, bool grad) {
+  plx::Ir ir;
+  const plx::Tensor x = ir.variable<float>("x", l.shape, random_data(l.shape));
+  if (grad) {
+    const plx::Shape y_shape{l.shape[0], l.shape[1], l.shape[2] / 2, l.shape[3] / 2};
+    const plx::Tensor dy = ir.variable<float>("dy", y_shape, random_data(y_shape));
+    ir.op1("max_pool2d_grad", {x, dy}, {{"kernel", plx::Shape{2, 2}}});
+  } else {
+    ir.max_pool2d(x, {2, 2});
+  }
+  plx::SessionOptions opts;
+  opts.device_iterations = kDeviceIterations;
+  plx::Session session(ir, opts);
+  session.run({});  // warm-up: first touch of the arena
+  for (auto _ : state) session.run({});
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kDeviceIterations * l.bytes());
+}
+
+/// Per layer: memcpy of its bytes, reduce_sum and reduce_mean over axes {0,2,3}, then
+/// max_pool2d 2x2 forward and gradient.
 void register_all() {
   for (const Layer& l : kLayers) {
     const std::string layer = l.name;
     benchmark::RegisterBenchmark(("memcpy/" + layer).c_str(), bench::BM_Memcpy)->Arg(l.bytes());
     benchmark::RegisterBenchmark(("reduce_sum_0_2_3/" + layer).c_str(), BM_Reduce, l, false)->UseRealTime();
     benchmark::RegisterBenchmark(("reduce_mean_0_2_3/" + layer).c_str(), BM_Reduce, l, true)->UseRealTime();
+    benchmark::RegisterBenchmark(("max_pool2d_2x2/" + layer).c_str(), BM_MaxPool, l, false)->UseRealTime();
+    benchmark::RegisterBenchmark(("max_pool2d_grad_2x2/" + layer).c_str(), BM_MaxPool, l, true)->UseRealTime();
   }
 }
 

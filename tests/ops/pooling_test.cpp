@@ -148,8 +148,74 @@ std::string pool_case_name(const ::testing::TestParamInfo<PoolCfg>& info) {
 INSTANTIATE_TEST_SUITE_P(Windows, MaxPool2dShapes,
                          ::testing::Values(PoolCfg{2, 2, 2, 2, 0, 0}, PoolCfg{3, 3, 2, 2, 1, 1},
                                            PoolCfg{3, 3, 1, 1, 0, 0}, PoolCfg{2, 3, 1, 2, 1, 1},
-                                           PoolCfg{1, 1, 2, 3, 0, 0}, PoolCfg{7, 6, 1, 1, 0, 0}),
+                                           PoolCfg{1, 1, 2, 3, 0, 0}, PoolCfg{7, 6, 1, 1, 0, 0},
+                                           PoolCfg{3, 3, 3, 3, 0, 0}),
                          pool_case_name);
+
+// --- the tiled fast path (kernel == stride in {2, 3}, no padding) ------------------------
+
+/// Values from a few levels, so most windows hold ties, with -inf and NaN (several NaNs in
+/// some windows: the last one is the argmax) mixed in.
+Value tie_heavy_f32(const ir::Shape& shape, uint32_t seed) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  Value x = random_f32(shape, seed, 0.0, 1.0);
+  for (double& v : x.data) v = v < 0.06 ? nan : v < 0.12 ? -inf : std::floor(v * 4.0) - 2.0;
+  return x;
+}
+
+/// dy with some -0.0 (the gradient of a winning -0.0 dy is +0.0, as in `0 += dy`).
+Value dy_with_negative_zeros(const ir::Shape& shape, uint32_t seed) {
+  Value dy = random_f32(shape, seed);
+  for (size_t i = 0; i < dy.data.size(); i += 3) dy.data[i] = -0.0;
+  return dy;
+}
+
+class MaxPool2dTiles : public ::testing::TestWithParam<std::tuple<int64_t, ir::Shape>> {};
+
+TEST_P(MaxPool2dTiles, ForwardAndGradientEqualTheReferenceBitForBit) {
+  const auto& [k, shape] = GetParam();
+  const PoolCfg p{k, k, k, k, 0, 0};
+  for (const bool ties : {false, true}) {
+    SCOPED_TRACE(ties ? "tie-heavy values with -inf and NaN" : "uniform values");
+    const Value x = ties ? tie_heavy_f32(shape, 21) : random_f32(shape, 21);
+    const Value dy = dy_with_negative_zeros(pool_out_shape(shape, p), 22);
+    expect_equal(run_op1("max_pool2d", {x}, pool_attrs(p)), pool_reference(p)({x}), "forward");
+    expect_equal(run_op1("max_pool2d_grad", {x, dy}, pool_attrs(p)), pool_grad_reference(p)({x, dy}), "dx");
+  }
+}
+
+std::string tile_case_name(const ::testing::TestParamInfo<std::tuple<int64_t, ir::Shape>>& info) {
+  const auto& [k, s] = info.param;
+  return "k" + std::to_string(k) + "_" + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+         std::to_string(s[2]) + "x" + std::to_string(s[3]);
+}
+
+// The smallest planes, one plane, odd H and W (the last rows / columns no window covers get
+// a zero gradient), rows wide enough for several vectors of output columns.
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MaxPool2dTiles,
+    ::testing::Values(std::tuple{int64_t{2}, ir::Shape{1, 1, 2, 2}}, std::tuple{int64_t{2}, ir::Shape{1, 1, 3, 3}},
+                      std::tuple{int64_t{2}, ir::Shape{1, 1, 5, 7}}, std::tuple{int64_t{2}, ir::Shape{2, 3, 7, 6}},
+                      std::tuple{int64_t{2}, ir::Shape{1, 1, 2, 9}}, std::tuple{int64_t{2}, ir::Shape{3, 2, 26, 26}},
+                      std::tuple{int64_t{2}, ir::Shape{1, 2, 9, 35}}, std::tuple{int64_t{3}, ir::Shape{1, 1, 3, 3}},
+                      std::tuple{int64_t{3}, ir::Shape{1, 1, 5, 4}}, std::tuple{int64_t{3}, ir::Shape{2, 3, 10, 11}},
+                      std::tuple{int64_t{3}, ir::Shape{1, 2, 7, 40}}),
+    tile_case_name);
+
+TEST(MaxPool2d, TiledWindowTiesAndNaNs) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // 2x2 windows: a tie between the two rows (the top one wins); a tie in the bottom row;
+  // all -inf; two NaNs (the later one gets the gradient); NaN before a larger value.
+  const Value x = f32({1, 1, 2, 10}, {4, 1, 0, 0, -inf, -inf, nan, 1, nan, 9,  //
+                                      4, 2, 3, 3, -inf, -inf, 2, nan, 5, 1});
+  const Value dy = f32({1, 1, 1, 5}, {1, 2, 3, 4, 5});
+  const ir::Attributes a = make_attrs({{"kernel", Ints{2}}});
+  expect_equal(run_op1("max_pool2d", {x}, a), f32({1, 1, 1, 5}, {4, 3, -inf, nan, nan}), "forward");
+  expect_equal(run_op1("max_pool2d_grad", {x, dy}, a),
+               f32({1, 1, 2, 10}, {1, 0, 0, 0, 3, 0, 0, 0, 5, 0,  //
+                                   0, 0, 2, 0, 0, 0, 0, 4, 0, 0}),
+               "dx");
+}
 
 TEST(MaxPool2d, StrideDefaultsToTheKernel) {
   const Value x = random_f32({1, 2, 6, 9}, 3);
