@@ -47,6 +47,17 @@ std::vector<float> random_data(const plx::Shape& shape) {
   return v;
 }
 
+/// Compiles `ir` (no inputs) with kDeviceIterations steps per run and times its runs,
+/// counting `bytes` per step.
+void time_runs(benchmark::State& state, const plx::Ir& ir, size_t bytes) {
+  plx::SessionOptions opts;
+  opts.device_iterations = kDeviceIterations;
+  plx::Session session(ir, opts);
+  session.run({});  // warm-up: first touch of the arena
+  for (auto _ : state) session.run({});
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kDeviceIterations * bytes));
+}
+
 /// reduce_sum (or reduce_mean) of the layer's tensor over axes {0,2,3}: input bytes per second.
 void BM_Reduce(benchmark::State& state, const Layer& l, bool mean) {
   plx::Ir ir;
@@ -56,12 +67,7 @@ void BM_Reduce(benchmark::State& state, const Layer& l, bool mean) {
   } else {
     ir.reduce_sum(x, {0, 2, 3});
   }
-  plx::SessionOptions opts;
-  opts.device_iterations = kDeviceIterations;
-  plx::Session session(ir, opts);
-  session.run({});  // warm-up: first touch of the arena
-  for (auto _ : state) session.run({});
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kDeviceIterations * l.bytes());
+  time_runs(state, ir, l.bytes());
 }
 
 /// max_pool2d 2x2 of the layer's tensor x, or (grad) max_pool2d_grad(x, dy): x's bytes per second.
@@ -75,12 +81,7 @@ void BM_MaxPool(benchmark::State& state, const Layer& l, bool grad) {
   } else {
     ir.max_pool2d(x, {2, 2});
   }
-  plx::SessionOptions opts;
-  opts.device_iterations = kDeviceIterations;
-  plx::Session session(ir, opts);
-  session.run({});  // warm-up: first touch of the arena
-  for (auto _ : state) session.run({});
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kDeviceIterations * l.bytes());
+  time_runs(state, ir, l.bytes());
 }
 
 /// Per layer: memcpy of its bytes, reduce_sum and reduce_mean over axes {0,2,3}, then

@@ -46,6 +46,18 @@ plx_status create_status(const plx_ir* ir, const plx_session_options& o) {
   return status;
 }
 
+// The JSON report of a session created with `o` (which must succeed); destroyed at once.
+std::string report_of(const plx_ir* ir, const plx_session_options& o) {
+  plx_session* raw = nullptr;
+  EXPECT_EQ(plx_session_create(ir, &o, &raw), PLX_OK) << plx_last_error();
+  const SessionPtr s(raw);
+  char report[8192] = {};
+  if (raw != nullptr) {
+    EXPECT_EQ(plx_session_get_report(s.get(), report, sizeof report, nullptr), PLX_OK);
+  }
+  return report;
+}
+
 // plx_session_options: a caller of version v (struct_size = the offset of the next
 // version's first field) creates its session although that next field holds a value
 // plx_session_create refuses when it reads it; with the next version's struct_size the same
@@ -86,22 +98,13 @@ TEST(CApiStructSize, SessionOptionsOfEveryOlderVersion) {
   plx_session_options_init(&v8);
   v8.struct_size = offsetof(plx_session_options, weight_update_on_host);
   v8.weight_update_on_host = 1;
-  plx_session* raw = nullptr;
-  ASSERT_PLX_OK(plx_session_create(ir.get(), &v8, &raw));
-  const SessionPtr s(raw);
-  char report[8192];
-  ASSERT_PLX_OK(plx_session_get_report(s.get(), report, sizeof report, nullptr));
-  EXPECT_THAT(report, HasSubstr("\"weight_update_on_host\": false"));
+  EXPECT_THAT(report_of(ir.get(), v8), HasSubstr("\"weight_update_on_host\": false"));
   // Version 9 (and 12): gradient_bucket_bytes (version 13) keeps its default, 25 MiB.
   plx_session_options v12;
   plx_session_options_init(&v12);
   v12.struct_size = offsetof(plx_session_options, gradient_bucket_bytes);
   v12.gradient_bucket_bytes = 7;
-  plx_session* raw12 = nullptr;
-  ASSERT_PLX_OK(plx_session_create(ir.get(), &v12, &raw12));
-  const SessionPtr s12(raw12);
-  ASSERT_PLX_OK(plx_session_get_report(s12.get(), report, sizeof report, nullptr));
-  EXPECT_THAT(report, HasSubstr("\"gradient_bucket_bytes\": 26214400"));
+  EXPECT_THAT(report_of(ir.get(), v12), HasSubstr("\"gradient_bucket_bytes\": 26214400"));
 }
 
 TEST(CApiStructSize, ShortAndNewerOptionsStructs) {
