@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <memory>
 
+#include "core/memory/host_block.h"
+
 namespace plexus::memory {
 
 /// Owns the block. Accounting: the device thread (single writer) reports the live byte
@@ -13,7 +15,7 @@ namespace plexus::memory {
 class Arena {
  public:
   /// Allocates `bytes` (at least 1). Throws ir::Error(OutOfDeviceMemory) when the host
-  /// cannot provide them.
+  /// cannot provide them (allocate_block).
   explicit Arena(size_t bytes);
 
   std::byte* data() const { return data_.get(); }
@@ -28,10 +30,7 @@ class Arena {
   size_t peak_bytes() const noexcept { return peak_.load(std::memory_order_relaxed); }
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const noexcept;
-  };
-  std::unique_ptr<std::byte, Free> data_;
+  HostBlock data_;
   size_t capacity_;
   std::atomic<size_t> live_{0};
   std::atomic<size_t> peak_{0};

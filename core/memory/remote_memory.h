@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/ir/tensor.h"
+#include "core/memory/host_block.h"
 
 namespace plexus::memory {
 
@@ -27,10 +28,7 @@ class RemoteMemory {
   size_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const noexcept;
-  };
-  std::vector<std::unique_ptr<std::byte, Free>> blocks_;
+  std::vector<HostBlock> blocks_;
   std::vector<size_t> slot_bytes_;
   size_t bytes_ = 0;
 };

@@ -1,6 +1,6 @@
 #include "core/streams/bounded_queue.h"
 
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
 
 #include "core/ir/error.h"
@@ -11,17 +11,15 @@ namespace {
 constexpr size_t kAlign = 64;
 }
 
-void BoundedQueue::Free::operator()(std::byte* p) const noexcept { std::free(p); }
-
 BoundedQueue::BoundedQueue(std::string name, size_t item_bytes, size_t capacity, bool spin)
     : name_(std::move(name)),
       item_bytes_(item_bytes),
       capacity_(capacity == 0 ? 1 : capacity),
-      stride_((item_bytes + kAlign - 1) / kAlign * kAlign),
-      storage_(static_cast<std::byte*>(std::aligned_alloc(kAlign, std::max<size_t>(stride_ * capacity_, kAlign)))),
+      // An item too large to round up keeps SIZE_MAX, which allocate_block refuses.
+      stride_(item_bytes > SIZE_MAX - kAlign ? SIZE_MAX : (item_bytes + kAlign - 1) / kAlign * kAlign),
+      storage_(memory::allocate_block(capacity_, stride_, "the buffers of queue " + name_)),
       producer_wait_(spin),
       consumer_wait_(spin) {
-  if (!storage_) ir::fail(ir::ErrorCode::OutOfDeviceMemory, "queue " + name_ + ": cannot allocate its buffers");
 }
 
 template <class Ready>

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "core/memory/host_block.h"
 #include "core/streams/spin_wait.h"
 
 namespace plexus::streams {
@@ -88,13 +89,9 @@ class BoundedQueue {
   std::byte* slot(uint64_t index) const { return storage_.get() + (index % capacity_) * stride_; }
   void signal();
 
-  struct Free {
-    void operator()(std::byte* p) const noexcept;
-  };
-
   std::string name_;
   size_t item_bytes_, capacity_, stride_;
-  std::unique_ptr<std::byte, Free> storage_;
+  memory::HostBlock storage_;
   std::atomic<uint64_t> pushed_{0}, popped_{0};
   std::atomic<uint32_t> epoch_{0};
   std::atomic<bool> aborted_{false};

@@ -137,5 +137,18 @@ TEST(BoundedQueue, DoorbellRingsOnEveryCommitAndRelease) {
   EXPECT_EQ(bell.load(), 2u);
 }
 
+TEST(BoundedQueue, BuffersLargerThanTheMachineAreRefusedNamingTheQueue) {
+  for (const size_t item_bytes : {size_t{1} << 42, SIZE_MAX - 1}) {
+    try {
+      BoundedQueue q("stream 'images' of replica 0", item_bytes, 3, false);
+      FAIL() << "expected OutOfDeviceMemory for items of " << item_bytes << " bytes";
+    } catch (const ir::Error& e) {
+      EXPECT_EQ(e.code(), ir::ErrorCode::OutOfDeviceMemory);
+      EXPECT_NE(std::string(e.what()).find("the buffers of queue stream 'images' of replica 0"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace plexus::streams
