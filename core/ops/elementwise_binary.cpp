@@ -8,6 +8,7 @@
 #include "core/ir/graph.h"
 #include "core/ops/grad_helpers.h"
 #include "core/ops/strided_loop.h"
+#include "core/ops/vector_clones.h"
 
 namespace plexus::ops {
 
@@ -27,6 +28,23 @@ ir::InferResult infer_broadcast(const ir::InferContext& ctx, DType out_dtype) {
   return {{{out_dtype, out}}};
 }
 
+/// One row of n outputs po[i] = f(pa[i * sa], pb[i * sb]), with the contiguous and
+/// broadcast-scalar cases as their own loops so that they vectorise.
+template <class T, class Out, class F>
+PLEXUS_VECTOR_CLONES void binary_row(Out* po, const T* pa, const T* pb, int64_t n, int64_t sa, int64_t sb, F f) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+  } else if (sa == 0 && sb == 1) {
+    const T av = *pa;
+    for (int64_t i = 0; i < n; ++i) po[i] = f(av, pb[i]);
+  } else if (sa == 1 && sb == 0) {
+    const T bv = *pb;
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], bv);
+  } else {
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i * sa], pb[i * sb]);
+  }
+}
+
 template <class T, class Out, class F>
 ir::Kernel binary_kernel(const ir::KernelContext& ctx, F f) {
   const ir::Shape& out_shape = ctx.outputs[0]->shape;
@@ -36,20 +54,7 @@ ir::Kernel binary_kernel(const ir::KernelContext& ctx, F f) {
   const StridedLoop loop(out_shape, strides);
   return [loop, a = ctx.input<T>(0), b = ctx.input<T>(1), o = ctx.output<Out>(0), f] {
     loop.run([&](const auto& off, int64_t n, const auto& step) {
-      Out* po = o + off[0];
-      const T* pa = a + off[1];
-      const T* pb = b + off[2];
-      if (step[1] == 1 && step[2] == 1) {
-        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
-      } else if (step[1] == 0 && step[2] == 1) {
-        const T av = *pa;
-        for (int64_t i = 0; i < n; ++i) po[i] = f(av, pb[i]);
-      } else if (step[1] == 1 && step[2] == 0) {
-        const T bv = *pb;
-        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], bv);
-      } else {
-        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i * step[1]], pb[i * step[2]]);
-      }
+      binary_row(o + off[0], a + off[1], b + off[2], n, step[1], step[2], f);
     });
   };
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/ir/graph.h"
+#include "core/ops/vector_clones.h"
 
 namespace plexus::ops {
 
@@ -37,18 +38,26 @@ ir::InferResult infer_float_grad(const ir::InferContext& ctx) {
 }
 
 template <class T, class F>
+PLEXUS_VECTOR_CLONES void map_elements(const T* x, T* y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+template <class F>
+PLEXUS_VECTOR_CLONES void zip_elements(const float* x, const float* dy, float* dx, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = f(x[i], dy[i]);
+}
+
+template <class T, class F>
 ir::Kernel map_kernel(const ir::KernelContext& ctx, F f) {
   return [x = ctx.input<T>(0), y = ctx.output<T>(0), n = ir::numel(ctx.outputs[0]->shape), f] {
-    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+    map_elements(x, y, n, f);
   };
 }
 
 template <class F>
 ir::Kernel zip_kernel(const ir::KernelContext& ctx, F f) {
   return [x = ctx.input<float>(0), dy = ctx.input<float>(1), dx = ctx.output<float>(0),
-          n = ir::numel(ctx.outputs[0]->shape), f] {
-    for (int64_t i = 0; i < n; ++i) dx[i] = f(x[i], dy[i]);
-  };
+          n = ir::numel(ctx.outputs[0]->shape), f] { zip_elements(x, dy, dx, n, f); };
 }
 
 // tanh through one expf: glibc's tanhf costs several times more and dominated the MLP's

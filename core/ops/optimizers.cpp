@@ -37,6 +37,7 @@
 #include "core/ir/graph.h"
 #include "core/ops/number_format.h"
 #include "core/ops/optimizer_util.h"
+#include "core/ops/vector_clones.h"
 
 namespace plexus::ops {
 
@@ -104,6 +105,25 @@ ir::InferResult adamw_infer(const ir::InferContext& ctx) {
 // AdamW (Loshchilov & Hutter, decoupled weight decay; PyTorch's AdamW): step += 1,
 // m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
 // w = w (1 - lr wd) - lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+/// The float32 constants of one AdamW update (adamw_'s formula at the top of the file).
+struct AdamwStep {
+  float b1, c1, b2, c2;  // beta1, 1 - beta1, beta2, 1 - beta2
+  float decay, step_size, bias2_sqrt, eps;
+};
+
+/// AdamW's elementwise update of n elements in place; g is read before w is written, in
+/// case grad shares w's storage.
+PLEXUS_VECTOR_CLONES void adamw_elements(float* w, const float* g, float* m, float* v, int64_t n, AdamwStep c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = c.b1 * m[i] + c.c1 * gi;
+    const float vi = c.b2 * v[i] + c.c2 * (gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = w[i] * c.decay - c.step_size * mi / (std::sqrt(vi) / c.bias2_sqrt + c.eps);
+  }
+}
+
 ir::Kernel adamw_kernel(const ir::KernelContext& ctx) {
   const ir::Attributes& a = ctx.op.attrs;
   const double beta1 = a.get_float("beta1"), beta2 = a.get_float("beta2"), weight_decay = a.get_float("weight_decay");
@@ -119,16 +139,9 @@ ir::Kernel adamw_kernel(const ir::KernelContext& ctx) {
     const double bias2 = 1.0 - std::pow(beta2, static_cast<double>(t));
     const auto step_size = static_cast<float>(lr / bias1);
     const auto bias2_sqrt = static_cast<float>(std::sqrt(bias2));
-    const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-    const auto c1 = static_cast<float>(1.0 - beta1), c2 = static_cast<float>(1.0 - beta2);
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];  // read before any write, in case grad shares w's storage
-      const float mi = b1 * m[i] + c1 * gi;
-      const float vi = b2 * v[i] + c2 * (gi * gi);
-      m[i] = mi;
-      v[i] = vi;
-      w[i] = w[i] * decay - step_size * mi / (std::sqrt(vi) / bias2_sqrt + eps);
-    }
+    const AdamwStep c{static_cast<float>(beta1), static_cast<float>(1.0 - beta1), static_cast<float>(beta2),
+                      static_cast<float>(1.0 - beta2), decay, step_size, bias2_sqrt, eps};
+    adamw_elements(w, g, m, v, n, c);
   };
 }
 
