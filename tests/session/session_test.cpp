@@ -161,6 +161,18 @@ TEST(Session, PlanLargerThanDeviceMemoryIsRefusedNamingDeviceAndBytes) {
   EXPECT_THAT(msg, HasSubstr("capacity (device_memory_bytes) is 16"));
 }
 
+// The c_api_sequence fuzzer's find: a prefetch depth that makes a stream's queue larger
+// than the machine reached the allocator (ASan aborts on it; without ASan the OOM killer
+// would answer). It is refused at session creation, naming the queue.
+TEST(Session, AStreamQueueLargerThanTheMachineIsRefusedNamingTheStream) {
+  Accumulator m;
+  SessionOptions opts;
+  opts.prefetch_depth = int64_t{1} << 40;
+  const std::string msg = error_of([&] { Session s(m.graph, opts); }, ir::ErrorCode::OutOfDeviceMemory);
+  EXPECT_THAT(msg, HasSubstr("cannot allocate the buffers of queue host-to-device stream"));
+  EXPECT_THAT(msg, HasSubstr("exceed this machine's physical memory"));
+}
+
 TEST(Session, BadOptionsAreRefused) {
   Accumulator m;
   SessionOptions opts;
