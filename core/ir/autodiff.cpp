@@ -78,6 +78,7 @@ std::vector<bool> loss_depends_on(const Graph& graph, TensorId loss, OpId forwar
 /// contributions collected so far for each tensor (summed when first read).
 struct Backward {
   Graph& graph;
+  std::span<const TensorId> wrt;
   std::vector<bool> from_wrt;
   std::vector<bool> to_loss;
   std::map<TensorId, std::vector<TensorId>> contributions;
@@ -116,7 +117,7 @@ void Backward::differentiate(OpId o) {
     fail(ErrorCode::InvalidArgument, "autodiff: op '" + op.name + "' lies between the loss and a requested tensor "
                                      "but has no gradient");
   }
-  GradContext ctx{graph, op, out_grads, needs};
+  GradContext ctx{graph, op, out_grads, needs, wrt};
   graph.set_implicit_block(op.block);  // gradient ops join the block of the op they differentiate
   const std::vector<TensorId> in_grads = op.def->grad(ctx);
   graph.set_implicit_block(-1);
@@ -151,7 +152,7 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
                                          ", must be float32");
   }
   const auto forward_ops = static_cast<OpId>(graph.num_ops());
-  Backward backward{graph, depends_on_wrt(graph, wrt, forward_ops), loss_depends_on(graph, loss, forward_ops), {}};
+  Backward backward{graph, wrt, depends_on_wrt(graph, wrt, forward_ops), loss_depends_on(graph, loss, forward_ops), {}};
   graph.set_phase(Phase::Backward);
   backward.contributions[loss].push_back(seed_gradient(graph, loss_info));
   for (OpId o = forward_ops; o-- > 0;) backward.differentiate(o);

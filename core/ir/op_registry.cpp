@@ -1,5 +1,7 @@
 #include "core/ir/op_registry.h"
 
+#include <algorithm>
+
 #include "core/ir/graph.h"
 
 namespace plexus::ir {
@@ -29,6 +31,10 @@ TensorId GradContext::add(std::string_view type, std::vector<TensorId> inputs, A
 Shape GradContext::shape(TensorId t) const { return graph.tensor(t).shape; }
 
 DType GradContext::dtype(TensorId t) const { return graph.tensor(t).dtype; }
+
+bool GradContext::is_requested(TensorId t) const {
+  return std::find(requested.begin(), requested.end(), t) != requested.end();
+}
 
 OpRegistry& OpRegistry::instance() {
   static OpRegistry registry;

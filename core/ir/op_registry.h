@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,6 +104,13 @@ struct GradContext {
   const Op& op;
   std::vector<TensorId> output_grads;
   std::vector<bool> needs_grad;
+  /// The tensors whose gradients autodiff returns (its `wrt`). A rule may fold the rule of
+  /// the op producing its input into its own (max_pool2d after relu) only when that input
+  /// is not one of them: the folded gradient is not the input's own.
+  std::span<const TensorId> requested = {};
+
+  /// Whether t is in `requested`.
+  bool is_requested(TensorId t) const;
 
   /// Adds op `type` and returns its first output.
   TensorId add(std::string_view type, std::vector<TensorId> inputs, Attributes attrs = {});

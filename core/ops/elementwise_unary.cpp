@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/ir/graph.h"
+#include "core/ops/grad_helpers.h"
 #include "core/ops/vector_clones.h"
 
 namespace plexus::ops {
@@ -114,7 +115,19 @@ float tanh_derivative(float x) {
   return 1.0f - t * t;
 }
 
-const ir::OpRegistration relu_op{activation<relu>("relu")};
+// relu's gradient, except where it feeds a max_pool2d whose gradient rule folded it in
+// (max_pool2d_grad relu_folded, pooling.cpp): that gradient passes on as it is.
+ir::OpDef relu_def() {
+  ir::OpDef def = activation<relu>("relu");
+  def.grad = [](ir::GradContext& ctx) {
+    const TensorId dy = ctx.output_grads[0];
+    if (is_relu_folded_pool_grad(ctx.graph, dy, ctx.op.outputs[0])) return std::vector<TensorId>{dy};
+    return std::vector<TensorId>{ctx.add("relu_grad", {ctx.op.inputs[0], dy})};
+  };
+  return def;
+}
+
+const ir::OpRegistration relu_op{relu_def()};
 const ir::OpRegistration relu_grad_op{activation_grad<relu_derivative>("relu_grad")};
 const ir::OpRegistration gelu_op{activation<gelu>("gelu")};
 const ir::OpRegistration gelu_grad_op{activation_grad<gelu_derivative>("gelu_grad")};

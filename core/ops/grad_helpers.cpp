@@ -36,4 +36,25 @@ ir::TensorId scalar_constant(ir::Graph& graph, float value) {
   return graph.add_constant(ir::DType::Float32, {}, std::move(bytes));
 }
 
+namespace {
+
+/// The op producing t, or null for a tensor no op produces (inputs, variables, constants).
+const ir::Op* producer(const ir::Graph& graph, ir::TensorId t) {
+  const ir::OpId id = graph.tensor(t).producer;
+  return id < 0 ? nullptr : &graph.op(id);
+}
+
+}  // namespace
+
+bool produced_by_relu(const ir::Graph& graph, ir::TensorId t) {
+  const ir::Op* op = producer(graph, t);
+  return op != nullptr && op->def->name == "relu";
+}
+
+bool is_relu_folded_pool_grad(const ir::Graph& graph, ir::TensorId grad, ir::TensorId relu_out) {
+  const ir::Op* op = producer(graph, grad);
+  return op != nullptr && op->def->name == "max_pool2d_grad" && op->inputs[0] == relu_out &&
+         op->attrs.get_int("relu_folded") == 1;
+}
+
 }  // namespace plexus::ops

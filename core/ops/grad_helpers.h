@@ -15,4 +15,11 @@ ir::TensorId reshape_to(ir::GradContext& ctx, ir::TensorId t, const ir::Shape& s
 /// A float32 scalar constant.
 ir::TensorId scalar_constant(ir::Graph& graph, float value);
 
+/// Whether t is the output of a relu op (relu -> max_pool2d folding, pooling.cpp).
+bool produced_by_relu(const ir::Graph& graph, ir::TensorId t);
+
+/// Whether `grad` is the output of a max_pool2d_grad with relu_folded = 1 over `relu_out`:
+/// relu's gradient is already in it, so relu's rule passes it on as it is.
+bool is_relu_folded_pool_grad(const ir::Graph& graph, ir::TensorId grad, ir::TensorId relu_out);
+
 }  // namespace plexus::ops

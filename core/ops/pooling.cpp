@@ -4,8 +4,14 @@
 //     y = the maximum over the window's positions inside the image (padding never wins).
 //     Ties: the first maximum in row-major window order. NaN propagates: a NaN in the
 //     window is the result (PyTorch's CPU kernel: `if (val > max || isnan(val))`).
-//   max_pool2d_grad(x, dy; same attributes) -> dx [N,C,H,W]
+//   max_pool2d_grad(x, dy; same attributes, relu_folded = 0) -> dx [N,C,H,W]
 //     dx = 0, then dy of every window added at its argmax (overlapping windows add up).
+//     relu_folded = 1: x is the output of a relu, whose gradient this op applies too: a
+//     window adds nothing where its max is <= 0 (there relu's input was <= 0 and relu_grad
+//     would zero it). autodiff emits it for relu -> max_pool2d (seed 002's Conv2D ->
+//     MaxPooling2D) unless x's own gradient is requested, and relu's rule then adds no
+//     relu_grad: one pass over the activations instead of two, same values (relu_grad's
+//     select gives +0 where this gives +0).
 // The gradient op recomputes the argmax from x instead of saving indices as a second
 // output: one more pass over x (cheap next to the convolutions around it) and no int
 // tensor kept alive from the forward to the backward pass.
@@ -17,6 +23,7 @@
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/grad_helpers.h"
 #include "core/ops/window_attrs.h"
 
 namespace plexus::ops {
@@ -117,7 +124,7 @@ void tiled_forward(const Pool& p, const float* x, float* y) {
 
 /// max_pool2d_grad of K x K tiles: writes every element of dx (no zeroing pass first): dy
 /// at each window's argmax, zero elsewhere and in the rows and columns no window covers.
-template <int K>
+template <int K, bool ReluFolded>
 void tiled_grad(const Pool& p, const float* x, const float* dy, float* dx) {
   const int64_t covered_w = p.ow * K;
   for (int64_t plane = 0; plane < p.nc; ++plane) {
@@ -127,8 +134,9 @@ void tiled_grad(const Pool& p, const float* x, const float* dy, float* dx) {
       for_column_blocks(p.ow, [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c) {
           float k;
-          window_max<K>(x + top, p.w, c, k);
-          const float g = 0.0f + dyr[c];  // as the general path's `0 += dy`: -0 becomes +0
+          const float best = window_max<K>(x + top, p.w, c, k);
+          const float d = 0.0f + dyr[c];  // as the general path's `0 += dy`: -0 becomes +0
+          const float g = !ReluFolded || best > 0.0f ? d : 0.0f;
           for (int i = 0; i < K * K; ++i) {
             dx[top + (i / K) * p.w + c * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
           }
@@ -216,9 +224,44 @@ ir::OpDef max_pool_def() {
     };
   };
   d.grad = [](ir::GradContext& ctx) {
-    return std::vector<TensorId>{ctx.add("max_pool2d_grad", {ctx.op.inputs[0], ctx.output_grads[0]}, ctx.op.attrs)};
+    const TensorId x = ctx.op.inputs[0];
+    ir::Attributes attrs = ctx.op.attrs;
+    attrs.set("relu_folded", ir::AttrValue{int64_t{produced_by_relu(ctx.graph, x) && !ctx.is_requested(x)}});
+    return std::vector<TensorId>{ctx.add("max_pool2d_grad", {x, ctx.output_grads[0]}, attrs)};
   };
   return d;
+}
+
+/// The general max_pool2d_grad: dy at each window's argmax, summed; with relu_folded,
+/// only where the window's max is > 0.
+void general_grad(const Pool& p, const float* x, const float* dy, float* dx, bool relu_folded) {
+  std::fill(dx, dx + p.nc * p.h * p.w, 0.0f);
+  for (int64_t plane = 0; plane < p.nc; ++plane) {
+    const float* xp = x + plane * p.h * p.w;
+    const float* dyp = dy + plane * p.oh * p.ow;
+    float* dxp = dx + plane * p.h * p.w;
+    for (int64_t r = 0; r < p.oh; ++r) {
+      for (int64_t c = 0; c < p.ow; ++c) {
+        const int64_t at = p.argmax(xp, r, c);
+        if (!relu_folded || xp[at] > 0.0f) dxp[at] += dyp[r * p.ow + c];
+      }
+    }
+  }
+}
+
+template <bool ReluFolded>
+ir::Kernel grad_kernel(const Pool& p, const float* x, const float* dy, float* dx) {
+  if (p.tiles(2)) return [p, x, dy, dx] { tiled_grad<2, ReluFolded>(p, x, dy, dx); };
+  if (p.tiles(3)) return [p, x, dy, dx] { tiled_grad<3, ReluFolded>(p, x, dy, dx); };
+  return [p, x, dy, dx] { general_grad(p, x, dy, dx, ReluFolded); };
+}
+
+/// relu_folded is 0 or 1.
+void check_relu_folded(const ir::InferContext& ctx) {
+  const int64_t folded = ctx.attrs.get_int("relu_folded");
+  if (folded != 0 && folded != 1) {
+    ctx.fail(ErrorCode::InvalidArgument, "relu_folded is " + std::to_string(folded) + ", must be 0 or 1");
+  }
 }
 
 ir::OpDef max_pool_grad_def() {
@@ -226,8 +269,10 @@ ir::OpDef max_pool_grad_def() {
   d.name = "max_pool2d_grad";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = pool_attrs();
+  d.attrs.push_back({"relu_folded", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}});
   d.infer = [](const ir::InferContext& ctx) {
     const Pool p = check_x(ctx);
+    check_relu_folded(ctx);
     ctx.expect_dtype(1, DType::Float32);
     const ir::Shape y = out_shape(ctx.shape(0), p);
     if (ctx.shape(1) != y) {
@@ -239,19 +284,7 @@ ir::OpDef max_pool_grad_def() {
     const Pool p = pool_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr);
     const float *x = ctx.input<float>(0), *dy = ctx.input<float>(1);
     float* dx = ctx.output<float>(0);
-    if (p.tiles(2)) return [p, x, dy, dx] { tiled_grad<2>(p, x, dy, dx); };
-    if (p.tiles(3)) return [p, x, dy, dx] { tiled_grad<3>(p, x, dy, dx); };
-    return [p, x, dy, dx] {
-      std::fill(dx, dx + p.nc * p.h * p.w, 0.0f);
-      for (int64_t plane = 0; plane < p.nc; ++plane) {
-        const float* xp = x + plane * p.h * p.w;
-        const float* dyp = dy + plane * p.oh * p.ow;
-        float* dxp = dx + plane * p.h * p.w;
-        for (int64_t r = 0; r < p.oh; ++r) {
-          for (int64_t c = 0; c < p.ow; ++c) dxp[p.argmax(xp, r, c)] += dyp[r * p.ow + c];
-        }
-      }
-    };
+    return ctx.op.attrs.get_int("relu_folded") ? grad_kernel<true>(p, x, dy, dx) : grad_kernel<false>(p, x, dy, dx);
   };
   return d;
 }

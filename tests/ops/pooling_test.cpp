@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "core/ir/autodiff.h"
+#include "core/ir/graph.h"
 #include "tests/ops/op_test_util.h"
 
 namespace plexus::ops::test {
@@ -231,6 +233,91 @@ TEST(MaxPool2d, SeedLayerShapesWithGradients) {
     expect_gradients("max_pool2d", {random_f32(shape, 9)}, make_attrs({{"kernel", Ints{2}}}),
                      pool_reference({2, 2, 2, 2, 0, 0}), options);
   }
+}
+
+// --- relu -> max_pool2d: relu's gradient folded into max_pool2d_grad ----------------------
+
+/// x with most values <= 0 zeroed, as a relu's output: many windows are all zeros.
+Value relu_output(const ir::Shape& shape, uint32_t seed) {
+  Value x = random_f32(shape, seed, -1.0, 0.15);
+  for (double& v : x.data) v = v > 0.0 ? v : 0.0;
+  return x;
+}
+
+ir::Attributes folded(const PoolCfg& p) {
+  ir::Attributes a = pool_attrs(p);
+  a.set("relu_folded", int64_t{1});
+  return a;
+}
+
+TEST(MaxPool2dGrad, ReluFoldedAddsNothingWhereTheWindowMaxIsNotPositive) {
+  // Tiled 2x2 and 3x3 (the fast path) and an overlapping, padded window (the general one).
+  for (const PoolCfg& p : {PoolCfg{2, 2, 2, 2, 0, 0}, PoolCfg{3, 3, 3, 3, 0, 0}, PoolCfg{3, 3, 2, 2, 1, 1}}) {
+    SCOPED_TRACE("kernel " + std::to_string(p.kh) + ", stride " + std::to_string(p.sh));
+    const ir::Shape shape{2, 3, 13, 14};
+    const Value x = relu_output(shape, 31);
+    const Value dy = dy_with_negative_zeros(pool_out_shape(shape, p), 32);
+    const Value unfolded = pool_grad_reference(p)({x, dy});
+    Value expected = unfolded;
+    size_t masked = 0;  // windows whose max is 0 but whose dy is not: the case must have many
+    for (size_t i = 0; i < expected.data.size(); ++i) {
+      if (x.data[i] > 0.0) continue;
+      masked += expected.data[i] != 0.0;
+      expected.data[i] = 0.0;
+    }
+    EXPECT_GT(masked, 10u);
+    const Value got = run_op1("max_pool2d_grad", {x, dy}, folded(p));
+    if (p.kh == p.sh) {
+      expect_equal(got, expected, "dx (tiled: one dy per element, bit for bit)");
+    } else {
+      expect_close(got, expected, kForwardTolerance, "dx (overlapping windows: float32 sums)");
+    }
+  }
+}
+
+TEST(MaxPool2dGrad, ReluFoldedMustBeZeroOrOne) {
+  ir::Attributes a = pool_attrs({2, 2, 2, 2, 0, 0});
+  a.set("relu_folded", int64_t{2});
+  const OpError e = expect_build_error("max_pool2d_grad", {random_f32({1, 1, 4, 4}, 1), random_f32({1, 1, 2, 2}, 2)},
+                                       a, ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("relu_folded is 2, must be 0 or 1"));
+}
+
+/// loss = reduce_sum(max_pool2d(relu(y)) * c) and its gradients for `wrt_relu_output`
+/// false: {y}; true: {y, relu(y)}. Returns the ops' types, and the gradients' values.
+struct ReluPoolRun {
+  std::vector<std::string> op_types;
+  std::vector<Value> grads;
+};
+
+ReluPoolRun relu_pool_gradients(const Value& y, const PoolCfg& p, bool wrt_relu_output) {
+  ir::Graph g;
+  const ir::TensorId yi = add_inputs(g, {y}).front();
+  const ir::TensorId r = g.add_op("relu", {yi}, {}).front();
+  const ir::TensorId pooled = g.add_op("max_pool2d", {r}, pool_attrs(p)).front();
+  const Value c = random_f32(g.tensor(pooled).shape, 41);
+  const ir::TensorId ci = g.add_constant(ir::DType::Float32, c.shape, to_bytes(c));
+  const ir::TensorId loss = g.add_op("reduce_sum", {g.add_op("mul", {pooled, ci}, {}).front()}, {}).front();
+  std::vector<ir::TensorId> wrt{yi};
+  if (wrt_relu_output) wrt.push_back(r);
+  const std::vector<ir::TensorId> grads = ir::autodiff(g, loss, wrt);
+  ReluPoolRun run;
+  for (size_t o = 0; o < g.num_ops(); ++o) run.op_types.push_back(g.op(static_cast<ir::OpId>(o)).def->name);
+  run.grads = evaluate(g, grads);
+  return run;
+}
+
+TEST(MaxPool2dGrad, AutodiffFoldsReluIntoThePoolGradientWithTheSameValues) {
+  const PoolCfg p{2, 2, 2, 2, 0, 0};
+  const Value y = random_f32({2, 4, 26, 26}, 51);  // seed 002's conv output, at batch 2 and 4 filters
+  const ReluPoolRun fused = relu_pool_gradients(y, p, false);
+  const ReluPoolRun plain = relu_pool_gradients(y, p, true);  // relu(y)'s own gradient asked: no folding
+  EXPECT_THAT(fused.op_types, ::testing::Not(::testing::Contains("relu_grad")));
+  EXPECT_THAT(plain.op_types, ::testing::Contains("relu_grad"));
+  ASSERT_EQ(fused.grads.size(), 1u);
+  ASSERT_EQ(plain.grads.size(), 2u);
+  // Equal values; a zero's sign may differ (relu_grad's dy * 0 keeps a negative dy's sign).
+  expect_close(fused.grads[0], plain.grads[0], Tolerance{0.0, 0.0}, "dL/dy, folded against relu_grad");
 }
 
 // --- errors --------------------------------------------------------------------------
