@@ -10,8 +10,8 @@
 //     window adds nothing where its max is <= 0 (there relu's input was <= 0 and relu_grad
 //     would zero it). autodiff emits it for relu -> max_pool2d (seed 002's Conv2D ->
 //     MaxPooling2D) unless x's own gradient is requested, and relu's rule then adds no
-//     relu_grad: one pass over the activations instead of two, same values (relu_grad's
-//     select gives +0 where this gives +0).
+//     relu_grad: one pass over the activations instead of two, the same values (up to a
+//     zero's sign: relu_grad's dy * 0 keeps a negative dy's sign, this gives +0).
 // The gradient op recomputes the argmax from x instead of saving indices as a second
 // output: one more pass over x (cheap next to the convolutions around it) and no int
 // tensor kept alive from the forward to the backward pass.
