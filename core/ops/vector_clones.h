@@ -6,12 +6,13 @@
 // Results do not depend on the clone: every clone performs the same correctly rounded IEEE
 // operations in the same order (no reassociation, and no contraction into FMA: ISO C++ mode
 // means -ffp-contract=off), only more of them per instruction.
-// Clang (the fuzzers' build, and the function-length check's parser) does not take
-// target_clones on function templates: there the loops build for the baseline only, with
-// the same results.
+// No clones where they cannot work, so there the loops build for the baseline only, with
+// the same results: under clang (the fuzzers' build and the function-length check's parser),
+// which does not take target_clones on function templates, and under ThreadSanitizer, whose
+// instrumented ifunc resolvers run before its runtime is set up and crash at load time.
 #pragma once
 
-#if defined(__clang__)
+#if defined(__clang__) || defined(__SANITIZE_THREAD__)
 #define PLEXUS_VECTOR_CLONES
 #else
 #define PLEXUS_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
