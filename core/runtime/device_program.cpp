@@ -381,6 +381,7 @@ DeviceProgram::Item DeviceProgram::post_gradient(const DeviceState& st, const St
 }
 
 void DeviceProgram::abort_all(const std::string& reason) {
+  aborted_.store(true, std::memory_order_release);
   for (auto& c : r_.collectives) c->abort(reason);
   if (r_.host_update) r_.host_update->abort(reason);
   r_.streams.abort();
@@ -430,7 +431,9 @@ void DeviceProgram::run_items_traced(DeviceState& st, const StepItems& si, const
 }
 
 // One device's part of a run, on its thread. A failure aborts the collectives and the
-// channels first, so that no other device waits for this one.
+// channels first, so that no other device waits for this one. A Cancelled error is the
+// consequence of an abort, unless nothing aborted the run: then it is this device's own (a
+// stream callback cancelled), and the others still wait for this device.
 void DeviceProgram::run_device(DeviceState& st) {
   try {
     for (int64_t i = 0; i < iterations_; ++i) {
@@ -442,7 +445,7 @@ void DeviceProgram::run_device(DeviceState& st) {
     const std::string who = states_.size() == 1                      ? std::string()
                             : r_.program.placement.num_devices == 1 ? replica
                                                                     : replica + " device " + std::to_string(st.index);
-    if (e.code() != ErrorCode::Cancelled) abort_all(who + " failed: " + e.what());
+    if (e.code() != ErrorCode::Cancelled || !aborted()) abort_all(who + " failed: " + e.what());
     if (!who.empty()) ir::fail(e.code(), who + ": " + e.what());
     throw;
   }
@@ -451,6 +454,7 @@ void DeviceProgram::run_device(DeviceState& st) {
 
 std::vector<std::exception_ptr> DeviceProgram::run(int64_t first_micro_batch) {
   first_micro_batch_ = first_micro_batch;
+  aborted_.store(false, std::memory_order_release);
   for (auto& per_replica : channels_) {
     for (auto& channel : per_replica) channel->reset();
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -65,6 +66,8 @@ class DeviceProgram {
   /// Wakes every device waiting on a channel, a stream, a collective or the host update
   /// with an error; the run then fails.
   void abort_all(const std::string& reason);
+  /// Whether abort_all() was called during the run in progress (reset by run()).
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   /// The last run's spans per device (empty lists unless resources.profile), moved out.
   std::vector<std::vector<Span>> take_spans();
   /// Decisions the kernels made while being created (GEMM kernel sets, ...), one line each.
@@ -120,6 +123,7 @@ class DeviceProgram {
   std::vector<size_t> stage_ring_;  ///< per stage: ring buffers of the streams it reads in place (1: none)
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<std::string> notes_;
+  std::atomic<bool> aborted_{false};  ///< abort_all() was called in the run in progress
 };
 
 }  // namespace plexus::runtime

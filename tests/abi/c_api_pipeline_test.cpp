@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,50 @@ TEST(CApiPipeline, StagesRunOnTheirDevicesAndTheTraceNamesThem) {
   for (const auto& e : j["traceEvents"]) forwards += e["ph"] == "X" && e["cat"] == "forward";
   EXPECT_EQ(forwards, 8);  // 4 micro-batches x 2 stages
   EXPECT_EQ(j["otherData"]["busy_fraction"].size(), 2u);
+}
+
+plx_status fill_cancels_at_step_1(void*, plx_stream, int64_t step, int64_t, void* buffer, size_t bytes) {
+  std::memset(buffer, 0, bytes);
+  return step == 1 ? PLX_ERR_CANCELLED : PLX_OK;
+}
+plx_status fill_zeros(void*, plx_stream, int64_t, int64_t, void* buffer, size_t bytes) {
+  std::memset(buffer, 0, bytes);
+  return PLX_OK;
+}
+
+// A fill callback of stage 0 that returns PLX_ERR_CANCELLED is the run's own failure, not a
+// consequence of another device's: stage 1, waiting for stage 0's activations, is woken and
+// the run ends with that status (a fuzzed sequence once hung here), with the prefetching
+// io threads filling and with the devices filling (prefetch_depth 0).
+TEST(CApiPipeline, AStageCallbackThatCancelsEndsTheRunInsteadOfHangingTheNextStage) {
+  for (int64_t depth : {0, 2}) {
+    TwoBlocks m;
+    const char* b1[] = {"B1"};
+    const char* b2[] = {"B2"};
+    const plx_stage stages[] = {{b1, 1, 0}, {b2, 1, 1}};
+    plx_session_options o;
+    plx_session_options_init(&o);
+    o.stages = stages;
+    o.num_stages = 2;
+    o.execution_strategy = "pipelined";
+    o.device_iterations = 4;
+    o.prefetch_depth = depth;
+    plx_session* raw = nullptr;
+    ASSERT_PLX_OK(plx_session_create(m.ir.get(), &o, &raw));
+    SessionPtr s(raw);
+    plx_stream_callback callbacks[] = {{m.x, fill_cancels_at_step_1, nullptr, nullptr}};
+    plx_run_options ro;
+    plx_run_options_init(&ro);
+    ro.callbacks = callbacks;
+    ro.num_callbacks = 1;
+    plx_run* run = nullptr;
+    ASSERT_PLX_OK(plx_session_run_async(s.get(), &ro, &run));
+    SCOPED_TRACE("prefetch_depth " + std::to_string(depth));
+    EXPECT_PLX_ERROR(plx_run_wait(run, 30000), PLX_ERR_CANCELLED, "fill callback of stream 'x'");
+    plx_run_destroy(run);
+    callbacks[0].fill = fill_zeros;
+    EXPECT_EQ(plx_session_run_with(s.get(), &ro), PLX_OK) << plx_last_error();  // still usable
+  }
 }
 
 TEST(CApiPipeline, BadPipelineOptionsAreRefusedNamingTheField) {
