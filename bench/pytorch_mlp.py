@@ -85,6 +85,21 @@ def load_split(folder, train):
     return x, labels.astype(np.int64)
 
 
+def build_model(torch):
+    """The MLP, weights drawn from torch's global generator (seed it first).
+
+    PopXL's Linear holds W [in, out] and computes x @ W + b; nn.Linear holds W^T [out, in]
+    and computes the same x @ W + b (one addmm). Both draws are normal(0, 0.02).
+    """
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(784, 32), nn.GELU(approximate="tanh"),
+                          nn.Linear(32, 10), nn.GELU(approximate="tanh"))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02)
+    return model
+
+
 def main():
     a = parse_args()
     # BLIS reads BLIS_NUM_THREADS when it initialises, i.e. at torch's first BLAS call.
@@ -104,13 +119,7 @@ def main():
     train_x, train_y = load_split(folder, True)
     train_x, train_y = torch.from_numpy(train_x), torch.from_numpy(train_y)
 
-    # PopXL's Linear holds W [in, out] and computes x @ W + b; nn.Linear holds W^T [out, in]
-    # and computes the same x @ W + b (one addmm). Both draws are normal(0, 0.02).
-    model = nn.Sequential(nn.Linear(784, 32), nn.GELU(approximate="tanh"),
-                          nn.Linear(32, 10), nn.GELU(approximate="tanh"))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.02)
+    model = build_model(torch)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)  # no momentum, no weight decay: w -= lr * grad
 
     def step(x, y):

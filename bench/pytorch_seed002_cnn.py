@@ -50,6 +50,18 @@ def split(folder, train):
     return images.astype(np.float32)[:, None] / 255.0, labels.astype(np.int64)
 
 
+def build_model(torch):
+    """Seed 002's CNN, kernels from torch's global generator (seed it first)."""
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(32 * 13 * 13, 64), nn.ReLU(), nn.Linear(64, 10))
+    for layer in model:
+        if hasattr(layer, "weight"):
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+    return model
+
+
 def main():
     a = parse_args()
     # BLIS reads BLIS_NUM_THREADS when it initialises, i.e. at torch's first BLAS call.
@@ -62,12 +74,7 @@ def main():
     x_train, y_train = (torch.from_numpy(v) for v in split(folder, True))
     x_test, y_test = (torch.from_numpy(v) for v in split(folder, False))
     nn = torch.nn
-    model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                          nn.Linear(32 * 13 * 13, 64), nn.ReLU(), nn.Linear(64, 10))
-    for layer in model:
-        if hasattr(layer, "weight"):
-            nn.init.xavier_uniform_(layer.weight)
-            nn.init.zeros_(layer.bias)
+    model = build_model(torch)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
     shuffle = torch.Generator().manual_seed(a.seed)
     order, position = torch.randperm(len(x_train), generator=shuffle), 0
