@@ -16,7 +16,8 @@
 // output: one more pass over x (cheap next to the convolutions around it) and no int
 // tensor kept alive from the forward to the backward pass.
 // Windows that tile the plane (kernel == stride == 2 or 3, no padding) take a branch-free
-// fast path (tiled_forward, tiled_grad) with the same results, bit for bit.
+// fast path (tiled_forward, tiled_grad) with the same results, bit for bit; 2x2 tiles on
+// AVX-512 rows (max_pool_avx512.h) where the CPU has it.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,6 +25,7 @@
 
 #include "core/ir/graph.h"
 #include "core/ops/grad_helpers.h"
+#include "core/ops/max_pool_avx512.h"
 #include "core/ops/window_attrs.h"
 
 namespace plexus::ops {
@@ -105,43 +107,56 @@ inline void for_column_blocks(int64_t n, Columns columns) {
   if (whole < n) columns(std::max<int64_t>(n - kColumnBlock, 0), n);
 }
 
-/// max_pool2d of K x K tiles: y (p.nc planes of p.oh x p.ow) from x.
+/// Whether p's rows go through the AVX-512 2x2 row kernels.
+bool avx512_rows(const Pool& p) {
+  return p.tiles(2) && p.ow >= kMaxPoolAvx512MinColumns && max_pool_avx512_available();
+}
+
+/// Output row y [p.ow] of K x K tiles from the K input rows from `top` (row stride p.w).
 template <int K>
-void tiled_forward(const Pool& p, const float* x, float* y) {
-  for (int64_t plane = 0; plane < p.nc; ++plane) {
-    for (int64_t r = 0; r < p.oh; ++r) {
-      const float* top = x + (plane * p.h + r * K) * p.w;
-      float* yr = y + (plane * p.oh + r) * p.ow;
-      for_column_blocks(p.ow, [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) {
-          float k;
-          yr[c] = window_max<K>(top, p.w, c, k);
-        }
-      });
+void tiled_row(const float* top, int64_t w, int64_t ow, float* y) {
+  for_column_blocks(ow, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      float k;
+      y[c] = window_max<K>(top, w, c, k);
     }
+  });
+}
+
+/// max_pool2d_grad of one output row of K x K tiles: dy [ow] at each window's argmax of x
+/// (the K rows from top), zero elsewhere, into the K rows from dx_top (row stride w).
+template <int K, bool ReluFolded>
+void tiled_grad_row(const float* top, int64_t w, int64_t ow, const float* dy, float* dx_top) {
+  for_column_blocks(ow, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      float k;
+      const float best = window_max<K>(top, w, c, k);
+      const float d = 0.0f + dy[c];  // as the general path's `0 += dy`: -0 becomes +0
+      const float g = !ReluFolded || best > 0.0f ? d : 0.0f;
+      for (int i = 0; i < K * K; ++i) dx_top[(i / K) * w + c * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
+    }
+  });
+}
+
+/// max_pool2d of K x K tiles: y (p.nc planes of p.oh x p.ow) from x, a row at a time by
+/// row(top, w, ow, y_row) (tiled_row, or max_pool2x2_row_avx512 for K = 2).
+template <int K, class Row>
+void tiled_forward(const Pool& p, const float* x, float* y, Row row) {
+  for (int64_t plane = 0; plane < p.nc; ++plane) {
+    for (int64_t r = 0; r < p.oh; ++r) row(x + (plane * p.h + r * K) * p.w, p.w, p.ow, y + (plane * p.oh + r) * p.ow);
   }
 }
 
-/// max_pool2d_grad of K x K tiles: writes every element of dx (no zeroing pass first): dy
-/// at each window's argmax, zero elsewhere and in the rows and columns no window covers.
-template <int K, bool ReluFolded>
-void tiled_grad(const Pool& p, const float* x, const float* dy, float* dx) {
+/// max_pool2d_grad of K x K tiles, a row at a time by row(top, w, ow, dy_row, dx_top)
+/// (tiled_grad_row, or max_pool2x2_grad_row_avx512 for K = 2): writes every element of dx
+/// (no zeroing pass first), zero in the rows and columns no window covers.
+template <int K, class Row>
+void tiled_grad(const Pool& p, const float* x, const float* dy, float* dx, Row row) {
   const int64_t covered_w = p.ow * K;
   for (int64_t plane = 0; plane < p.nc; ++plane) {
     for (int64_t r = 0; r < p.oh; ++r) {
       const int64_t top = (plane * p.h + r * K) * p.w;
-      const float* dyr = dy + (plane * p.oh + r) * p.ow;
-      for_column_blocks(p.ow, [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) {
-          float k;
-          const float best = window_max<K>(x + top, p.w, c, k);
-          const float d = 0.0f + dyr[c];  // as the general path's `0 += dy`: -0 becomes +0
-          const float g = !ReluFolded || best > 0.0f ? d : 0.0f;
-          for (int i = 0; i < K * K; ++i) {
-            dx[top + (i / K) * p.w + c * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
-          }
-        }
-      });
+      row(x + top, p.w, p.ow, dy + (plane * p.oh + r) * p.ow, dx + top);
       for (int64_t i = 0; i < K; ++i) std::fill(dx + top + i * p.w + covered_w, dx + top + (i + 1) * p.w, 0.0f);
     }
     std::fill(dx + (plane * p.h + p.oh * K) * p.w, dx + (plane + 1) * p.h * p.w, 0.0f);
@@ -211,8 +226,9 @@ ir::OpDef max_pool_def() {
     const Pool p = pool_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr);
     const float* x = ctx.input<float>(0);
     float* y = ctx.output<float>(0);
-    if (p.tiles(2)) return [p, x, y] { tiled_forward<2>(p, x, y); };
-    if (p.tiles(3)) return [p, x, y] { tiled_forward<3>(p, x, y); };
+    if (avx512_rows(p)) return [p, x, y] { tiled_forward<2>(p, x, y, max_pool2x2_row_avx512); };
+    if (p.tiles(2)) return [p, x, y] { tiled_forward<2>(p, x, y, tiled_row<2>); };
+    if (p.tiles(3)) return [p, x, y] { tiled_forward<3>(p, x, y, tiled_row<3>); };
     return [p, x, y] {
       for (int64_t plane = 0; plane < p.nc; ++plane) {
         const float* xp = x + plane * p.h * p.w;
@@ -251,8 +267,15 @@ void general_grad(const Pool& p, const float* x, const float* dy, float* dx, boo
 
 template <bool ReluFolded>
 ir::Kernel grad_kernel(const Pool& p, const float* x, const float* dy, float* dx) {
-  if (p.tiles(2)) return [p, x, dy, dx] { tiled_grad<2, ReluFolded>(p, x, dy, dx); };
-  if (p.tiles(3)) return [p, x, dy, dx] { tiled_grad<3, ReluFolded>(p, x, dy, dx); };
+  if (avx512_rows(p)) {
+    return [p, x, dy, dx] {
+      tiled_grad<2>(p, x, dy, dx, [](const float* top, int64_t w, int64_t ow, const float* dyr, float* dx_top) {
+        max_pool2x2_grad_row_avx512(top, w, ow, dyr, dx_top, ReluFolded);
+      });
+    };
+  }
+  if (p.tiles(2)) return [p, x, dy, dx] { tiled_grad<2>(p, x, dy, dx, tiled_grad_row<2, ReluFolded>); };
+  if (p.tiles(3)) return [p, x, dy, dx] { tiled_grad<3>(p, x, dy, dx, tiled_grad_row<3, ReluFolded>); };
   return [p, x, dy, dx] { general_grad(p, x, dy, dx, ReluFolded); };
 }
 

@@ -11,6 +11,7 @@
 #include "core/ir/autodiff.h"
 #include "core/ir/graph.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/scoped_env.h"
 
 namespace plexus::ops::test {
 namespace {
@@ -174,15 +175,22 @@ Value dy_with_negative_zeros(const ir::Shape& shape, uint32_t seed) {
 
 class MaxPool2dTiles : public ::testing::TestWithParam<std::tuple<int64_t, ir::Shape>> {};
 
+/// The tiled paths' row kernels: the CPU's widest (AVX-512 for 2x2 where it has it, see
+/// core/ops/max_pool_avx512.h) and the portable one.
+const char* const kPoolIsas[] = {nullptr, "baseline"};
+
 TEST_P(MaxPool2dTiles, ForwardAndGradientEqualTheReferenceBitForBit) {
   const auto& [k, shape] = GetParam();
   const PoolCfg p{k, k, k, k, 0, 0};
-  for (const bool ties : {false, true}) {
-    SCOPED_TRACE(ties ? "tie-heavy values with -inf and NaN" : "uniform values");
-    const Value x = ties ? tie_heavy_f32(shape, 21) : random_f32(shape, 21);
-    const Value dy = dy_with_negative_zeros(pool_out_shape(shape, p), 22);
-    expect_equal(run_op1("max_pool2d", {x}, pool_attrs(p)), pool_reference(p)({x}), "forward");
-    expect_equal(run_op1("max_pool2d_grad", {x, dy}, pool_attrs(p)), pool_grad_reference(p)({x, dy}), "dx");
+  for (const char* isa : kPoolIsas) {
+    const plexus::test::ScopedEnv env("PLEXUS_POOL_ISA", isa);
+    for (const bool ties : {false, true}) {
+      SCOPED_TRACE(std::string(isa ? isa : "widest") + (ties ? ", tie-heavy values with -inf and NaN" : ", uniform values"));
+      const Value x = ties ? tie_heavy_f32(shape, 21) : random_f32(shape, 21);
+      const Value dy = dy_with_negative_zeros(pool_out_shape(shape, p), 22);
+      expect_equal(run_op1("max_pool2d", {x}, pool_attrs(p)), pool_reference(p)({x}), "forward");
+      expect_equal(run_op1("max_pool2d_grad", {x, dy}, pool_attrs(p)), pool_grad_reference(p)({x, dy}), "dx");
+    }
   }
 }
 
@@ -193,13 +201,15 @@ std::string tile_case_name(const ::testing::TestParamInfo<std::tuple<int64_t, ir
 }
 
 // The smallest planes, one plane, odd H and W (the last rows / columns no window covers get
-// a zero gradient), rows wide enough for several vectors of output columns.
+// a zero gradient), rows wide enough for several vectors of output columns (2x2: 16 output
+// columns per AVX-512 step, from rows of 8: rows of 8, 13, 16, 17 and 32 outputs).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, MaxPool2dTiles,
     ::testing::Values(std::tuple{int64_t{2}, ir::Shape{1, 1, 2, 2}}, std::tuple{int64_t{2}, ir::Shape{1, 1, 3, 3}},
                       std::tuple{int64_t{2}, ir::Shape{1, 1, 5, 7}}, std::tuple{int64_t{2}, ir::Shape{2, 3, 7, 6}},
                       std::tuple{int64_t{2}, ir::Shape{1, 1, 2, 9}}, std::tuple{int64_t{2}, ir::Shape{3, 2, 26, 26}},
-                      std::tuple{int64_t{2}, ir::Shape{1, 2, 9, 35}}, std::tuple{int64_t{3}, ir::Shape{1, 1, 3, 3}},
+                      std::tuple{int64_t{2}, ir::Shape{1, 2, 9, 35}}, std::tuple{int64_t{2}, ir::Shape{1, 1, 2, 32}}, std::tuple{int64_t{2}, ir::Shape{1, 1, 2, 16}},
+                      std::tuple{int64_t{2}, ir::Shape{2, 1, 4, 65}}, std::tuple{int64_t{3}, ir::Shape{1, 1, 3, 3}},
                       std::tuple{int64_t{3}, ir::Shape{1, 1, 5, 4}}, std::tuple{int64_t{3}, ir::Shape{2, 3, 10, 11}},
                       std::tuple{int64_t{3}, ir::Shape{1, 2, 7, 40}}),
     tile_case_name);
@@ -266,11 +276,15 @@ TEST(MaxPool2dGrad, ReluFoldedAddsNothingWhereTheWindowMaxIsNotPositive) {
       expected.data[i] = 0.0;
     }
     EXPECT_GT(masked, 10u);
-    const Value got = run_op1("max_pool2d_grad", {x, dy}, folded(p));
-    if (p.kh == p.sh) {
-      expect_equal(got, expected, "dx (tiled: one dy per element, bit for bit)");
-    } else {
-      expect_close(got, expected, kForwardTolerance, "dx (overlapping windows: float32 sums)");
+    for (const char* isa : kPoolIsas) {
+      const plexus::test::ScopedEnv env("PLEXUS_POOL_ISA", isa);
+      SCOPED_TRACE(isa ? isa : "widest");
+      const Value got = run_op1("max_pool2d_grad", {x, dy}, folded(p));
+      if (p.kh == p.sh) {
+        expect_equal(got, expected, "dx (tiled: one dy per element, bit for bit)");
+      } else {
+        expect_close(got, expected, kForwardTolerance, "dx (overlapping windows: float32 sums)");
+      }
     }
   }
 }
