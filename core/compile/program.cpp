@@ -41,6 +41,7 @@ class Builder {
     find_offloaded();
     find_accumulated();
     find_buckets();
+    find_relu_fusions();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
     place_update_sends();
     load_unread_streams();
@@ -237,6 +238,30 @@ class Builder {
                                   : Action{ActionKind::AllReduceBucket, it->second};
   }
 
+  void find_relu_fusions() {
+    p_.relu_fusions = plan_relu_fusions(g_, pl_.op_stage);
+    for (size_t f = 0; f < p_.relu_fusions.size(); ++f) {
+      fusion_of_[p_.relu_fusions[f].producer] = static_cast<int32_t>(f);
+      fusion_of_[p_.relu_fusions[f].relu] = static_cast<int32_t>(f);
+    }
+  }
+
+  // Op `id` of stage s, step x, is in a relu fusion (relu_fusion.h): its producer adds the
+  // RunFused action, its relu none; both make their outputs available and store the streams
+  // anchored after them. False: not in a fusion.
+  bool add_fusion_member(int32_t s, Phase x, ir::OpId id, std::vector<Action>& body) {
+    const auto it = fusion_of_.find(id);
+    if (it == fusion_of_.end()) return false;
+    const ir::Op& op = g_.op(id);
+    if (id == p_.relu_fusions[static_cast<size_t>(it->second)].producer) {
+      for (TensorId t : op.inputs) provide(s, x, t, op);
+      body.push_back({ActionKind::RunFused, it->second});
+    }
+    for (TensorId t : op.outputs) available_[static_cast<size_t>(s)].insert(root(t));
+    store_streams_after(s, id, body);
+    return true;
+  }
+
   // Op `id` of stage s's update step is a member of a gradient bucket: the whole bucket runs
   // at its first member's place (gradient_buckets.h), the other members add no action.
   // Device-to-host copies anchored after a member stay where they were. False: no bucket.
@@ -274,7 +299,7 @@ class Builder {
       for (size_t o = 0; o < g_.num_ops(); ++o) {
         const auto id = static_cast<ir::OpId>(o);
         if (stage_of(id) != s || phase_of(id) != x) continue;
-        if (add_bucket_member(s, id, body)) continue;
+        if (add_bucket_member(s, id, body) || add_fusion_member(s, x, id, body)) continue;
         const ir::Op& op = g_.op(id);
         for (TensorId t : op.inputs) provide(s, x, t, op);
         const std::vector<TensorId> stored = stage_offloaded(op, body);
@@ -383,6 +408,52 @@ class Builder {
     return in_place_stream;
   }
 
+  // Calls touch(t, phase) for every tensor t that action `a` of step x reads or writes, with
+  // the phase its buffer is planned in (an accumulation's is the backward pass); returns the
+  // scratch bytes the action needs.
+  template <class Touch>
+  size_t touch_action(const Action& a, Phase x, Touch touch) const {
+    auto op_tensors = [&](const std::vector<ir::OpId>& inputs_of, const std::vector<ir::OpId>& outputs_of) {
+      for (ir::OpId o : inputs_of) {
+        for (TensorId t : g_.op(o).inputs) touch(t, x);
+      }
+      for (ir::OpId o : outputs_of) {
+        for (TensorId t : g_.op(o).outputs) touch(t, x);
+      }
+    };
+    switch (a.kind) {
+      case ActionKind::LoadStream:
+      case ActionKind::StoreStream:
+        touch(g_.stream(a.index).tensor, x);
+        return 0;
+      case ActionKind::Receive:
+      case ActionKind::Send:
+        touch(p_.channels[static_cast<size_t>(a.index)].root, x);
+        return 0;
+      case ActionKind::Accumulate:
+        touch(a.index, Phase::Backward);
+        return 0;
+      case ActionKind::LoadOffloaded:
+      case ActionKind::StoreOffloaded:
+        touch(a.index, x);
+        return 0;
+      case ActionKind::RunOp:
+        op_tensors({a.index}, {a.index});
+        return g_.op(a.index).scratch_bytes;
+      case ActionKind::RunFused: {  // the producer's inputs, the relu's output
+        const ReluFusion& f = p_.relu_fusions[static_cast<size_t>(a.index)];
+        op_tensors({f.producer}, {f.relu});
+        return g_.op(f.producer).scratch_bytes;
+      }
+      case ActionKind::AllReduceBucket: {  // packed into the device's scratch
+        const GradientBucket& b = p_.buckets[static_cast<size_t>(a.index)];
+        op_tensors(b.ops, b.ops);
+        return b.bytes;
+      }
+    }
+    return 0;
+  }
+
   // Memory plan of the stage's slot region over its timeline [forward | backward | update].
   void plan_stage(int32_t s) {
     StagePlan& plan = p_.stages[static_cast<size_t>(s)];
@@ -406,40 +477,8 @@ class Builder {
     for (size_t k = 0; k < timeline.size(); ++k) {
       const auto pos = static_cast<int64_t>(k);
       const Phase x = k >= plan.first_position[2] ? Phase::Update : k >= plan.first_position[1] ? Phase::Backward : Phase::Forward;
-      const Action& a = timeline[k];
-      switch (a.kind) {
-        case ActionKind::LoadStream:
-        case ActionKind::StoreStream:
-          touch(g_.stream(a.index).tensor, pos, x);
-          break;
-        case ActionKind::Receive:
-        case ActionKind::Send:
-          touch(p_.channels[static_cast<size_t>(a.index)].root, pos, x);
-          break;
-        case ActionKind::Accumulate:
-          touch(a.index, pos, Phase::Backward);
-          break;
-        case ActionKind::LoadOffloaded:
-        case ActionKind::StoreOffloaded:
-          touch(a.index, pos, x);
-          break;
-        case ActionKind::RunOp: {
-          const ir::Op& op = g_.op(a.index);
-          for (TensorId t : op.inputs) touch(t, pos, x);
-          for (TensorId t : op.outputs) touch(t, pos, x);
-          scratch_[static_cast<size_t>(plan.device)] = std::max(scratch_[static_cast<size_t>(plan.device)], op.scratch_bytes);
-          break;
-        }
-        case ActionKind::AllReduceBucket: {  // packed into the device's scratch
-          const GradientBucket& b = p_.buckets[static_cast<size_t>(a.index)];
-          for (ir::OpId m : b.ops) {
-            for (TensorId t : g_.op(m).inputs) touch(t, pos, x);
-            for (TensorId t : g_.op(m).outputs) touch(t, pos, x);
-          }
-          scratch_[static_cast<size_t>(plan.device)] = std::max(scratch_[static_cast<size_t>(plan.device)], b.bytes);
-          break;
-        }
-      }
+      size_t& scratch = scratch_[static_cast<size_t>(plan.device)];
+      scratch = std::max(scratch, touch_action(timeline[k], x, [&](TensorId t, Phase phase) { touch(t, pos, phase); }));
     }
     plan.slot_plan = memory::plan_memory(requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
     for (const auto& [r, req] : request_of) plan.slot_offset[r] = plan.slot_plan.offsets[req];
@@ -492,6 +531,7 @@ class Builder {
   std::map<TensorId, std::pair<int32_t, Phase>> loader_;  ///< stream tensors: the stage and step that load them
   std::set<size_t> placed_streams_;
   std::map<ir::OpId, int32_t> bucket_of_;  ///< members of gradient buckets -> bucket
+  std::map<ir::OpId, int32_t> fusion_of_;  ///< producers and relus of relu fusions -> fusion
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
 

@@ -23,6 +23,7 @@
 #include "core/memory/memory_plan.h"
 #include "core/compile/gradient_buckets.h"
 #include "core/compile/placement.h"
+#include "core/compile/relu_fusion.h"
 
 namespace plexus::runtime {
 
@@ -36,6 +37,7 @@ enum class ActionKind : uint8_t {
   LoadOffloaded,   ///< host-resident optimizer state -> staging buffer, `index` = root tensor
   StoreOffloaded,  ///< staging buffer -> host-resident optimizer state, `index` = root tensor
   AllReduceBucket, ///< the all-reduces of Program::buckets[`index`] as one call (gradient_buckets.h)
+  RunFused,        ///< Program::relu_fusions[`index`]: its producer op with the relu as epilogue (relu_fusion.h)
 };
 
 struct Action {
@@ -90,6 +92,9 @@ struct Program {
   /// Gradient all-reduces fused into one call each (CompileOptions::gradient_bucket_bytes);
   /// their member ops have no RunOp action, the bucket's AllReduceBucket action runs them.
   std::vector<GradientBucket> buckets;
+  /// Relus run as their input's producer's epilogue: the producer's RunFused action runs
+  /// both, the relu has no action, and the producer's output is never stored.
+  std::vector<ReluFusion> relu_fusions;
 };
 
 struct CompileOptions {

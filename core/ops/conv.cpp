@@ -112,7 +112,9 @@ ir::Kernel conv_kernel(const ir::KernelContext& ctx) {
   const Geometry g = geometry(ctx.inputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs, nullptr);
   const float* b = ctx.inputs.size() == 3 ? ctx.input<float>(2) : nullptr;
   return [p = plan(ctx, g, ConvPass::Forward), b, scratch = reinterpret_cast<float*>(ctx.scratch),
-          x = ctx.input<float>(0), w = ctx.input<float>(1), y = ctx.output<float>(0)] { p.forward(x, w, b, y, scratch); };
+          x = ctx.input<float>(0), w = ctx.input<float>(1), y = ctx.output<float>(0), relu = ctx.relu_epilogue] {
+    p.forward(x, w, b, y, scratch, relu);
+  };
 }
 
 ir::Attributes conv_attrs(const ir::Attributes& forward, const char* shape_name, const ir::Shape& shape) {
@@ -209,6 +211,7 @@ ir::OpDef conv_def() {
   d.attrs = {stride_spec(), padding_spec()};
   d.infer = infer_conv;
   d.kernel = conv_kernel;
+  d.relu_epilogue = true;
   d.grad = conv_grad;
   return d;
 }

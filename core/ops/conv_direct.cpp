@@ -170,9 +170,9 @@ int64_t DirectConv::forward_scratch_floats() const {
   return direct::block_count(g_.f, kTileFilters) * kTileFilters * g_.k();
 }
 
-void DirectConv::forward(const float* x, const float* w, const float* b, float* y, float* scratch) const {
+void DirectConv::forward(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const {
   if (isa_ == DirectIsa::Avx512) {
-    forward_avx512(x, w, b, y, scratch);
+    forward_avx512(x, w, b, y, scratch, relu);
     return;
   }
   direct::repack_filters(g_, w, scratch, kTileFilters);
@@ -180,6 +180,7 @@ void DirectConv::forward(const float* x, const float* w, const float* b, float* 
     TileArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), g_.k(), g_.p(), {}, nullptr};
     run_vectors(g_, t, full_, kLanes, scratch, b);
     if (!tail_.empty()) run_vectors(g_, t, tail_, g_.ow % kLanes, scratch, b);
+    if (relu) relu_in_place(t.yn, g_.out_image());
   }
 }
 

@@ -73,8 +73,9 @@ class DirectConv {
   /// Scratch floats grad_weight() needs (8 lane sums per weight).
   int64_t grad_weight_scratch_floats() const;
 
-  /// y [N,F,OH,OW] = conv2d(x [N,C,H,W], w [F,C,KH,KW]) + b [F] (b may be null).
-  void forward(const float* x, const float* w, const float* b, float* y, float* scratch) const;
+  /// y [N,F,OH,OW] = conv2d(x [N,C,H,W], w [F,C,KH,KW]) + b [F] (b may be null); with relu,
+  /// relu of that (AVX-512: as the tiles store, AVX2: over each image once written).
+  void forward(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const;
   /// dx [N,C,H,W] = conv2d's gradient w.r.t. x for dy [N,F,OH,OW], given w.
   void grad_input(const float* dy, const float* w, float* dx, float* scratch) const;
   /// dw [F,C,KH,KW] = conv2d's gradient w.r.t. w for dy [N,F,OH,OW], given x.
@@ -82,7 +83,7 @@ class DirectConv {
 
  private:
   /// forward() on AVX-512 (conv_direct_forward_avx512.cpp).
-  void forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch) const;
+  void forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const;
   /// grad_input() on AVX-512 (conv_direct_grad_input_avx512.cpp), and its scratch floats.
   void grad_input_avx512(const float* dy, const float* w, float* dx, float* scratch) const;
   int64_t grad_input_avx512_scratch_floats() const;

@@ -22,13 +22,14 @@ using direct::max_pairs;
 constexpr int64_t kTileFilters = 6;  // filters per register tile at most
 
 /// What the tiles of one image share: its x and y, the tap offsets, K, y's filter-plane
-/// stride P, and the halves (2 per pair).
+/// stride P, the halves (2 per pair), and whether they store relu of their sums.
 struct ForwardArgs {
   const float* xn;
   float* yn;
   const int64_t* offsets;
   int64_t k, plane;
   const LanedVector* halves;
+  bool relu;
 };
 
 /// How a tile reads x: each pair as two halves (Split), as 16 consecutive floats where every
@@ -116,6 +117,15 @@ PLEXUS_AVX512 void tile(const ForwardArgs& t, int64_t pair0, const float* wp, co
       for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(a, xv[v], acc[r][v]);
     }
   }
+  if (t.relu) {  // acc > 0 ? acc : +0 (NaN and -0 give +0): relu exactly
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) {
+        acc[r][v] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc[r][v], _mm512_setzero_ps(), _CMP_GT_OQ), acc[r][v]);
+      }
+    }
+  }
   // The halves in locals first: the stores to y could alias t's arrays.
   LanedVector hv[2 * V];
 #pragma GCC unroll 16
@@ -161,14 +171,15 @@ Reads reads_of(const ConvGeometry& g, const LanedVector* halves, int64_t p, int6
 
 }  // namespace
 
-void DirectConv::forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch) const {
+void DirectConv::forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch,
+                                bool relu) const {
   direct::repack_filters(g_, w, scratch, kTileFilters);
   const auto pairs = static_cast<int64_t>(halves_.size() / 2);
   const int64_t k = g_.k();
   // The first block is the largest, and max_pairs falls with the filters: every block takes it.
   const int64_t per_tile = max_pairs(static_cast<int>(direct::block_of(g_.f, kTileFilters, 0).size));
   for (int64_t n = 0; n < g_.n; ++n) {
-    const ForwardArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), k, g_.p(), halves_.data()};
+    const ForwardArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), k, g_.p(), halves_.data(), relu};
     for (int64_t p = 0; p < pairs; p += per_tile) {
       const int64_t v = std::min(per_tile, pairs - p);
       const Reads reads = reads_of(g_, halves_.data(), p, v, n);

@@ -66,9 +66,9 @@ std::string ConvPlan::description() const {
   return SgemmSup::get().description() + ", " + std::to_string(images_per_gemm()) + " image(s) per GEMM";
 }
 
-void ConvPlan::forward(const float* x, const float* w, const float* b, float* y, float* scratch) const {
+void ConvPlan::forward(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const {
   if (direct_) {
-    direct_->forward(x, w, b, y, scratch);
+    direct_->forward(x, w, b, y, scratch, relu);
     return;
   }
   const SgemmSup& sup = SgemmSup::get();
@@ -79,6 +79,7 @@ void ConvPlan::forward(const float* x, const float* w, const float* b, float* y,
     if (!identity_col_) im2col(g_, xn, scratch, p);
     for (int64_t f = 0; b && f < g_.f; ++f) std::fill(yn + f * p, yn + (f + 1) * p, b[f]);
     sup.run(g_.f, p, k, w, k, 1, identity_col_ ? xn : scratch, p, 1, b ? 1.0f : 0.0f, yn, p);
+    if (relu) relu_in_place(yn, g_.out_image());
   }
 }
 

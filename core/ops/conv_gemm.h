@@ -38,8 +38,9 @@ class ConvPlan {
   /// What the kernel runs, for reports: "zen3 sup 6x16, 1 image(s) per GEMM" or "direct AVX2".
   std::string description() const;
 
-  /// y [N,F,OH,OW] = conv2d(x [N,C,H,W], w [F,C,KH,KW]) + b [F] (b may be null). Pass Forward.
-  void forward(const float* x, const float* w, const float* b, float* y, float* scratch) const;
+  /// y [N,F,OH,OW] = conv2d(x [N,C,H,W], w [F,C,KH,KW]) + b [F] (b may be null), with relu
+  /// relu of that (a relu epilogue, core/compile/relu_fusion.h). Pass Forward.
+  void forward(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const;
   /// dx [N,C,H,W] = conv2d's gradient w.r.t. x for dy [N,F,OH,OW], given w. Pass GradInput.
   void grad_input(const float* dy, const float* w, float* dx, float* scratch) const;
   /// dw [F,C,KH,KW] = conv2d's gradient w.r.t. w for dy, given x. Pass GradWeight.

@@ -115,14 +115,19 @@ float tanh_derivative(float x) {
   return 1.0f - t * t;
 }
 
-// relu's gradient, except where it feeds a max_pool2d whose gradient rule folded it in
-// (max_pool2d_grad relu_folded, pooling.cpp): that gradient passes on as it is.
+// relu's gradient, relu_grad(y, dy) of its output y (y > 0 exactly where x > 0, so the same
+// values as of its input x, which then need not live until the backward pass and may be
+// fused away: core/compile/relu_fusion.h), except where a max_pool2d gradient folds it in
+// (max_pool2d_grad relu_folded, pooling.cpp), relu -> max_pool2d or max_pool2d -> relu: the
+// gradient then passes on as it is.
 ir::OpDef relu_def() {
   ir::OpDef def = activation<relu>("relu");
   def.grad = [](ir::GradContext& ctx) {
     const TensorId dy = ctx.output_grads[0];
-    if (is_relu_folded_pool_grad(ctx.graph, dy, ctx.op.outputs[0])) return std::vector<TensorId>{dy};
-    return std::vector<TensorId>{ctx.add("relu_grad", {ctx.op.inputs[0], dy})};
+    if (is_relu_folded_pool_grad(ctx.graph, dy, ctx.op.outputs[0]) || relu_folds_into_pool_above(ctx, ctx.op.inputs[0])) {
+      return std::vector<TensorId>{dy};
+    }
+    return std::vector<TensorId>{ctx.add("relu_grad", {ctx.op.outputs[0], dy})};
   };
   return def;
 }

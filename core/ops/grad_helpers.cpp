@@ -57,4 +57,11 @@ bool is_relu_folded_pool_grad(const ir::Graph& graph, ir::TensorId grad, ir::Ten
          op->attrs.get_int("relu_folded") == 1;
 }
 
+bool relu_folds_into_pool_above(const ir::GradContext& ctx, ir::TensorId t) {
+  const ir::Op* op = producer(ctx.graph, t);
+  if (op == nullptr || op->def->name != "max_pool2d" || ctx.is_requested(t)) return false;
+  const std::vector<ir::OpId> readers = ctx.graph.consumers(t);
+  return readers.size() == 1 && ctx.graph.op(readers[0]).def->name == "relu";
+}
+
 }  // namespace plexus::ops

@@ -22,4 +22,10 @@ bool produced_by_relu(const ir::Graph& graph, ir::TensorId t);
 /// relu's gradient is already in it, so relu's rule passes it on as it is.
 bool is_relu_folded_pool_grad(const ir::Graph& graph, ir::TensorId grad, ir::TensorId relu_out);
 
+/// Whether the gradient of a relu of t folds into the gradient of t's producer (max_pool2d
+/// -> relu, seed 003's Conv blocks): t is a max_pool2d output that a relu alone reads, and
+/// t's own gradient is not requested. Both rules ask it: the relu's passes its gradient on
+/// as it is, the max_pool2d's applies the relu's mask (relu_folded, pooling.cpp).
+bool relu_folds_into_pool_above(const ir::GradContext& ctx, ir::TensorId t);
+
 }  // namespace plexus::ops

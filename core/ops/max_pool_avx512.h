@@ -19,8 +19,9 @@ inline constexpr int64_t kMaxPoolAvx512MinColumns = 8;
 /// at each call: kernels decide when they are created.
 bool max_pool_avx512_available();
 
-/// Output row y [ow] of 2x2 windows over the two input rows top [2*ow] and top + w.
-void max_pool2x2_row_avx512(const float* top, int64_t w, int64_t ow, float* y);
+/// Output row y [ow] of 2x2 windows over the two input rows top [2*ow] and top + w; with
+/// relu, relu(max) = max > 0 ? max : +0 (a relu epilogue, core/compile/relu_fusion.h).
+void max_pool2x2_row_avx512(const float* top, int64_t w, int64_t ow, float* y, bool relu);
 
 /// max_pool2d_grad of one output row: dx_top [2*ow] and dx_top + w (the two input rows the
 /// windows cover, row stride w) get dy [ow] at each window's argmax of x (top, top + w) and

@@ -6,12 +6,16 @@
 //     window is the result (PyTorch's CPU kernel: `if (val > max || isnan(val))`).
 //   max_pool2d_grad(x, dy; same attributes, relu_folded = 0) -> dx [N,C,H,W]
 //     dx = 0, then dy of every window added at its argmax (overlapping windows add up).
-//     relu_folded = 1: x is the output of a relu, whose gradient this op applies too: a
-//     window adds nothing where its max is <= 0 (there relu's input was <= 0 and relu_grad
-//     would zero it). autodiff emits it for relu -> max_pool2d (seed 002's Conv2D ->
-//     MaxPooling2D) unless x's own gradient is requested, and relu's rule then adds no
-//     relu_grad: one pass over the activations instead of two, the same values (up to a
-//     zero's sign: relu_grad's dy * 0 keeps a negative dy's sign, this gives +0).
+//     relu_folded = 1: the gradient of a relu next to the pool is applied too: a window adds
+//     nothing where its max is <= 0 (or NaN; there relu_grad would zero dy). autodiff emits
+//     it for relu -> max_pool2d (seed 002's Conv2D -> MaxPooling2D; x is the relu's output)
+//     unless x's own gradient is requested, and for max_pool2d -> relu (seed 003's Conv
+//     blocks; dy is the relu output's gradient, relu(max) > 0 exactly where max > 0) when
+//     the relu alone reads the pool's output and that output's gradient is not requested.
+//     relu's rule then adds no relu_grad: one pass over the activations instead of two,
+//     the same values (up to a zero's sign: relu_grad's dy * 0 keeps a negative dy's sign,
+//     this gives +0).
+//   max_pool2d has a relu epilogue (core/compile/relu_fusion.h): relu of each maximum.
 // The gradient op recomputes the argmax from x instead of saving indices as a second
 // output: one more pass over x (cheap next to the convolutions around it) and no int
 // tensor kept alive from the forward to the backward pass.
@@ -112,13 +116,18 @@ bool avx512_rows(const Pool& p) {
   return p.tiles(2) && p.ow >= kMaxPoolAvx512MinColumns && max_pool_avx512_available();
 }
 
-/// Output row y [p.ow] of K x K tiles from the K input rows from `top` (row stride p.w).
-template <int K>
+/// relu(v) = v > 0 ? v : +0 (NaN: +0), as the relu op computes it.
+inline float relu_of(float v) { return v > 0.0f ? v : 0.0f; }
+
+/// Output row y [p.ow] of K x K tiles from the K input rows from `top` (row stride p.w);
+/// with Relu, relu of each maximum (a relu epilogue).
+template <int K, bool Relu>
 void tiled_row(const float* top, int64_t w, int64_t ow, float* y) {
   for_column_blocks(ow, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       float k;
-      y[c] = window_max<K>(top, w, c, k);
+      const float m = window_max<K>(top, w, c, k);
+      y[c] = Relu ? relu_of(m) : m;
     }
   });
 }
@@ -214,10 +223,37 @@ std::vector<ir::AttrSpec> pool_attrs() {
           {"padding", ir::AttrKind::Ints, ir::AttrValue{std::vector<int64_t>{0, 0}}}};
 }
 
+/// The max_pool2d kernel for geometry p; with Relu, relu of every maximum.
+template <bool Relu>
+ir::Kernel forward_kernel(const Pool& p, const float* x, float* y) {
+  if (avx512_rows(p)) {
+    return [p, x, y] {
+      tiled_forward<2>(p, x, y, [](const float* top, int64_t w, int64_t ow, float* yr) {
+        max_pool2x2_row_avx512(top, w, ow, yr, Relu);
+      });
+    };
+  }
+  if (p.tiles(2)) return [p, x, y] { tiled_forward<2>(p, x, y, tiled_row<2, Relu>); };
+  if (p.tiles(3)) return [p, x, y] { tiled_forward<3>(p, x, y, tiled_row<3, Relu>); };
+  return [p, x, y] {
+    for (int64_t plane = 0; plane < p.nc; ++plane) {
+      const float* xp = x + plane * p.h * p.w;
+      float* yp = y + plane * p.oh * p.ow;
+      for (int64_t r = 0; r < p.oh; ++r) {
+        for (int64_t c = 0; c < p.ow; ++c) {
+          const float m = xp[p.argmax(xp, r, c)];
+          yp[r * p.ow + c] = Relu ? relu_of(m) : m;
+        }
+      }
+    }
+  };
+}
+
 ir::OpDef max_pool_def() {
   ir::OpDef d;
   d.name = "max_pool2d";
   d.attrs = pool_attrs();
+  d.relu_epilogue = true;
   d.infer = [](const ir::InferContext& ctx) {
     const Pool p = check_x(ctx);
     return ir::InferResult{{{DType::Float32, out_shape(ctx.shape(0), p)}}};
@@ -226,23 +262,13 @@ ir::OpDef max_pool_def() {
     const Pool p = pool_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr);
     const float* x = ctx.input<float>(0);
     float* y = ctx.output<float>(0);
-    if (avx512_rows(p)) return [p, x, y] { tiled_forward<2>(p, x, y, max_pool2x2_row_avx512); };
-    if (p.tiles(2)) return [p, x, y] { tiled_forward<2>(p, x, y, tiled_row<2>); };
-    if (p.tiles(3)) return [p, x, y] { tiled_forward<3>(p, x, y, tiled_row<3>); };
-    return [p, x, y] {
-      for (int64_t plane = 0; plane < p.nc; ++plane) {
-        const float* xp = x + plane * p.h * p.w;
-        float* yp = y + plane * p.oh * p.ow;
-        for (int64_t r = 0; r < p.oh; ++r) {
-          for (int64_t c = 0; c < p.ow; ++c) yp[r * p.ow + c] = xp[p.argmax(xp, r, c)];
-        }
-      }
-    };
+    return ctx.relu_epilogue ? forward_kernel<true>(p, x, y) : forward_kernel<false>(p, x, y);
   };
   d.grad = [](ir::GradContext& ctx) {
     const TensorId x = ctx.op.inputs[0];
     ir::Attributes attrs = ctx.op.attrs;
-    attrs.set("relu_folded", ir::AttrValue{int64_t{produced_by_relu(ctx.graph, x) && !ctx.is_requested(x)}});
+    const bool relu_below = produced_by_relu(ctx.graph, x) && !ctx.is_requested(x);
+    attrs.set("relu_folded", ir::AttrValue{int64_t{relu_below || relu_folds_into_pool_above(ctx, ctx.op.outputs[0])}});
     return std::vector<TensorId>{ctx.add("max_pool2d_grad", {x, ctx.output_grads[0]}, attrs)};
   };
   return d;

@@ -231,6 +231,8 @@ DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace&
       return offloaded_copy(st, p, a);
     case ActionKind::AllReduceBucket:
       return all_reduce_bucket(st, p, a.index);
+    case ActionKind::RunFused:
+      return run_fused(st, p, a.index);
     case ActionKind::RunOp:
       break;
   }
@@ -312,7 +314,8 @@ DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const S
 }
 
 ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace& p, const ir::Op& op,
-                                               const std::vector<ir::OpId>& tensors_of) {
+                                               const std::vector<ir::OpId>& inputs_of,
+                                               const std::vector<ir::OpId>& outputs_of) {
   std::byte* scratch = st.device->arena().data() + r_.program.devices[static_cast<size_t>(st.index)].scratch_offset;
   ir::KernelContext ctx{.graph = r_.graph,
                         .op = op,
@@ -326,11 +329,13 @@ ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace
                                     : r_.collectives[static_cast<size_t>(st.index)]->communicator(st.global_replica),
                         .remote = r_.storage.remote(st.replica).bases(),
                         .notes = st.replica == 0 ? &notes_ : nullptr};
-  for (ir::OpId id : tensors_of) {
+  for (ir::OpId id : inputs_of) {
     for (ir::TensorId t : r_.graph.op(id).inputs) {
       ctx.inputs.push_back(&r_.graph.tensor(t));
       ctx.in.push_back(tensor_address(st, p, t));
     }
+  }
+  for (ir::OpId id : outputs_of) {
     for (ir::TensorId t : r_.graph.op(id).outputs) {
       ctx.outputs.push_back(&r_.graph.tensor(t));
       ctx.out.push_back(tensor_address(st, p, t));
@@ -344,10 +349,23 @@ DeviceProgram::Item DeviceProgram::all_reduce_bucket(DeviceState& st, const Step
   Item item;
   item.op = b.ops.front();
   const ir::Op& first = r_.graph.op(b.ops.front());
-  item.fn = first.def->fused_kernel(kernel_context(st, p, first, b.ops));
+  item.fn = first.def->fused_kernel(kernel_context(st, p, first, b.ops, b.ops));
   item.scratch = b.bytes;
   item.traced = true;
   item.span = SpanKind::Collective;
+  return item;
+}
+
+DeviceProgram::Item DeviceProgram::run_fused(DeviceState& st, const StepPlace& p, int32_t fusion) {
+  const ReluFusion& f = r_.program.relu_fusions[static_cast<size_t>(fusion)];
+  const ir::Op& op = r_.graph.op(f.producer);
+  ir::KernelContext ctx = kernel_context(st, p, op, {f.producer}, {f.relu});
+  ctx.relu_epilogue = true;
+  if (op.scratch_bytes == 0) ctx.scratch = nullptr;
+  Item item;
+  item.op = f.producer;
+  item.fn = op.def->kernel(ctx);
+  item.scratch = op.scratch_bytes;
   return item;
 }
 
@@ -362,7 +380,7 @@ DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, i
     item.receive = item.traced = true;
     return item;
   }
-  ir::KernelContext ctx = kernel_context(st, p, op, {id});
+  ir::KernelContext ctx = kernel_context(st, p, op, {id}, {id});
   if (op.scratch_bytes == 0) ctx.scratch = nullptr;
   item.fn = op.def->kernel(ctx);
   item.scratch = op.scratch_bytes;

@@ -100,10 +100,14 @@ class DeviceProgram {
   Item run_op(DeviceState& st, const StepPlace& place, ir::OpId op);
   /// The item of Program::buckets[bucket]: its first op's OpDef::fused_kernel over every member.
   Item all_reduce_bucket(DeviceState& st, const StepPlace& place, int32_t bucket);
-  /// The context of a kernel of `op` run for st at `place`: the device's scratch, and the
-  /// inputs and outputs of the ops `tensors_of` in that order (`op` alone for an op).
+  /// The item of Program::relu_fusions[fusion]: its producer's kernel with the relu as
+  /// epilogue, writing the relu's output.
+  Item run_fused(DeviceState& st, const StepPlace& place, int32_t fusion);
+  /// The context of a kernel of `op` run for st at `place`: the device's scratch, the inputs
+  /// of the ops `inputs_of` and the outputs of the ops `outputs_of`, in that order (`op`
+  /// alone for an op).
   ir::KernelContext kernel_context(DeviceState& st, const StepPlace& place, const ir::Op& op,
-                                   const std::vector<ir::OpId>& tensors_of);
+                                   const std::vector<ir::OpId>& inputs_of, const std::vector<ir::OpId>& outputs_of);
   /// The item that hands replica st's gradient of host-updated op `op` to the host.
   Item post_gradient(const DeviceState& st, const StepPlace& place, ir::OpId op) const;
   std::byte* slot_region(const DeviceState& state, int32_t stage, int64_t slot) const;

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <random>
 #include <string>
@@ -90,6 +92,19 @@ class Guarded {
 };
 
 /// The instruction sets this CPU runs.
+/// The relu epilogue's y is relu of the plain y, bit for bit (+0 where that is <= 0).
+void expect_relu_of(const std::vector<float>& fused, const std::vector<float>& plain) {
+  ASSERT_EQ(fused.size(), plain.size());
+  int positive = 0;
+  for (size_t k = 0; k < plain.size(); ++k) {
+    const float want = plain[k] > 0.0f ? plain[k] : 0.0f;
+    positive += plain[k] > 0.0f;
+    ASSERT_EQ(std::bit_cast<uint32_t>(fused[k]), std::bit_cast<uint32_t>(want)) << "relu epilogue, element " << k;
+  }
+  EXPECT_GT(positive, 0);
+  EXPECT_LT(positive, static_cast<int>(plain.size()));
+}
+
 std::vector<DirectIsa> isas() {
   std::vector<DirectIsa> out{DirectIsa::Avx2};
   if (DirectConv::best_isa() == DirectIsa::Avx512) out.push_back(DirectIsa::Avx512);
@@ -137,10 +152,13 @@ TEST(DirectConv, EveryPassMatchesDoubleReferenceOnEachInstructionSet) {
       Guarded gx(x), gw(w), gb(b), gdy(dy), out_y(y.size()), out_dx(dx.size(), 7.0f), out_dw(dw.size());
       Guarded scratch(static_cast<size_t>(std::max(
           {conv.forward_scratch_floats(), conv.grad_input_scratch_floats(), conv.grad_weight_scratch_floats()})));
-      conv.forward(gx.data(), gw.data(), gb.data(), out_y.data(), scratch.data());
+      conv.forward(gx.data(), gw.data(), gb.data(), out_y.data(), scratch.data(), false);
       conv.grad_input(gdy.data(), gw.data(), out_dx.data(), scratch.data());
       conv.grad_weight(gx.data(), gdy.data(), out_dw.data(), scratch.data());
       expect_near(out_y.values(), y, "y");
+      Guarded out_relu(y.size(), 7.0f);
+      conv.forward(gx.data(), gw.data(), gb.data(), out_relu.data(), scratch.data(), true);
+      expect_relu_of(out_relu.values(), out_y.values());
       expect_near(out_dx.values(), dx, "dx");
       // dw sums N*OH*OW products of values in [-1, 1): a looser absolute bound.
       const std::vector<float> got_dw = out_dw.values();

@@ -93,6 +93,17 @@ inline Mlp build_mlp(int64_t replicas, int64_t batch, MlpUpdate update = {}) {
   return m;
 }
 
+/// Every float32 variable of `vars` as session s holds it, one after the other.
+inline std::vector<float> read_float_variables(Session& s, const std::vector<ir::TensorId>& vars) {
+  std::vector<float> all;
+  for (ir::TensorId p : vars) {
+    std::vector<float> v(static_cast<size_t>(ir::numel(s.variable_shape(p))));
+    s.read_variable(p, std::as_writable_bytes(std::span(v)));
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
 /// Trains `steps` steps of the MLP for `replicas` x `batch` samples per step (the same
 /// sample order whatever the split) with `options`, feeding only the replicas the session
 /// hosts (all of them unless options has several workers), and returns every parameter as
@@ -127,13 +138,7 @@ inline std::vector<float> train_mlp(int64_t replicas, int64_t batch, int64_t ste
   const HostArray in[2] = {{m.x, x_mine.data(), ir::DType::Float32, s.host_shape(m.x)},
                            {m.y, y_mine.data(), ir::DType::Int32, s.host_shape(m.y)}};
   s.run(in, {});
-  std::vector<float> all;
-  for (ir::TensorId p : m.params) {
-    std::vector<float> v(static_cast<size_t>(ir::numel(s.variable_shape(p))));
-    s.read_variable(p, std::as_writable_bytes(std::span(v)));
-    all.insert(all.end(), v.begin(), v.end());
-  }
-  return all;
+  return read_float_variables(s, m.params);
 }
 
 /// Largest |a[i] - b[i]| (a and b of equal size).
