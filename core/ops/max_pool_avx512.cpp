@@ -18,23 +18,16 @@ namespace {
 
 constexpr int64_t kWindows = 16;  // windows per vector step
 
-/// Even (first) or odd (second) lanes of the 32 floats lo:hi.
-PLEXUS_AVX512F inline __m512 even(__m512 lo, __m512 hi) {
-  const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  return _mm512_permutex2var_ps(lo, idx, hi);
-}
-PLEXUS_AVX512F inline __m512 odd(__m512 lo, __m512 hi) {
-  const __m512i idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  return _mm512_permutex2var_ps(lo, idx, hi);
-}
-/// a0 b0 a1 b1 ... : the first 16 (low) or last 16 (high) floats of a and b interleaved.
-PLEXUS_AVX512F inline __m512 interleave_low(__m512 a, __m512 b) {
-  const __m512i idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  return _mm512_permutex2var_ps(a, idx, b);
-}
-PLEXUS_AVX512F inline __m512 interleave_high(__m512 a, __m512 b) {
-  const __m512i idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  return _mm512_permutex2var_ps(a, idx, b);
+// Lane tables for permute(): the even or odd lanes of 32 floats, and the first or last 16
+// floats of two vectors interleaved (a0 b0 a1 b1 ...).
+constexpr int32_t kEven[16] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+constexpr int32_t kOdd[16] = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+constexpr int32_t kInterleaveLow[16] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
+constexpr int32_t kInterleaveHigh[16] = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+
+/// Lane i of the result is lane lanes[i] of the 32 floats a:b.
+PLEXUS_AVX512F inline __m512 permute(__m512 a, __m512 b, const int32_t (&lanes)[16]) {
+  return _mm512_permutex2var_ps(a, _mm512_loadu_si512(lanes), b);
 }
 
 /// The lanes of n windows (n <= 16): their outputs, and the 2n floats of an input row.
@@ -54,7 +47,7 @@ struct Windows {
 PLEXUS_AVX512F inline Windows load_windows(const float* top, int64_t w, const StepMasks& m) {
   const __m512 t0 = _mm512_maskz_loadu_ps(m.lo, top), t1 = _mm512_maskz_loadu_ps(m.hi, top + kWindows);
   const __m512 b0 = _mm512_maskz_loadu_ps(m.lo, top + w), b1 = _mm512_maskz_loadu_ps(m.hi, top + w + kWindows);
-  return {{even(t0, t1), odd(t0, t1), even(b0, b1), odd(b0, b1)}};
+  return {{permute(t0, t1, kEven), permute(t0, t1, kOdd), permute(b0, b1, kEven), permute(b0, b1, kOdd)}};
 }
 
 /// Whether v takes over from best: greater, or NaN (pooling.cpp's `replaces`).
@@ -110,10 +103,10 @@ PLEXUS_AVX512F void max_pool2x2_grad_row_avx512(const float* top, int64_t w, int
     __m512 d[4];
     for (int i = 0; i < 4; ++i) d[i] = _mm512_maskz_mov_ps(at[i], g);
     float* row = dx_top + 2 * c;
-    _mm512_mask_storeu_ps(row, m.lo, interleave_low(d[0], d[1]));
-    _mm512_mask_storeu_ps(row + kWindows, m.hi, interleave_high(d[0], d[1]));
-    _mm512_mask_storeu_ps(row + w, m.lo, interleave_low(d[2], d[3]));
-    _mm512_mask_storeu_ps(row + w + kWindows, m.hi, interleave_high(d[2], d[3]));
+    _mm512_mask_storeu_ps(row, m.lo, permute(d[0], d[1], kInterleaveLow));
+    _mm512_mask_storeu_ps(row + kWindows, m.hi, permute(d[0], d[1], kInterleaveHigh));
+    _mm512_mask_storeu_ps(row + w, m.lo, permute(d[2], d[3], kInterleaveLow));
+    _mm512_mask_storeu_ps(row + w + kWindows, m.hi, permute(d[2], d[3], kInterleaveHigh));
   }
 }
 

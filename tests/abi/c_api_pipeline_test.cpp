@@ -40,6 +40,19 @@ struct TwoBlocks {
     EXPECT_EQ(plx_ir_add_d2h_stream(ir.get(), "y", op1(ir.get(), "relu", {a}), &y), PLX_OK);
     EXPECT_EQ(plx_ir_end_block(ir.get()), PLX_OK);
   }
+  /// Session options with B1 on device 0 and B2 on device 1, pipelined, device_iterations 4.
+  static plx_session_options pipelined() {
+    static const char* b1[] = {"B1"};
+    static const char* b2[] = {"B2"};
+    static const plx_stage stages[] = {{b1, 1, 0}, {b2, 1, 1}};
+    plx_session_options o;
+    plx_session_options_init(&o);
+    o.stages = stages;
+    o.num_stages = 2;
+    o.execution_strategy = "pipelined";
+    o.device_iterations = 4;
+    return o;
+  }
 };
 
 TEST(CApiPipeline, BlockScopesCheckTheirArguments) {
@@ -56,15 +69,7 @@ TEST(CApiPipeline, BlockScopesCheckTheirArguments) {
 
 TEST(CApiPipeline, StagesRunOnTheirDevicesAndTheTraceNamesThem) {
   TwoBlocks m;
-  const char* b1[] = {"B1"};
-  const char* b2[] = {"B2"};
-  const plx_stage stages[] = {{b1, 1, 0}, {b2, 1, 1}};
-  plx_session_options o;
-  plx_session_options_init(&o);
-  o.stages = stages;
-  o.num_stages = 2;
-  o.execution_strategy = "pipelined";
-  o.device_iterations = 4;
+  plx_session_options o = TwoBlocks::pipelined();
   o.output_mode = PLX_OUTPUT_EVERY_N;
   o.output_return_period = 2;
   o.profile = 1;
@@ -113,15 +118,7 @@ plx_status fill_zeros(void*, plx_stream, int64_t, int64_t, void* buffer, size_t 
 TEST(CApiPipeline, AStageCallbackThatCancelsEndsTheRunInsteadOfHangingTheNextStage) {
   for (int64_t depth : {0, 2}) {
     TwoBlocks m;
-    const char* b1[] = {"B1"};
-    const char* b2[] = {"B2"};
-    const plx_stage stages[] = {{b1, 1, 0}, {b2, 1, 1}};
-    plx_session_options o;
-    plx_session_options_init(&o);
-    o.stages = stages;
-    o.num_stages = 2;
-    o.execution_strategy = "pipelined";
-    o.device_iterations = 4;
+    plx_session_options o = TwoBlocks::pipelined();
     o.prefetch_depth = depth;
     plx_session* raw = nullptr;
     ASSERT_PLX_OK(plx_session_create(m.ir.get(), &o, &raw));
