@@ -70,11 +70,17 @@ bool GroupRendezvous::spin(Done done) const {
   return done();
 }
 
+std::unique_lock<std::mutex> GroupRendezvous::lock_spinning() {
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!spin([&] { return lock.try_lock(); })) lock.lock();
+  return lock;
+}
+
 Outcome GroupRendezvous::arrive(size_t position, const CallDescriptor& call,
                                 std::span<const CallDescriptor>* calls) {
   const uint64_t index = next_call_[position]++;
   Generation& gen = generations_[index & 1];
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock = lock_spinning();
   if (Outcome failure = failure_locked(call.kind, index); !failure.is_ok()) return failure;
   publish_locked(gen, position, index, call);
   if (gen.arrived == size()) {

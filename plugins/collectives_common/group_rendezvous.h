@@ -83,6 +83,9 @@ class GroupRendezvous {
     std::string verdict;  // the disagreement message when !agree ("" if it could not be built)
   };
 
+  // mutex_, locked after spinning on try_lock: the members arrive together and hold it only
+  // to publish, and a blocked lock() would cost a futex sleep and wake-up per call.
+  std::unique_lock<std::mutex> lock_spinning();
   void publish_locked(Generation& gen, size_t position, uint64_t index, const CallDescriptor& call);
   void complete_locked(Generation& gen, uint64_t index);
   Outcome wait_locked(std::unique_lock<std::mutex>& lock, Generation& gen, uint64_t index,

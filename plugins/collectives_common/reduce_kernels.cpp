@@ -13,35 +13,68 @@ namespace {
 // member's input streams through once.
 constexpr size_t kBlock = 1024;
 
+// The clones core/ops/vector_clones.h makes for the core's loops (plugins see the ABI
+// headers only, so the three lines are repeated here), with the same exceptions: none under
+// clang (the fuzzers' build) nor ThreadSanitizer (its instrumented ifunc resolvers would
+// run before its runtime is set up).
+#if defined(__clang__) || defined(__SANITIZE_THREAD__) || !defined(__x86_64__)
+#define PLEXUS_REDUCE_CLONES
+#else
+#define PLEXUS_REDUCE_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+
 template <typename T>
 const T* source(const CallDescriptor& call, size_t offset) {
   return static_cast<const T*>(call.send) + offset;
 }
 
-// The last step of one block: out[i] = finish(lhs[i] combined with last[i]), where lhs is
+// The last step of one block: store(i, finish(lhs[i] combined with last[i])), where lhs is
 // the accumulator of the members before the last (`acc`) or, with two members, the first
-// member's values. One pass, straight into `out`: reading every source at i before
-// writing out[i] keeps in place correct.
-template <typename T, typename Acc, typename Combine, typename Finish>
-void finish_block(const Acc* acc, const T* first, const T* last, size_t n, T* out, Combine combine,
-                  Finish finish) {
+// member's values. One pass: reading every source at i before storing at i keeps in place
+// correct.
+template <typename T, typename Acc, typename Combine, typename Finish, typename Store>
+[[gnu::always_inline]] inline void finish_block(const Acc* acc, const T* first, const T* last, size_t n, Combine combine,
+                  Finish finish, Store store) {
   if (acc != nullptr) {
-    for (size_t i = 0; i < n; ++i) out[i] = finish(combine(acc[i], static_cast<Acc>(last[i])));
+    for (size_t i = 0; i < n; ++i) store(i, finish(combine(acc[i], static_cast<Acc>(last[i]))));
   } else if (last != nullptr) {
-    for (size_t i = 0; i < n; ++i) out[i] = finish(combine(static_cast<Acc>(first[i]), static_cast<Acc>(last[i])));
+    for (size_t i = 0; i < n; ++i) store(i, finish(combine(static_cast<Acc>(first[i]), static_cast<Acc>(last[i]))));
   } else {
-    for (size_t i = 0; i < n; ++i) out[i] = finish(static_cast<Acc>(first[i]));
+    for (size_t i = 0; i < n; ++i) store(i, finish(static_cast<Acc>(first[i])));
+  }
+}
+
+// finish_block into `out`, and into `also` too when it is not NULL: the two destinations
+// of a two-member all-reduce are written in the same pass, so the block is never copied.
+template <typename T, typename Acc, typename Combine, typename Finish>
+[[gnu::always_inline]] inline void finish_block_into(const Acc* acc, const T* first, const T* last, size_t n, T* out, T* also,
+                       Combine combine, Finish finish) {
+  if (also == nullptr) {
+    finish_block<T, Acc>(acc, first, last, n, combine, finish, [out](size_t i, T v) { out[i] = v; });
+  } else {
+    finish_block<T, Acc>(acc, first, last, n, combine, finish, [out, also](size_t i, T v) {
+      out[i] = v;
+      also[i] = v;
+    });
   }
 }
 
 // The generic blocked loop. Acc is the accumulator type (wider than T where the op needs it),
 // Combine folds the next member's value in, Finish turns an accumulator into an output value.
 // Members 1 .. g-2 are folded into an L1 accumulator; the last member is folded in while
-// the block is finished into the first destination (or, streaming, into `staged`), which
-// is then copied to the others from L1.
+// the block is finished into the first two destinations (or, streaming, into `staged`),
+// and the block is then copied to the others from L1.
+//
+// Compiled for AVX-512, AVX2 and the baseline, chosen at load time (GCC target_clones).
+// The loops are element by element, so every clone gives the same bits; the wider ones
+// keep the stores of an L2-resident all-reduce from limiting it (bench/README.md,
+// "allreduce_bench"). The helpers above are always inlined, so that they are compiled for
+// each clone's instruction set.
 template <typename T, typename Acc, typename Combine, typename Finish>
-void reduce_blocks(std::span<const CallDescriptor> calls, size_t offset, size_t size,
-                   std::span<void* const> dsts, bool streaming, Combine combine, Finish finish) {
+PLEXUS_REDUCE_CLONES void reduce_blocks(std::span<const CallDescriptor> calls, size_t offset,
+                                        size_t size, std::span<void* const> dsts, bool streaming,
+                                        Combine combine, Finish finish) {
   alignas(64) Acc acc[kBlock];
   alignas(64) T staged[kBlock];  // a finished block for streaming stores
   const size_t g = calls.size();
@@ -57,14 +90,15 @@ void reduce_blocks(std::span<const CallDescriptor> calls, size_t offset, size_t 
       const T* next = source<T>(calls[m], offset + done);
       for (size_t i = 0; i < n; ++i) acc[i] = combine(acc[i], static_cast<Acc>(next[i]));
     }
-    T* out = streaming ? staged : static_cast<T*>(dsts[0]) + done;
-    finish_block<T, Acc>(g > 2 ? acc : nullptr, first, last, n, out, combine, finish);
-    for (size_t d = streaming ? 0 : 1; d < dsts.size(); ++d) {
-      T* to = static_cast<T*>(dsts[d]) + done;
+    const auto destination = [&](size_t d) { return static_cast<T*>(dsts[d]) + done; };
+    T* out = streaming ? staged : destination(0);
+    T* also = !streaming && dsts.size() > 1 ? destination(1) : nullptr;
+    finish_block_into<T, Acc>(g > 2 ? acc : nullptr, first, last, n, out, also, combine, finish);
+    for (size_t d = streaming ? 0 : 2; d < dsts.size(); ++d) {
       if (streaming) {
-        copy_streaming(to, out, n * sizeof(T));
+        copy_streaming(destination(d), out, n * sizeof(T));
       } else {
-        std::memcpy(to, out, n * sizeof(T));
+        std::memcpy(destination(d), out, n * sizeof(T));
       }
     }
   }
