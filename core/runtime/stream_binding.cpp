@@ -52,7 +52,7 @@ bool reads_in_place(const ir::Graph& graph, ir::StreamId stream, int64_t depth) 
 }
 
 StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin,
-                             const std::vector<int64_t>& held)
+                             bool io_spin, const std::vector<int64_t>& held)
     : graph_(graph), replicas_(replicas), depth_(depth), transport_(streams::make_in_process_transport()) {
   num_endpoints_ = graph.num_streams() * static_cast<size_t>(replicas);
   endpoints_ = std::make_unique<Endpoint[]>(num_endpoints_);
@@ -60,7 +60,7 @@ StreamBinding::StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t d
   in_place_.assign(graph.num_streams(), false);
   if (depth_ == 0) return;
   io_ = std::make_unique<streams::IoService>(io_threads);
-  pump_ = std::make_unique<streams::StreamPump>(*io_, spin);
+  pump_ = std::make_unique<streams::StreamPump>(*io_, io_spin);
   for (size_t s = 0; s < graph.num_streams(); ++s) {
     const ir::Stream& stream = graph.stream(static_cast<ir::StreamId>(s));
     const size_t bytes = graph.tensor(stream.tensor).bytes();

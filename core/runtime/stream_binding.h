@@ -82,7 +82,10 @@ class StreamBinding {
   /// `held[s]` > 0 for a stream read in place (reads_in_place): the micro-batches its
   /// loading stage holds at once (its slots); its queue gets depth + held - 1 buffers, so
   /// that `depth` can be filled ahead while the stage still reads the ones it holds.
-  StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin,
+  /// `spin`: device threads spin before sleeping on a queue (VirtualDevice); `io_spin`: so
+  /// do the io threads between items (StreamPump). Each only when its threads have cores
+  /// of their own: an io thread spinning on a core a device needs slows both.
+  StreamBinding(const ir::Graph& graph, int64_t replicas, int64_t depth, int io_threads, bool spin, bool io_spin,
                 const std::vector<int64_t>& held);
 
   /// Sets the sources and sinks of the next run: the caller's arrays are read and written

@@ -152,7 +152,7 @@ class Session {
   /// The device collectives (R > 1 and a graph with collective ops) and the host update.
   void open_plugins();
   /// The stream binding and every stream's host array layout.
-  void bind_streams(bool spin);
+  void bind_streams(bool spin, bool io_spin);
   /// host_collectives_, opened first if needed (a collective step of every worker).
   Collectives& host_collectives() const;
   void check_request(const RunRequest& request) const;

@@ -20,7 +20,7 @@ struct Fixture {
   testing::Accumulator m{2};
   Program program = testing::compile_one_stage(m.graph);
   ReplicaStorage storage{m.graph, program, {0, 2}, nullptr, false};
-  StreamBinding streams{m.graph, 2, 0, 1, false, {}};
+  StreamBinding streams{m.graph, 2, 0, 1, false, false, {}};
   std::vector<streams::HostArrayLayout> layouts{
       streams::HostArrayLayout::input({.replicas = 2}, ir::DType::Float32, {2}),
       streams::HostArrayLayout::output({.replicas = 2}, false, ir::DType::Float32, {2})};
