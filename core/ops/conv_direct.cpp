@@ -1,6 +1,7 @@
 #include "core/ops/conv_direct.h"
 
 #include "core/ops/conv_direct_simd.h"
+#include "core/ops/relu.h"
 #include <cstdlib>
 #include <string>
 

@@ -9,6 +9,7 @@
 
 #include "core/ops/conv_direct.h"
 #include "core/ops/conv_direct_simd.h"
+#include "core/ops/relu.h"
 
 namespace plexus::ops {
 
@@ -117,13 +118,11 @@ PLEXUS_AVX512 void tile(const ForwardArgs& t, int64_t pair0, const float* wp, co
       for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(a, xv[v], acc[r][v]);
     }
   }
-  if (t.relu) {  // acc > 0 ? acc : +0 (NaN and -0 give +0): relu exactly
+  if (t.relu) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-      for (int v = 0; v < V; ++v) {
-        acc[r][v] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(acc[r][v], _mm512_setzero_ps(), _CMP_GT_OQ), acc[r][v]);
-      }
+      for (int v = 0; v < V; ++v) acc[r][v] = relu_lanes(acc[r][v]);
     }
   }
   // The halves in locals first: the stores to y could alias t's arrays.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/ops/conv_im2col.h"
+#include "core/ops/relu.h"
 #include "core/ops/sgemm_sup.h"
 
 namespace plexus::ops {

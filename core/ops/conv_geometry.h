@@ -23,12 +23,6 @@ struct ConvGeometry {
   int64_t out_image() const { return f * p(); }
 };
 
-/// y[i] = relu(y[i]) = y[i] > 0 ? y[i] : +0 for i in [0, n): a conv kernel's relu epilogue
-/// (core/compile/relu_fusion.h) over an image it has just written, still in cache.
-inline void relu_in_place(float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-}
-
 /// Range [lo, hi) of output columns ow whose input column ow*sw - pw + j lies in [0, W).
 inline void valid_columns(const ConvGeometry& g, int64_t j, int64_t& lo, int64_t& hi) {
   const int64_t first = g.pw - j;  // ow*sw >= first

@@ -11,6 +11,7 @@
 
 #include "core/ir/graph.h"
 #include "core/ops/grad_helpers.h"
+#include "core/ops/relu.h"
 #include "core/ops/vector_clones.h"
 
 namespace plexus::ops {
@@ -100,8 +101,7 @@ ir::OpDef activation_grad(const char* name) {
   return def;
 }
 
-float relu(float x) { return x > 0.0f ? x : 0.0f; }
-float relu_derivative(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+float relu_derivative(float x) { return relu_active(x) ? 1.0f : 0.0f; }
 
 float exp_fn(float x) { return std::exp(x); }
 float sqrt_fn(float x) { return std::sqrt(x); }

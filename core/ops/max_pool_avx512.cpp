@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/ops/relu.h"
+
 #define PLEXUS_AVX512F __attribute__((target("avx512f")))
 
 namespace plexus::ops {
@@ -55,9 +57,6 @@ PLEXUS_AVX512F inline __mmask16 replaces(__m512 v, __m512 best) {
   return _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
 }
 
-/// The lanes of v that are > 0 (not NaN).
-PLEXUS_AVX512F inline __mmask16 positive(__m512 v) { return _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ); }
-
 /// The windows' maxima, and (into take) the mask of the windows where position i took over.
 PLEXUS_AVX512F inline __m512 scan(const Windows& x, __mmask16 take[4]) {
   __m512 best = x.v[0];
@@ -82,7 +81,7 @@ PLEXUS_AVX512F void max_pool2x2_row_avx512(const float* top, int64_t w, int64_t 
     const StepMasks m(ow - c < kWindows ? ow - c : kWindows);
     __mmask16 take[4];
     __m512 best = scan(load_windows(top + 2 * c, w, m), take);
-    if (relu) best = _mm512_maskz_mov_ps(positive(best), best);
+    if (relu) best = relu_lanes(best);
     _mm512_mask_storeu_ps(y + c, m.out, best);
   }
 }
@@ -95,7 +94,7 @@ PLEXUS_AVX512F void max_pool2x2_grad_row_avx512(const float* top, int64_t w, int
     const __m512 best = scan(load_windows(top + 2 * c, w, m), take);
     // 0 + dy as the portable path's, so a -0 dy lands as +0.
     __m512 g = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(m.out, dy + c));
-    if (relu_folded) g = _mm512_maskz_mov_ps(positive(best), g);
+    if (relu_folded) g = _mm512_maskz_mov_ps(relu_active_lanes(best), g);
     // The argmax is the last position that took over, else position 0.
     const __mmask16 at[4] = {static_cast<__mmask16>(~(take[1] | take[2] | take[3])),
                              static_cast<__mmask16>(take[1] & ~(take[2] | take[3])),

@@ -30,6 +30,7 @@
 #include "core/ir/graph.h"
 #include "core/ops/grad_helpers.h"
 #include "core/ops/max_pool_avx512.h"
+#include "core/ops/relu.h"
 #include "core/ops/window_attrs.h"
 
 namespace plexus::ops {
@@ -116,9 +117,6 @@ bool avx512_rows(const Pool& p) {
   return p.tiles(2) && p.ow >= kMaxPoolAvx512MinColumns && max_pool_avx512_available();
 }
 
-/// relu(v) = v > 0 ? v : +0 (NaN: +0), as the relu op computes it.
-inline float relu_of(float v) { return v > 0.0f ? v : 0.0f; }
-
 /// Output row y [p.ow] of K x K tiles from the K input rows from `top` (row stride p.w);
 /// with Relu, relu of each maximum (a relu epilogue).
 template <int K, bool Relu>
@@ -127,7 +125,7 @@ void tiled_row(const float* top, int64_t w, int64_t ow, float* y) {
     for (int64_t c = begin; c < end; ++c) {
       float k;
       const float m = window_max<K>(top, w, c, k);
-      y[c] = Relu ? relu_of(m) : m;
+      y[c] = Relu ? relu(m) : m;
     }
   });
 }
@@ -141,7 +139,7 @@ void tiled_grad_row(const float* top, int64_t w, int64_t ow, const float* dy, fl
       float k;
       const float best = window_max<K>(top, w, c, k);
       const float d = 0.0f + dy[c];  // as the general path's `0 += dy`: -0 becomes +0
-      const float g = !ReluFolded || best > 0.0f ? d : 0.0f;
+      const float g = !ReluFolded || relu_active(best) ? d : 0.0f;
       for (int i = 0; i < K * K; ++i) dx_top[(i / K) * w + c * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
     }
   });
@@ -242,7 +240,7 @@ ir::Kernel forward_kernel(const Pool& p, const float* x, float* y) {
       for (int64_t r = 0; r < p.oh; ++r) {
         for (int64_t c = 0; c < p.ow; ++c) {
           const float m = xp[p.argmax(xp, r, c)];
-          yp[r * p.ow + c] = Relu ? relu_of(m) : m;
+          yp[r * p.ow + c] = Relu ? relu(m) : m;
         }
       }
     }
@@ -285,7 +283,7 @@ void general_grad(const Pool& p, const float* x, const float* dy, float* dx, boo
     for (int64_t r = 0; r < p.oh; ++r) {
       for (int64_t c = 0; c < p.ow; ++c) {
         const int64_t at = p.argmax(xp, r, c);
-        if (!relu_folded || xp[at] > 0.0f) dxp[at] += dyp[r * p.ow + c];
+        if (!relu_folded || relu_active(xp[at])) dxp[at] += dyp[r * p.ow + c];
       }
     }
   }
