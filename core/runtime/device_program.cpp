@@ -356,34 +356,35 @@ DeviceProgram::Item DeviceProgram::all_reduce_bucket(DeviceState& st, const Step
   return item;
 }
 
-DeviceProgram::Item DeviceProgram::run_fused(DeviceState& st, const StepPlace& p, int32_t fusion) {
-  const ReluFusion& f = r_.program.relu_fusions[static_cast<size_t>(fusion)];
-  const ir::Op& op = r_.graph.op(f.producer);
-  ir::KernelContext ctx = kernel_context(st, p, op, {f.producer}, {f.relu});
-  ctx.relu_epilogue = true;
+DeviceProgram::Item DeviceProgram::kernel_item(ir::OpId id, ir::KernelContext ctx) const {
+  const ir::Op& op = r_.graph.op(id);
   if (op.scratch_bytes == 0) ctx.scratch = nullptr;
   Item item;
-  item.op = f.producer;
+  item.op = id;
   item.fn = op.def->kernel(ctx);
   item.scratch = op.scratch_bytes;
   return item;
 }
 
+DeviceProgram::Item DeviceProgram::run_fused(DeviceState& st, const StepPlace& p, int32_t fusion) {
+  const ReluFusion& f = r_.program.relu_fusions[static_cast<size_t>(fusion)];
+  ir::KernelContext ctx = kernel_context(st, p, r_.graph.op(f.producer), {f.producer}, {f.relu});
+  ctx.relu_epilogue = true;
+  return kernel_item(f.producer, std::move(ctx));
+}
+
 DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, ir::OpId id) {
   const ir::Op& op = r_.graph.op(id);
-  Item item;
-  item.op = id;
   if (r_.host_update && r_.host_update->runs_on_host(id)) {  // wait for the host, take the new weight
+    Item item;
+    item.op = id;
     item.fn = [&st, hu = r_.host_update, id, weight = tensor_address(st, p, op.inputs[0])] {
       hu->wait_and_copy(id, st.iteration, weight);
     };
     item.receive = item.traced = true;
     return item;
   }
-  ir::KernelContext ctx = kernel_context(st, p, op, {id}, {id});
-  if (op.scratch_bytes == 0) ctx.scratch = nullptr;
-  item.fn = op.def->kernel(ctx);
-  item.scratch = op.scratch_bytes;
+  Item item = kernel_item(id, kernel_context(st, p, op, {id}, {id}));
   item.traced = op.def->communicates;
   item.span = SpanKind::Collective;
   if (!item.fn) item.fn = [] {};

@@ -103,6 +103,8 @@ class DeviceProgram {
   /// The item of Program::relu_fusions[fusion]: its producer's kernel with the relu as
   /// epilogue, writing the relu's output.
   Item run_fused(DeviceState& st, const StepPlace& place, int32_t fusion);
+  /// The item running op `id`'s kernel in `ctx` (no scratch when the op needs none).
+  Item kernel_item(ir::OpId id, ir::KernelContext ctx) const;
   /// The context of a kernel of `op` run for st at `place`: the device's scratch, the inputs
   /// of the ops `inputs_of` and the outputs of the ops `outputs_of`, in that order (`op`
   /// alone for an op).
