@@ -28,6 +28,10 @@ size_t physical_memory_bytes() {
 
 void HostBlockFree::operator()(std::byte* p) const noexcept { std::free(p); }
 
+size_t aligned_stride(size_t item_bytes) {
+  return item_bytes > SIZE_MAX - kAlignment ? SIZE_MAX : (item_bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
 HostBlock allocate_block(size_t count, size_t item_bytes, std::string_view what) {
   size_t bytes = 0;
   if (__builtin_mul_overflow(count, item_bytes, &bytes) || bytes > SIZE_MAX - kAlignment) {

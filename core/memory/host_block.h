@@ -24,4 +24,9 @@ using HostBlock = std::unique_ptr<std::byte, HostBlockFree>;
 /// a sanitizer, an abort), or the allocation fails. Thread-safe.
 HostBlock allocate_block(size_t count, size_t item_bytes, std::string_view what);
 
+/// `item_bytes` rounded up to the 64-byte alignment (memory_plan.h kAlignment): the stride
+/// of items that must each start aligned in one allocate_block. SIZE_MAX when the rounding
+/// would overflow, which allocate_block then refuses with its error. Pure.
+size_t aligned_stride(size_t item_bytes);
+
 }  // namespace plexus::memory

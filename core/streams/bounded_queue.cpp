@@ -7,16 +7,11 @@
 
 namespace plexus::streams {
 
-namespace {
-constexpr size_t kAlign = 64;
-}
-
 BoundedQueue::BoundedQueue(std::string name, size_t item_bytes, size_t capacity, bool spin)
     : name_(std::move(name)),
       item_bytes_(item_bytes),
       capacity_(capacity == 0 ? 1 : capacity),
-      // An item too large to round up keeps SIZE_MAX, which allocate_block refuses.
-      stride_(item_bytes > SIZE_MAX - kAlign ? SIZE_MAX : (item_bytes + kAlign - 1) / kAlign * kAlign),
+      stride_(memory::aligned_stride(item_bytes)),
       storage_(memory::allocate_block(capacity_, stride_, "the buffers of queue " + name_)),
       producer_wait_(spin),
       consumer_wait_(spin) {

@@ -43,5 +43,16 @@ TEST(HostBlock, ASizeThatOverflowsIsRefusedInsteadOfWrappingToASmallBlock) {
   EXPECT_THAT(refusal(1, SIZE_MAX - 3).what(), HasSubstr("overflow a 64-bit size"));
 }
 
+TEST(AlignedStride, RoundsUpToTheAlignmentAndSaturatesInsteadOfWrapping) {
+  EXPECT_EQ(aligned_stride(0), 0u);
+  EXPECT_EQ(aligned_stride(1), kAlignment);
+  EXPECT_EQ(aligned_stride(kAlignment), kAlignment);
+  EXPECT_EQ(aligned_stride(kAlignment + 1), 2 * kAlignment);
+  EXPECT_EQ(aligned_stride(SIZE_MAX - kAlignment), SIZE_MAX - (kAlignment - 1));
+  EXPECT_EQ(aligned_stride(SIZE_MAX - 3), SIZE_MAX);
+  // A saturated stride is refused by allocate_block, never rounded down to a small block.
+  EXPECT_THAT(refusal(1, aligned_stride(SIZE_MAX - 3)).what(), HasSubstr("overflow a 64-bit size"));
+}
+
 }  // namespace
 }  // namespace plexus::memory
