@@ -50,10 +50,10 @@ if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
   tsan="$root/build-tsan"
   cmake -S "$root" -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLEXUS_TSAN=ON -DPLEXUS_BUILD_SAMPLES=OFF \
     -DPLEXUS_BUILD_BENCH=OFF >/dev/null
-  cmake --build "$tsan" -j "$jobs" --target tests_streams tests_runtime tests_session tests_data plexus-strategy-pipelined \
-    plexus-strategy-sharded plexus-collectives-local plexus_mock_plugins
+  cmake --build "$tsan" -j "$jobs" --target tests_streams tests_runtime tests_session tests_data tests_gemm_parts \
+    plexus-strategy-pipelined plexus-strategy-sharded plexus-collectives-local plexus_mock_plugins
   (cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$jobs" \
-    --timeout 600 -R "BoundedQueue|StreamPump|SpinWait|StreamingSession|Loader|PipelinedSession|VirtualDevice|ReplicatedSession|HostUpdate|RunQueue|RunHandle|DeviceProgram|VariableAccess|ReplicaStorage")
+    --timeout 600 -R "RunParts|BoundedQueue|StreamPump|SpinWait|StreamingSession|Loader|PipelinedSession|VirtualDevice|ReplicatedSession|HostUpdate|RunQueue|RunHandle|DeviceProgram|VariableAccess|ReplicaStorage")
   phase_done "TSan build + threading tests"
 fi
 

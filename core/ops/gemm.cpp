@@ -2,6 +2,7 @@
 
 #include <blis.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -9,22 +10,61 @@
 #include <vector>
 
 #include "core/ops/blis_runtime.h"
+#include "core/ops/gemm_parts.h"
 
 namespace plexus::ops {
 
 namespace {
 
-void run_blis(const GemmShape& s, const void* context, int threads, const float* a, const float* b, float* c,
+// Leading dimensions of the full row-major matrices (a sub-matrix keeps its parent's).
+struct Strides {
+  inc_t lda, ldb, ldc;
+};
+
+Strides strides_of(const GemmShape& s) { return {s.trans_a ? s.m : s.k, s.trans_b ? s.k : s.n, s.n}; }
+
+// One single-threaded BLIS call.
+void run_blis(const GemmShape& s, const Strides& ld, const void* context, const float* a, const float* b, float* c,
               float alpha, float beta) {
   rntm_t rntm;
   bli_rntm_init(&rntm);
-  bli_rntm_set_num_threads(threads, &rntm);
-  const inc_t lda = s.trans_a ? s.m : s.k;
-  const inc_t ldb = s.trans_b ? s.k : s.n;
+  bli_rntm_set_num_threads(1, &rntm);
   // Row-major storage: row stride = leading dimension, column stride = 1.
   bli_sgemm_ex(s.trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, s.trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, s.m,
-               s.n, s.k, &alpha, const_cast<float*>(a), lda, 1, const_cast<float*>(b), ldb, 1, &beta, c, s.n, 1,
-               static_cast<cntx_t*>(const_cast<void*>(context)), &rntm);
+               s.n, s.k, &alpha, const_cast<float*>(a), ld.lda, 1, const_cast<float*>(b), ld.ldb, 1, &beta, c, ld.ldc,
+               1, static_cast<cntx_t*>(const_cast<void*>(context)), &rntm);
+}
+
+// Panels of the split dimension start at multiples of this many rows or columns (a
+// multiple of every kernel set's micro-tile), and are at least this wide.
+constexpr int64_t kPanelAlign = 32;
+
+int64_t panel_edge(int64_t extent, int parts, int p) {
+  if (p == parts) return extent;
+  const int64_t even = extent * p / parts;
+  return std::min(extent, (even + kPanelAlign - 1) / kPanelAlign * kPanelAlign);
+}
+
+// C = alpha op(A) op(B) + beta C on `threads` cores: the larger of C's dimensions is cut
+// into panels, each one single-threaded BLIS call on its own thread (gemm_parts.h).
+void run_gemm(const GemmShape& s, const void* context, int threads, const float* a, const float* b, float* c,
+              float alpha, float beta) {
+  const Strides ld = strides_of(s);
+  const bool rows = s.m >= s.n;
+  const int64_t extent = rows ? s.m : s.n;
+  const int parts = static_cast<int>(std::clamp<int64_t>(extent / kPanelAlign, 1, std::max(1, threads)));
+  run_parts(parts, [&](int p) {
+    const int64_t begin = panel_edge(extent, parts, p), end = panel_edge(extent, parts, p + 1);
+    if (begin >= end) return;
+    GemmShape panel = s;
+    if (rows) {
+      panel.m = end - begin;
+      run_blis(panel, ld, context, a + (s.trans_a ? begin : begin * ld.lda), b, c + begin * ld.ldc, alpha, beta);
+    } else {
+      panel.n = end - begin;
+      run_blis(panel, ld, context, a, b + (s.trans_b ? begin * ld.ldb : begin), c + begin, alpha, beta);
+    }
+  });
 }
 
 // Best of three timed rounds, each at least ~0.2 ms long, after one warm-up call.
@@ -32,14 +72,14 @@ double measure_gflops(const GemmShape& s, const BlisArch& arch, int threads) {
   std::vector<float> a(static_cast<size_t>(s.m * s.k), 0.5f), b(static_cast<size_t>(s.k * s.n), 0.25f),
       c(static_cast<size_t>(s.m * s.n), 0.0f);
   using Clock = std::chrono::steady_clock;
-  run_blis(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
+  run_gemm(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
   double best = 1e30;
   for (int round = 0; round < 3; ++round) {
     int calls = 0;
     const auto start = Clock::now();
     double elapsed = 0;
     do {
-      run_blis(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
+      run_gemm(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
       ++calls;
       elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     } while (elapsed < 2e-4);
@@ -107,7 +147,13 @@ Gemm Gemm::plan(const GemmShape& shape, int max_threads) {
 }
 
 void Gemm::run(const float* a, const float* b, float* c, float alpha, float beta) const {
-  run_blis(shape_, context_, choice_.threads, a, b, c, alpha, beta);
+  run_gemm(shape_, context_, choice_.threads, a, b, c, alpha, beta);
+}
+
+Gemm Gemm::with_threads(int threads) const {
+  Gemm gemm = *this;
+  gemm.choice_.threads = std::max(1, threads);
+  return gemm;
 }
 
 }  // namespace plexus::ops

@@ -20,13 +20,14 @@ struct GemmShape {
 /// What the plan chose and why: kernel set, threads, and the measured speed.
 struct GemmChoice {
   std::string arch;     ///< BLIS sub-configuration name
-  int threads = 1;      ///< threads BLIS uses for this GEMM
+  int threads = 1;      ///< panels of C run on as many threads (each one BLIS call)
   double gflops = 0.0;  ///< measured at plan time on this shape (0 when not measured)
   std::string source;   ///< "measured" or "BLIS_ARCH_TYPE"
 };
 
-/// A GEMM planned for one shape. Cheap to copy. run() is thread-safe, allocates nothing
-/// on the heap and takes no lock of ours (BLIS's packing-buffer pool is internal to BLIS).
+/// A GEMM planned for one shape. Cheap to copy. run() is thread-safe and allocates nothing
+/// on the heap once the helper threads have started (BLIS's packing-buffer pool is
+/// internal to BLIS).
 class Gemm {
  public:
   /// Chooses the fastest (kernel set, threads) for `shape` with at most `max_threads`
@@ -37,7 +38,14 @@ class Gemm {
   /// Throws ir::Error(Unsupported) on a bad BLIS_ARCH_TYPE (see blis_runtime.h).
   static Gemm plan(const GemmShape& shape, int max_threads);
 
+  /// C = alpha op(A) op(B) + beta C with the chosen kernel set. With threads > 1, the
+  /// larger of C's dimensions is cut into that many panels (at multiples of 32 rows or
+  /// columns), each a single-threaded BLIS call, run on the calling thread and the
+  /// process's helper threads (gemm_parts.h), which sleep instead of spinning when they wait.
   void run(const float* a, const float* b, float* c, float alpha, float beta) const;
+  /// This plan with `threads` (>= 1) threads instead of the chosen count (tests and
+  /// benchmarks comparing thread counts on one kernel set).
+  Gemm with_threads(int threads) const;
   const GemmShape& shape() const { return shape_; }
   const GemmChoice& choice() const { return choice_; }
 

@@ -55,6 +55,29 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmShapes,
                                   "n" + std::to_string(s.n) + (s.trans_b ? "T" : "");
                          });
 
+// Threads cut C into panels: rows when m >= n, else columns, each with its operands'
+// offsets (transposed or not); uneven and too-narrow extents included (fewer panels than
+// threads when C is narrower than 32 per thread).
+TEST(Gemm, EveryPanelSplitComputesTheProductForEachTransposition) {
+  for (const GemmShape base : {GemmShape{100, 20, 37}, GemmShape{20, 130, 37}, GemmShape{40, 40, 9}}) {
+    for (int t = 0; t < 4; ++t) {
+      GemmShape s = base;
+      s.trans_a = (t & 1) != 0;
+      s.trans_b = (t & 2) != 0;
+      const auto a = random(static_cast<size_t>(s.m * s.k), 3), b = random(static_cast<size_t>(s.k * s.n), 4);
+      const std::vector<double> ref = reference(s, a, b);
+      for (int threads : {1, 2, 3, 5}) {
+        std::vector<float> c(static_cast<size_t>(s.m * s.n), 1.0f);
+        Gemm::plan(s, 1).with_threads(threads).run(a.data(), b.data(), c.data(), 2.0f, 0.5f);
+        for (size_t i = 0; i < c.size(); ++i) {
+          ASSERT_NEAR(c[i], 2.0 * ref[i] + 0.5, 1e-4 * static_cast<double>(s.k))
+              << s.to_string() << " threads " << threads << " element " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Gemm, ChoiceIsACandidateAndIsCachedPerShape) {
   const GemmShape s{16, 16, 16, false, false};
   const Gemm first = Gemm::plan(s, 2);
