@@ -35,25 +35,33 @@ void run_blis(const GemmShape& s, const Strides& ld, const void* context, const 
                1, static_cast<cntx_t*>(const_cast<void*>(context)), &rntm);
 }
 
-// Panels of the split dimension start at multiples of this many rows or columns (a
-// multiple of every kernel set's micro-tile), and are at least this wide.
+// Panel edges fall on multiples of this many rows or columns of C (whole cache lines of a
+// row of C; whole micro-tiles for the kernel sets whose tiles are 16 or 32 wide), and a
+// GEMM gets at most one panel per this many rows or columns.
 constexpr int64_t kPanelAlign = 32;
 
+// Edge p of `parts` panels over [0, extent): extent * p / parts rounded to the nearest
+// multiple of kPanelAlign. With parts <= extent / kPanelAlign the edges are at least
+// kPanelAlign apart before rounding, so no panel is empty.
 int64_t panel_edge(int64_t extent, int parts, int p) {
   if (p == parts) return extent;
   const int64_t even = extent * p / parts;
-  return std::min(extent, (even + kPanelAlign - 1) / kPanelAlign * kPanelAlign);
+  return std::min(extent, (even + kPanelAlign / 2) / kPanelAlign * kPanelAlign);
 }
 
-// C = alpha op(A) op(B) + beta C on `threads` cores: the larger of C's dimensions is cut
-// into panels, each one single-threaded BLIS call on its own thread (gemm_parts.h).
-void run_gemm(const GemmShape& s, const void* context, int threads, const float* a, const float* b, float* c,
-              float alpha, float beta) {
-  const Strides ld = strides_of(s);
-  const bool rows = s.m >= s.n;
-  const int64_t extent = rows ? s.m : s.n;
-  const int parts = static_cast<int>(std::clamp<int64_t>(extent / kPanelAlign, 1, std::max(1, threads)));
-  run_parts(parts, [&](int p) {
+// What each panel of one run_gemm() needs.
+struct Panels {
+  const GemmShape& s;
+  Strides ld;
+  const void* context;
+  const float *a, *b;
+  float* c;
+  float alpha, beta;
+  bool rows;  // panels of rows of C (else of columns)
+  int64_t extent;
+  int parts;
+
+  void operator()(int p) const {
     const int64_t begin = panel_edge(extent, parts, p), end = panel_edge(extent, parts, p + 1);
     if (begin >= end) return;
     GemmShape panel = s;
@@ -64,7 +72,22 @@ void run_gemm(const GemmShape& s, const void* context, int threads, const float*
       panel.n = end - begin;
       run_blis(panel, ld, context, a, b + (s.trans_b ? begin * ld.ldb : begin), c + begin, alpha, beta);
     }
-  });
+  }
+};
+
+// C = alpha op(A) op(B) + beta C on up to `threads` cores: the larger of C's dimensions is
+// cut into panels, each one single-threaded BLIS call on its own thread (gemm_parts.h).
+void run_gemm(const GemmShape& s, const void* context, int threads, const float* a, const float* b, float* c,
+              float alpha, float beta) {
+  const bool rows = s.m >= s.n;
+  const int64_t extent = rows ? s.m : s.n;
+  const int parts = static_cast<int>(std::clamp<int64_t>(extent / kPanelAlign, 1, std::max(1, threads)));
+  if (parts == 1) {
+    run_blis(s, strides_of(s), context, a, b, c, alpha, beta);
+    return;
+  }
+  Panels panels{s, strides_of(s), context, a, b, c, alpha, beta, rows, extent, parts};
+  run_parts(parts, panels);
 }
 
 // Best of three timed rounds, each at least ~0.2 ms long, after one warm-up call.

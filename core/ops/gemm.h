@@ -20,14 +20,14 @@ struct GemmShape {
 /// What the plan chose and why: kernel set, threads, and the measured speed.
 struct GemmChoice {
   std::string arch;     ///< BLIS sub-configuration name
-  int threads = 1;      ///< panels of C run on as many threads (each one BLIS call)
+  int threads = 1;      ///< threads: C is cut into min(threads, max(m, n) / 32) panels, one BLIS call each
   double gflops = 0.0;  ///< measured at plan time on this shape (0 when not measured)
   std::string source;   ///< "measured" or "BLIS_ARCH_TYPE"
 };
 
 /// A GEMM planned for one shape. Cheap to copy. run() is thread-safe and allocates nothing
 /// on the heap once the helper threads have started (BLIS's packing-buffer pool is
-/// internal to BLIS).
+/// internal to BLIS); with threads > 1 it takes the helpers' mutexes (gemm_parts.h).
 class Gemm {
  public:
   /// Chooses the fastest (kernel set, threads) for `shape` with at most `max_threads`
@@ -39,9 +39,10 @@ class Gemm {
   static Gemm plan(const GemmShape& shape, int max_threads);
 
   /// C = alpha op(A) op(B) + beta C with the chosen kernel set. With threads > 1, the
-  /// larger of C's dimensions is cut into that many panels (at multiples of 32 rows or
-  /// columns), each a single-threaded BLIS call, run on the calling thread and the
-  /// process's helper threads (gemm_parts.h), which sleep instead of spinning when they wait.
+  /// larger of C's dimensions is cut into up to that many panels (edges at multiples of 32
+  /// rows or columns, at most one panel per 32), each a single-threaded BLIS call, run on
+  /// the calling thread and the process's helper threads (gemm_parts.h), which sleep
+  /// instead of spinning when they wait.
   void run(const float* a, const float* b, float* c, float alpha, float beta) const;
   /// This plan with `threads` (>= 1) threads instead of the chosen count (tests and
   /// benchmarks comparing thread counts on one kernel set).

@@ -45,12 +45,13 @@ class Helper {
   explicit Helper(int index) : thread_([this, index] { loop(index); }) {}
 
   // Hands fn(part) to this helper if it is idle (then join.arrive() follows it).
-  bool try_give(const std::function<void(int)>& fn, int part, Join& join) {
+  bool try_give(PartFn fn, void* context, int part, Join& join) {
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
     join.expect();
     {
       std::lock_guard lock(mutex_);
-      fn_ = &fn;
+      fn_ = fn;
+      context_ = context;
       part_ = part;
       join_ = &join;
     }
@@ -65,12 +66,13 @@ class Helper {
     for (;;) {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return join_ != nullptr; });
-      const std::function<void(int)>* fn = fn_;
+      const PartFn fn = fn_;
+      void* context = context_;
       const int part = part_;
       Join* join = join_;
       join_ = nullptr;
       lock.unlock();
-      (*fn)(part);
+      fn(context, part);
       busy_.store(false, std::memory_order_release);
       join->arrive();
     }
@@ -78,12 +80,16 @@ class Helper {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  const std::function<void(int)>* fn_ = nullptr;
+  PartFn fn_ = nullptr;
+  void* context_ = nullptr;
   int part_ = 0;
   Join* join_ = nullptr;
   std::atomic<bool> busy_{false};
   std::thread thread_;
 };
+
+// Set in a child made by fork(): the helpers' threads did not come along.
+std::atomic<bool> forked{false};
 
 // The process's helpers: started on first use, never stopped (they sleep when idle, and
 // a static destructor joining them could run while a device thread still uses them).
@@ -92,6 +98,7 @@ std::vector<std::unique_ptr<Helper>>& helpers() {
     auto* v = new std::vector<std::unique_ptr<Helper>>;
     const unsigned n = std::max(2u, std::thread::hardware_concurrency()) - 1;
     for (unsigned i = 0; i < n; ++i) v->push_back(std::make_unique<Helper>(static_cast<int>(i)));
+    pthread_atfork(nullptr, nullptr, [] { forked.store(true, std::memory_order_relaxed); });
     return v;
   }();
   return *all;
@@ -99,19 +106,19 @@ std::vector<std::unique_ptr<Helper>>& helpers() {
 
 }  // namespace
 
-void run_parts(int parts, const std::function<void(int)>& fn) {
-  if (parts <= 1) {
-    fn(0);
+void run_parts(int parts, PartFn part, void* context) {
+  if (parts <= 1 || forked.load(std::memory_order_relaxed)) {
+    for (int p = 0; p < std::max(parts, 1); ++p) part(context, p);
     return;
   }
   Join join;
   int next = 1;  // parts [next, parts) found no idle helper: this thread runs them too
   for (const std::unique_ptr<Helper>& helper : helpers()) {
     if (next == parts) break;
-    if (helper->try_give(fn, next, join)) ++next;
+    if (helper->try_give(part, context, next, join)) ++next;
   }
-  fn(0);
-  for (; next < parts; ++next) fn(next);
+  part(context, 0);
+  for (; next < parts; ++next) part(context, next);
   join.wait();
 }
 

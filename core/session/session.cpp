@@ -32,8 +32,11 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
   const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   if (options_.threads_per_device == 0) options_.threads_per_device = static_cast<int>(std::max<int64_t>(1, cores / total));
   const bool spin = total <= cores;  // measured: R=2 on 2 cores, 58k -> 101k samples/s (mnist, batch 4)
-  // The io threads spin only on spare cores: R=2 on 2 cores, 141-224k -> 234-304k samples/s
-  // (mnist, batch 4, device_iterations 100; bench/README.md "mnist_replication.sh").
+  // The io threads spin only on cores no device thread needs: R=2 on 2 cores, 141-224k ->
+  // 234-304k samples/s (mnist, batch 4, device_iterations 100; bench/README.md
+  // "replication_peer.sh"). A device's GEMM helpers are not counted: at R=1 on 2 cores the
+  // io thread spinning beside them measured 35.3-36.1k samples/s against 32.4-37.1k
+  // sleeping (seed 002, 5 runs each).
   const bool io_spin = total + options_.io_threads <= cores;
   open_plugins();
   storage_ = std::make_unique<ReplicaStorage>(graph_, program_, hosted_, host_update_.get(), spin);

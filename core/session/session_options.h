@@ -20,7 +20,7 @@ struct SessionOptions {
   int64_t device_iterations = 1;      ///< iterations per run, >= 1
   int64_t gradient_accumulation = 1;  ///< micro-batches per weight update, >= 1
   size_t device_memory_bytes = 0;     ///< arena capacity per device; 0 = no limit
-  int threads_per_device = 0;         ///< BLIS threads a device may use; 0 = cores / devices
+  int threads_per_device = 0;         ///< threads a device may use (GEMM panels); 0 = cores / devices
   std::string collectives_plugin;     ///< "" = $PLEXUS_COLLECTIVES, else "local"; loaded when needed
   int64_t collective_timeout_ms = 60000;  ///< how long a collective waits for a missing replica
   /// Stages of blocks and their devices; empty: auto-staging from the blocks' devices, or

@@ -136,7 +136,7 @@ static int create_session(const plx_ir* ir, plx_session** session) {
   plx_session_options options;
   plx_session_options_init(&options);
   options.device_iterations = STEPS;
-  options.threads_per_device = 1; /* BLIS threads per device: 2 replicas, 2 devices */
+  options.threads_per_device = 1; /* compute threads per device: 2 replicas, 2 devices */
   CHECK(plx_session_create(ir, &options, session));
   return 0;
 }

@@ -14,9 +14,9 @@ namespace {
 constexpr size_t kBlock = 1024;
 
 // The clones core/ops/vector_clones.h makes for the core's loops (plugins see the ABI
-// headers only, so the three lines are repeated here), with the same exceptions: none under
+// headers only, so the three lines are repeated here), with its exceptions, none under
 // clang (the fuzzers' build) nor ThreadSanitizer (its instrumented ifunc resolvers would
-// run before its runtime is set up).
+// run before its runtime is set up), and none off x86-64 (the clones name x86 levels).
 #if defined(__clang__) || defined(__SANITIZE_THREAD__) || !defined(__x86_64__)
 #define PLEXUS_REDUCE_CLONES
 #else

@@ -20,8 +20,10 @@ namespace plexus::collectives {
  * divided by g. int32: sum wraps modulo 2^32; mean is the exact (int64) sum divided by g,
  * truncated toward zero. max/min keep the earlier member's value on ties.
  *
- * A destination may be one of the sources at the same offset (in place): each block of
- * elements is read from every source before it is written. With `streaming`, the
+ * A destination may be one of the sources at the same offset (in place): every source
+ * element is read before the destination element at its index is written (the members
+ * before the last are folded into an L1 accumulator block first; the last member's
+ * element is read as the finished value is stored). With `streaming`, the
  * destinations are written with streaming stores (streaming_store.h); the caller fences
  * before publishing them.
  *

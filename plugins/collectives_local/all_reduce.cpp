@@ -8,7 +8,8 @@
 // read every other chunk back from memory. No barrier is needed between the two halves:
 // chunk p of any buffer is read and written by member p only. The caller's final barrier
 // (collective_call.cpp) keeps every recv alive until all owners have written into it. In
-// place works: a block is read from every send before it is written anywhere.
+// place works: each element is read from every send before it is written anywhere
+// (reduce_kernels.h).
 #include <vector>
 
 #include "algorithms.h"

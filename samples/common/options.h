@@ -154,7 +154,7 @@ inline void add_machine(po::options_description& d, CommonOptions& o, unsigned f
   }
   if (f & kThreads) {
     d.add_options()("threads-per-device", po::value(&o.threads_per_device)->default_value(o.threads_per_device),
-                    "compute (BLIS) threads per device (0: cores / devices of this process)");
+                    "compute threads per device, one GEMM panel each (0: cores / devices of this process)");
   }
 }
 

@@ -98,7 +98,7 @@ TEST(Matmul, LargerShapeMatchesDoubleReference) {
   }
 }
 
-// The same with BLIS allowed two threads (the sessions' default on the 2-core machines).
+// The same allowed two threads, two GEMM panels (the sessions' default on the 2-core machines).
 TEST(Matmul, TwoThreadsMatchDoubleReference) {
   const int64_t m = 64, k = 48, n = 96;
   const Value a = random_f32({m, k}, 33), b = random_f32({n, k}, 34);

@@ -9,6 +9,7 @@
 
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
+#include "core/ops/gemm.h"
 #include "tests/runtime/test_graphs.h"
 
 #include "tests/session/allocation_counter.h"
@@ -222,6 +223,19 @@ TEST(Session, RunningAllocatesNothingPerStep) {
     // and a few per run: argument checks, the request, its stream bindings, the io tasks
     EXPECT_LE(some, 32) << "depth " << depth;
   }
+}
+
+// A GEMM on 2 threads hands its second panel to a helper thread by reference: once the
+// helpers run, a call allocates nothing (ops::run_parts never copies the panel callable).
+TEST(Session, GemmPanelsOnHelperThreadsAllocateNothingPerCall) {
+  const ops::GemmShape shape{128, 96, 64, false, true};
+  const ops::Gemm gemm = ops::Gemm::plan(shape, 1).with_threads(2);
+  std::vector<float> a(128 * 64, 0.5f), b(96 * 64, 0.25f), c(128 * 96, 0.0f);
+  gemm.run(a.data(), b.data(), c.data(), 1.0f, 0.0f);  // starts the helpers
+  const long before = testing::allocation_count();
+  for (int i = 0; i < 10; ++i) gemm.run(a.data(), b.data(), c.data(), 1.0f, 0.0f);
+  EXPECT_EQ(testing::allocation_count() - before, 0);
+  EXPECT_FLOAT_EQ(c[0], 64 * 0.5f * 0.25f);
 }
 
 TEST(Session, RunsAreDeterministic) {

@@ -548,7 +548,7 @@ typedef struct plx_session_options {
   int64_t device_iterations;     /**< steps per plx_session_run call, >= 1 (default 1) */
   size_t device_memory_bytes;    /**< arena capacity per device in bytes; 0 = no limit (default).
                                        int64_t before version 10 (same size and alignment) */
-  int32_t threads_per_device;    /**< BLIS threads per device; 0 = cores / devices (default) */
+  int32_t threads_per_device;    /**< compute threads per device (a GEMM runs as that many panels); 0 = cores / devices (default) */
   /* since PLX_API_VERSION 2 */
   const char* collectives_plugin; /**< collectives plugin name; NULL = $PLEXUS_COLLECTIVES, else "local". Copied. */
   int64_t collective_timeout_ms;  /**< how long a collective waits for a missing replica (default 60000) */
