@@ -1,6 +1,9 @@
 #include "core/ops/gemm_parts.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -65,6 +68,30 @@ TEST(RunParts, PartsRunOnHelperThreadsWhenTheMachineHasThem) {
     threads.insert(std::this_thread::get_id());
   });
   EXPECT_EQ(threads.size(), 2u);
+}
+
+// A child made by fork() has the helpers' objects but not their threads: it runs every
+// part itself instead of waiting forever for a helper (Python's multiprocessing forks).
+TEST(RunParts, AChildMadeByForkRunsEveryPartItself) {
+  run_parts(2, [](int) {});  // the helpers run in the parent
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<int> runs{0};
+    run_parts(3, [&](int) { runs.fetch_add(1); });
+    _exit(runs.load() == 3 ? 0 : 1);
+  }
+  int status = 0;
+  for (int waited_ms = 0; waitpid(child, &status, WNOHANG) == 0; waited_ms += 10) {
+    if (waited_ms > 20000) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      FAIL() << "the child hung in run_parts";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
