@@ -163,7 +163,11 @@ def test_the_runtime_reads_the_callers_memory_at_run_time():
     with ir.main_graph:
         gate = plexus.h2d_stream((1,), plexus.float32, name="gate")
         x = plexus.h2d_stream((4,), plexus.float32, name="x")
-        y = plexus.d2h_stream(ops.add(ops.host_load(x), ops.host_load(gate)), name="y")
+        # gate is add's first operand, so each step loads gate (and waits in its callback)
+        # before it loads x: a step loads its streams in the order its ops read them. With
+        # x first, step 0 read x before the assignment below whenever the device thread
+        # got there first (it did once in CI's ASan pass; always with a 50 ms sleep).
+        y = plexus.d2h_stream(ops.add(ops.host_load(gate), ops.host_load(x)), name="y")
     release = threading.Event()
 
     def fill_gate(step, replica, buffer):
@@ -185,7 +189,11 @@ def test_run_async_and_wait_with_a_timeout():
     with ir.main_graph:
         gate = plexus.h2d_stream((), plexus.float32, name="gate")
         x = plexus.h2d_stream((3,), plexus.float32, name="x")
-        y = plexus.d2h_stream(ops.add(ops.host_load(x), ops.host_load(gate)), name="y")
+        # gate is add's first operand, so each step loads gate (and waits in its callback)
+        # before it loads x: a step loads its streams in the order its ops read them. With
+        # x first, step 0 read x before the assignment below whenever the device thread
+        # got there first (it did once in CI's ASan pass; always with a 50 ms sleep).
+        y = plexus.d2h_stream(ops.add(ops.host_load(gate), ops.host_load(x)), name="y")
     release = threading.Event()
 
     def fill_gate(step, replica, buffer):
