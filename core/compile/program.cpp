@@ -454,34 +454,81 @@ class Builder {
     return 0;
   }
 
+  // The step (phase) of timeline position k.
+  static Phase phase_at(const StagePlan& plan, size_t k) {
+    return k >= plan.first_position[2] ? Phase::Update : k >= plan.first_position[1] ? Phase::Backward : Phase::Forward;
+  }
+
+  // The last timeline position that touches each root.
+  std::map<TensorId, int64_t> last_touches(const std::vector<Action>& timeline, const StagePlan& plan) const {
+    std::map<TensorId, int64_t> last;
+    for (size_t k = 0; k < timeline.size(); ++k) {
+      touch_action(timeline[k], phase_at(plan, k), [&](TensorId t, Phase) { last[root(t)] = static_cast<int64_t>(k); });
+    }
+    return last;
+  }
+
+  // The buffer requests of one stage's slot region, built touch by touch along its timeline.
+  struct SlotRequests {
+    StagePlan& plan;
+    std::map<TensorId, int32_t> in_place_stream;  ///< streams read in place: root -> stream
+    std::map<TensorId, int64_t> last;             ///< root -> the last position touching it
+    std::vector<memory::BufferRequest> requests;
+    std::map<TensorId, size_t> request_of;        ///< root -> its request
+  };
+
+  // Whether root r, touched in step x, lives in the slot region: not a variable or constant,
+  // a stream read in place, or an accumulator read by the update; offloaded tensors do.
+  bool in_slot(const SlotRequests& sr, TensorId r, Phase x) const {
+    return p_.offloaded.count(r) || (!is_persistent(info(r)) && !sr.in_place_stream.count(r) &&
+                                     !(x == Phase::Update && sr.plan.accumulator.count(r)));
+  }
+
+  // Extends the request of t's root to `position` (a new request on its first touch).
+  void touch(SlotRequests& sr, TensorId t, int64_t position, Phase x) const {
+    const TensorId r = root(t);
+    if (auto it = sr.in_place_stream.find(r); it != sr.in_place_stream.end()) {
+      sr.plan.in_place_last_use[it->second] = static_cast<size_t>(position);
+    }
+    if (!in_slot(sr, r, x)) return;
+    auto [it, fresh] = sr.request_of.emplace(r, sr.requests.size());
+    if (fresh) sr.requests.push_back({info(r).bytes(), position, position, false});
+    memory::BufferRequest& req = sr.requests[it->second];
+    req.first = std::min(req.first, position);
+    req.last = std::max(req.last, position);
+  }
+
+  // ONNX Runtime's MayInplace: output 0 of op `o`, run at `position` in step x, takes the
+  // request of the input its kernel may overwrite (ir::InferResult::may_inplace) when `o`
+  // is that input's last toucher and both are slot tensors of the same size, neither
+  // offloaded; the output must be fresh (its own root, no request yet).
+  void share_dying_input(SlotRequests& sr, ir::OpId o, int64_t position, Phase x) const {
+    const ir::Op& op = g_.op(o);
+    if (op.may_inplace < 0) return;
+    const TensorId in = root(op.inputs[static_cast<size_t>(op.may_inplace)]), out = op.outputs[0];
+    const auto it = sr.request_of.find(in);
+    if (it == sr.request_of.end() || sr.last.at(in) != position || root(out) != out || sr.request_of.count(out) ||
+        !in_slot(sr, out, x) || p_.offloaded.count(in) || p_.offloaded.count(out) ||
+        info(in).bytes() != info(out).bytes()) {
+      return;
+    }
+    sr.request_of.emplace(out, it->second);
+  }
+
   // Memory plan of the stage's slot region over its timeline [forward | backward | update].
   void plan_stage(int32_t s) {
     StagePlan& plan = p_.stages[static_cast<size_t>(s)];
     const std::vector<Action> timeline = stage_timeline(s, plan);
-    const std::map<TensorId, int32_t> in_place_stream = in_place_streams(timeline);
-    std::vector<memory::BufferRequest> requests;
-    std::map<TensorId, size_t> request_of;
-    auto touch = [&](TensorId t, int64_t position, Phase x) {
-      const TensorId r = root(t);
-      const ir::TensorInfo& ti = info(r);
-      if (auto it = in_place_stream.find(r); it != in_place_stream.end()) plan.in_place_last_use[it->second] = static_cast<size_t>(position);
-      const bool in_slot = p_.offloaded.count(r) ||
-                           (!is_persistent(ti) && !in_place_stream.count(r) && !(x == Phase::Update && plan.accumulator.count(r)));
-      if (!in_slot) return;
-      auto [it, fresh] = request_of.emplace(r, requests.size());
-      if (fresh) requests.push_back({ti.bytes(), position, position, false});
-      memory::BufferRequest& req = requests[it->second];
-      req.first = std::min(req.first, position);
-      req.last = std::max(req.last, position);
-    };
+    SlotRequests sr{plan, in_place_streams(timeline), last_touches(timeline, plan), {}, {}};
     for (size_t k = 0; k < timeline.size(); ++k) {
       const auto pos = static_cast<int64_t>(k);
-      const Phase x = k >= plan.first_position[2] ? Phase::Update : k >= plan.first_position[1] ? Phase::Backward : Phase::Forward;
+      const Phase x = phase_at(plan, k);
+      if (timeline[k].kind == ActionKind::RunOp) share_dying_input(sr, timeline[k].index, pos, x);
       size_t& scratch = scratch_[static_cast<size_t>(plan.device)];
-      scratch = std::max(scratch, touch_action(timeline[k], x, [&](TensorId t, Phase phase) { touch(t, pos, phase); }));
+      scratch = std::max(scratch, touch_action(timeline[k], x, [&](TensorId t, Phase phase) { touch(sr, t, pos, phase); }));
     }
-    plan.slot_plan = memory::plan_memory(requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
-    for (const auto& [r, req] : request_of) plan.slot_offset[r] = plan.slot_plan.offsets[req];
+    plan.slot_plan = memory::plan_memory(sr.requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
+    for (const auto& [r, req] : sr.request_of) plan.slot_offset[r] = plan.slot_plan.offsets[req];
   }
 
   void plan_devices() {

@@ -8,8 +8,10 @@
 // Memory of a device: a persistent block (its stages' variables and constants, gradient
 // accumulators), one scratch area its ops share (a device runs one op at a time), then,
 // for each of its stages, `slots` copies of the stage's slot region: the tensors of one micro-batch from its forward step to its backward step, planned
-// by liveness over the stage's action timeline [forward | backward | update]. Stream
-// tensors read in place live in their queue's buffers instead. The update
+// by liveness over the stage's action timeline [forward | backward | update]; an op that
+// may write its output over a dying input of the same size (ir::InferResult::may_inplace)
+// gets that input's buffer. Stream tensors read in place live in their queue's buffers
+// instead. The update
 // step runs once every slot is free and uses slot 0.
 #pragma once
 

@@ -346,6 +346,7 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   op.inputs = std::move(inputs);
   op.attrs = std::move(attrs);
   op.scratch_bytes = result.scratch_bytes;
+  op.may_inplace = result.may_inplace;
   const auto op_id = static_cast<OpId>(ops_.size());
   for (size_t k = 0; k < result.outputs.size(); ++k) {
     op.outputs.push_back(

@@ -34,6 +34,7 @@ struct Op {
   std::vector<TensorId> outputs;
   Attributes attrs;
   size_t scratch_bytes = 0;
+  int may_inplace = -1;  ///< InferResult::may_inplace
   Phase phase = Phase::Forward;
   int32_t block = -1;  ///< index into Graph::blocks(); -1 when the IR has no blocks
 };

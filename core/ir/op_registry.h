@@ -55,6 +55,12 @@ struct InferContext {
 struct InferResult {
   std::vector<TensorType> outputs;
   size_t scratch_bytes = 0;
+  /// The input whose buffer output 0 may take (ONNX Runtime's MayInplace), or -1: the
+  /// kernel gives the same bits when output 0 is that input's storage, because it reads each
+  /// input element before it writes any output element over it. The memory plan then hands
+  /// output 0 that input's buffer when this op is the input's last reader and the two have
+  /// the same size (core/compile/program.cpp, plan_stage).
+  int may_inplace = -1;
 };
 
 /// A kernel bound to its buffers; runs on the device thread. It may throw ir::Error

@@ -130,19 +130,37 @@ void tiled_row(const float* top, int64_t w, int64_t ow, float* y) {
   });
 }
 
+/// The gradients of windows [begin, end) of the K rows from top (row stride w) into the K
+/// rows from dst (row stride dst_w), window c at dst column (c - begin) * K.
+template <int K, bool ReluFolded>
+void tiled_grad_windows(const float* top, int64_t w, int64_t begin, int64_t end, const float* dy, float* dst,
+                        int64_t dst_w) {
+  for (int64_t c = begin; c < end; ++c) {
+    float k;
+    const float best = window_max<K>(top, w, c, k);
+    const float d = 0.0f + dy[c];  // as the general path's `0 += dy`: -0 becomes +0
+    const float g = !ReluFolded || relu_active(best) ? d : 0.0f;
+    for (int i = 0; i < K * K; ++i) dst[(i / K) * dst_w + (c - begin) * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
+  }
+}
+
 /// max_pool2d_grad of one output row of K x K tiles: dy [ow] at each window's argmax of x
-/// (the K rows from top), zero elsewhere, into the K rows from dx_top (row stride w).
+/// (the K rows from top), zero elsewhere, into the K rows from dx_top (row stride w). In
+/// place too (dx_top == top): for_column_blocks' last block would redo windows whose x is
+/// already overwritten, so that block goes first, into `last`, and only its windows the
+/// whole blocks leave are stored from there.
 template <int K, bool ReluFolded>
 void tiled_grad_row(const float* top, int64_t w, int64_t ow, const float* dy, float* dx_top) {
-  for_column_blocks(ow, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      float k;
-      const float best = window_max<K>(top, w, c, k);
-      const float d = 0.0f + dy[c];  // as the general path's `0 += dy`: -0 becomes +0
-      const float g = !ReluFolded || relu_active(best) ? d : 0.0f;
-      for (int i = 0; i < K * K; ++i) dx_top[(i / K) * w + c * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
-    }
-  });
+  const int64_t whole = ow / kColumnBlock * kColumnBlock;
+  if (whole == ow) return tiled_grad_windows<K, ReluFolded>(top, w, 0, ow, dy, dx_top, w);
+  constexpr int64_t kLastW = kColumnBlock * K;
+  const int64_t first = std::max<int64_t>(ow - kColumnBlock, 0);
+  float last[K * kLastW];
+  tiled_grad_windows<K, ReluFolded>(top, w, first, ow, dy, last, kLastW);
+  tiled_grad_windows<K, ReluFolded>(top, w, 0, whole, dy, dx_top, w);
+  for (int64_t r = 0; r < K; ++r) {
+    std::copy(last + r * kLastW + (whole - first) * K, last + r * kLastW + (ow - first) * K, dx_top + r * w + whole * K);
+  }
 }
 
 /// max_pool2d of K x K tiles: y (p.nc planes of p.oh x p.ow) from x, a row at a time by
@@ -325,7 +343,9 @@ ir::OpDef max_pool_grad_def() {
     if (ctx.shape(1) != y) {
       ctx.fail(ErrorCode::ShapeMismatch, "dy must be the max_pool2d output " + ir::shape_string(y));
     }
-    return ir::InferResult{{{DType::Float32, ctx.shape(0)}}};
+    ir::InferResult result{{{DType::Float32, ctx.shape(0)}}};
+    if (p.tiles(2) || p.tiles(3)) result.may_inplace = 0;  // tiled_grad: a window's x is read before its dx is written
+    return result;
   };
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
     const Pool p = pool_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr);

@@ -53,6 +53,54 @@ TEST(Program, AChainOfOpsReusesMemory) {
   EXPECT_LE(p.stages[0].slot_plan.arena_bytes, 3u * 4096u);
 }
 
+/// x (h2d "x" [1,1,8,8]) -> neg -> t; dx = max_pool2d_grad(t, dy of h2d "dy") with `kernel`
+/// and `stride`: an op whose kernel may overwrite its input t (ir::InferResult::may_inplace)
+/// when the windows tile the plane.
+struct PoolGradGraph {
+  ir::Graph g;
+  ir::TensorId t, dx;
+  explicit PoolGradGraph(int64_t kernel = 2, int64_t stride = 2) {
+    t = g.add_op("neg", {g.stream(g.add_h2d_stream("x", ir::DType::Float32, {1, 1, 8, 8})).tensor}, {}).front();
+    const int64_t out = (8 - kernel) / stride + 1;
+    const ir::TensorId dy = g.stream(g.add_h2d_stream("dy", ir::DType::Float32, {1, 1, out, out})).tensor;
+    ir::Attributes a;
+    a.set("kernel", std::vector<int64_t>{kernel});
+    a.set("stride", std::vector<int64_t>{stride});
+    dx = g.add_op("max_pool2d_grad", {t, dy}, a).front();
+  }
+  size_t offset(const Program& p, ir::TensorId id) const { return p.stages[0].slot_offset.at(id); }
+};
+
+TEST(Program, AnOpThatMayOverwriteItsInputTakesItsBufferWhereItReadsItLast) {
+  PoolGradGraph m;
+  m.g.add_d2h_stream("dx", m.dx);
+  const Program p = compile_one_stage(m.g);
+  EXPECT_EQ(m.offset(p, m.dx), m.offset(p, m.t));
+  EXPECT_EQ(p.stages[0].slot_plan.peak_live_bytes, 256u + 256u + 64u) << "x and t, or t (then dx) and dy";
+}
+
+TEST(Program, AnInputReadLaterOrWindowsThatOverlapKeepTheirOwnBuffer) {
+  {
+    PoolGradGraph m;  // t is read after the gradient
+    m.g.add_d2h_stream("t", m.g.add_op("neg", {m.t}, {}).front());
+    const Program p = compile_one_stage(m.g);
+    EXPECT_NE(m.offset(p, m.dx), m.offset(p, m.t));
+  }
+  {
+    PoolGradGraph m;  // the host reads t after the gradient
+    m.g.add_d2h_stream("dx", m.dx);
+    m.g.add_d2h_stream("t", m.t);
+    const Program p = compile_one_stage(m.g);
+    EXPECT_NE(m.offset(p, m.dx), m.offset(p, m.t));
+  }
+  {
+    PoolGradGraph m(3, 2);  // overlapping windows: the kernel zeroes dx before it reads x
+    m.g.add_d2h_stream("dx", m.dx);
+    const Program p = compile_one_stage(m.g);
+    EXPECT_NE(m.offset(p, m.dx), m.offset(p, m.t));
+  }
+}
+
 TEST(Program, DeviceToHostStreamsAreCopiedWhereTheyWereAdded) {
   ir::Graph g;
   const ir::StreamId s = g.add_h2d_stream("x", ir::DType::Float32, {256});

@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "core/compile/placement.h"
+#include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "core/ir/graph.h"
 #include "tests/ops/op_test_util.h"
@@ -260,6 +262,18 @@ ir::Attributes folded(const PoolCfg& p) {
   return a;
 }
 
+/// max_pool2d_grad with relu_folded: the unfolded gradient, zero where x is not > 0 (the
+/// window's max, at its argmax); counts into `masked` the nonzero values that zeroed.
+Value folded_grad_reference(const PoolCfg& p, const Value& x, const Value& dy, size_t* masked = nullptr) {
+  Value expected = pool_grad_reference(p)({x, dy});
+  for (size_t i = 0; i < expected.data.size(); ++i) {
+    if (x.data[i] > 0.0) continue;
+    if (masked) *masked += expected.data[i] != 0.0;
+    expected.data[i] = 0.0;
+  }
+  return expected;
+}
+
 TEST(MaxPool2dGrad, ReluFoldedAddsNothingWhereTheWindowMaxIsNotPositive) {
   // Tiled 2x2 and 3x3 (the fast path) and an overlapping, padded window (the general one).
   for (const PoolCfg& p : {PoolCfg{2, 2, 2, 2, 0, 0}, PoolCfg{3, 3, 3, 3, 0, 0}, PoolCfg{3, 3, 2, 2, 1, 1}}) {
@@ -267,14 +281,8 @@ TEST(MaxPool2dGrad, ReluFoldedAddsNothingWhereTheWindowMaxIsNotPositive) {
     const ir::Shape shape{2, 3, 13, 14};
     const Value x = relu_output(shape, 31);
     const Value dy = dy_with_negative_zeros(pool_out_shape(shape, p), 32);
-    const Value unfolded = pool_grad_reference(p)({x, dy});
-    Value expected = unfolded;
     size_t masked = 0;  // windows whose max is 0 but whose dy is not: the case must have many
-    for (size_t i = 0; i < expected.data.size(); ++i) {
-      if (x.data[i] > 0.0) continue;
-      masked += expected.data[i] != 0.0;
-      expected.data[i] = 0.0;
-    }
+    const Value expected = folded_grad_reference(p, x, dy, &masked);
     EXPECT_GT(masked, 10u);
     for (const char* isa : kPoolIsas) {
       const plexus::test::ScopedEnv env("PLEXUS_POOL_ISA", isa);
@@ -285,6 +293,42 @@ TEST(MaxPool2dGrad, ReluFoldedAddsNothingWhereTheWindowMaxIsNotPositive) {
       } else {
         expect_close(got, expected, kForwardTolerance, "dx (overlapping windows: float32 sums)");
       }
+    }
+  }
+}
+
+/// Where the memory plan puts tensor t of the one-stage graph g in its slot region.
+size_t slot_offset(const ir::Graph& g, ir::TensorId t) {
+  const runtime::Program p = runtime::compile(g, runtime::place(g, {}), {});
+  return p.stages[0].slot_offset.at(p.root_of[static_cast<size_t>(t)]);
+}
+
+/// Value `v` with every element negated (exactly, NaNs included).
+Value negated(Value v) {
+  for (double& d : v.data) d = -d;
+  return v;
+}
+
+TEST_P(MaxPool2dTiles, GradientWrittenOverItsInputEqualsTheReferenceBitForBit) {
+  // x = neg(-x) is a slot tensor that max_pool2d_grad reads last, so the memory plan gives
+  // dx x's buffer (ir::InferResult::may_inplace) and the row kernels overwrite x as they go.
+  const auto& [k, shape] = GetParam();
+  const PoolCfg p{k, k, k, k, 0, 0};
+  for (const char* isa : kPoolIsas) {
+    const plexus::test::ScopedEnv env("PLEXUS_POOL_ISA", isa);
+    for (const bool relu : {false, true}) {
+      SCOPED_TRACE(std::string(isa ? isa : "widest") + (relu ? ", relu folded" : ""));
+      const Value x = relu ? relu_output(shape, 23) : tie_heavy_f32(shape, 23);
+      const Value dy = dy_with_negative_zeros(pool_out_shape(shape, p), 24);
+      ir::Graph g;
+      const std::vector<ir::TensorId> in = add_inputs(g, {negated(x), dy});
+      const ir::TensorId x_slot = g.add_op("neg", {in[0]}, {}).front();
+      ir::Attributes attrs = pool_attrs(p);
+      attrs.set("relu_folded", int64_t{relu});
+      const ir::TensorId dx = g.add_op("max_pool2d_grad", {x_slot, in[1]}, attrs).front();
+      EXPECT_EQ(slot_offset(g, dx), slot_offset(g, x_slot)) << "dx takes x's buffer";
+      const Value expected = relu ? folded_grad_reference(p, x, dy) : pool_grad_reference(p)({x, dy});
+      expect_equal(evaluate(g, {dx}).front(), expected, "dx");
     }
   }
 }
