@@ -14,7 +14,6 @@ using ir::ErrorCode;
 using ir::Phase;
 using ir::TensorId;
 
-constexpr size_t align(size_t n) { return (n + memory::kAlignment - 1) / memory::kAlignment * memory::kAlignment; }
 constexpr int phase_index(Phase p) { return static_cast<int>(p); }
 
 bool is_persistent(const ir::TensorInfo& t) {
@@ -93,7 +92,7 @@ class Builder {
       for (int input : op.def->optimizer_state_inputs) {
         const TensorId r = root(op.inputs[static_cast<size_t>(input)]);
         if (info(r).kind != ir::TensorKind::Variable) continue;  // state computed on the fly stays on the device
-        if (p_.offloaded.emplace(r, p_.offloaded_bytes).second) p_.offloaded_bytes += align(info(r).bytes());
+        if (p_.offloaded.emplace(r, p_.offloaded_bytes).second) p_.offloaded_bytes += memory::align_up(info(r).bytes());
       }
     }
   }
@@ -535,7 +534,7 @@ class Builder {
     p_.devices.resize(static_cast<size_t>(pl_.num_devices));
     auto add_persistent = [](DevicePlan& d, TensorId r, size_t bytes) {
       if (!d.persistent_offset.emplace(r, d.persistent_size).second) return;
-      d.persistent_size += align(bytes);
+      d.persistent_size += memory::align_up(bytes);
       d.persistent_bytes += bytes;
     };
     for (const auto& [r, s] : p_.home_stage) {
@@ -546,7 +545,7 @@ class Builder {
       for (TensorId c : constants_[s]) add_persistent(d, c, info(c).bytes());
       for (auto& [r, offset] : p_.stages[s].accumulator) {
         offset = d.persistent_size;  // accumulators are per stage even when a tensor would repeat
-        d.persistent_size += align(info(r).bytes());
+        d.persistent_size += memory::align_up(info(r).bytes());
         d.persistent_bytes += info(r).bytes();
       }
     }
@@ -554,14 +553,14 @@ class Builder {
       DevicePlan& d = p_.devices[i];
       d.scratch_offset = d.persistent_size;
       d.scratch_bytes = scratch_[i];
-      d.arena_bytes = d.persistent_size + align(d.scratch_bytes);
+      d.arena_bytes = d.persistent_size + memory::align_up(d.scratch_bytes);
       d.planned_peak_bytes = d.persistent_bytes + d.scratch_bytes;
     }
     for (size_t s = 0; s < p_.stages.size(); ++s) {
       const StagePlan& sp = p_.stages[s];
       DevicePlan& d = p_.devices[static_cast<size_t>(sp.device)];
       d.slot_base[static_cast<int32_t>(s)] = d.arena_bytes;
-      d.arena_bytes += static_cast<size_t>(sp.slots) * align(sp.slot_plan.arena_bytes);
+      d.arena_bytes += static_cast<size_t>(sp.slots) * memory::align_up(sp.slot_plan.arena_bytes);
       d.planned_peak_bytes += static_cast<size_t>(sp.slots) * sp.slot_plan.peak_live_bytes;
     }
   }

@@ -29,7 +29,7 @@ size_t physical_memory_bytes() {
 void HostBlockFree::operator()(std::byte* p) const noexcept { std::free(p); }
 
 size_t aligned_stride(size_t item_bytes) {
-  return item_bytes > SIZE_MAX - kAlignment ? SIZE_MAX : (item_bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return item_bytes > SIZE_MAX - kAlignment ? SIZE_MAX : align_up(item_bytes);
 }
 
 HostBlock allocate_block(size_t count, size_t item_bytes, std::string_view what) {
@@ -37,7 +37,7 @@ HostBlock allocate_block(size_t count, size_t item_bytes, std::string_view what)
   if (__builtin_mul_overflow(count, item_bytes, &bytes) || bytes > SIZE_MAX - kAlignment) {
     refuse(what, std::to_string(count) + " x " + std::to_string(item_bytes), "overflow a 64-bit size");
   }
-  const size_t size = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t size = align_up(std::max<size_t>(bytes, 1));
   const size_t physical = physical_memory_bytes();
   if (size > physical) {
     refuse(what, std::to_string(size), "exceed this machine's physical memory (" + std::to_string(physical) + " bytes)");

@@ -7,8 +7,6 @@ namespace plexus::memory {
 
 namespace {
 
-size_t align_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
-
 bool overlaps(const BufferRequest& a, const BufferRequest& b) { return a.first <= b.last && b.first <= a.last; }
 
 }  // namespace

@@ -13,6 +13,11 @@ namespace plexus::memory {
 /// Offsets are aligned to this many bytes (a cache line; enough for any SIMD load).
 inline constexpr size_t kAlignment = 64;
 
+/// n rounded up to a multiple of kAlignment: the bytes a buffer of n bytes takes in an
+/// arena or a plan. n <= SIZE_MAX - kAlignment + 1 (planned sizes are; host_block.h's
+/// aligned_stride saturates instead). Pure.
+constexpr size_t align_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
 /// One buffer to place. `first` and `last` are positions in the schedule (inclusive)
 /// where the buffer is written first and read last; ignored for persistent buffers.
 struct BufferRequest {

@@ -59,8 +59,6 @@ struct DeviceProgram::DeviceState {
 
 namespace {
 
-constexpr size_t aligned(size_t n) { return (n + memory::kAlignment - 1) / memory::kAlignment * memory::kAlignment; }
-
 SpanKind step_span(StepKind k) {
   return k == StepKind::Forward ? SpanKind::Forward : k == StepKind::Backward ? SpanKind::Backward : SpanKind::Update;
 }
@@ -118,7 +116,7 @@ DeviceProgram::~DeviceProgram() = default;
 std::byte* DeviceProgram::slot_region(const DeviceState& state, int32_t stage, int64_t slot) const {
   const StagePlan& sp = r_.program.stages[static_cast<size_t>(stage)];
   const DevicePlan& dp = r_.program.devices[static_cast<size_t>(state.index)];
-  return state.device->arena().data() + dp.slot_base.at(stage) + static_cast<size_t>(slot) * aligned(sp.slot_plan.arena_bytes);
+  return state.device->arena().data() + dp.slot_base.at(stage) + static_cast<size_t>(slot) * memory::align_up(sp.slot_plan.arena_bytes);
 }
 
 std::byte* DeviceProgram::slot_address(const DeviceState& state, int32_t stage, int64_t slot, ir::TensorId root) const {

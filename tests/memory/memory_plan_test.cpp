@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <random>
 
 namespace plexus::memory {
@@ -21,6 +22,15 @@ void expect_valid(const std::vector<BufferRequest>& reqs, const MemoryPlan& plan
     }
   }
   EXPECT_GE(plan.arena_bytes, plan.peak_live_bytes);
+}
+
+TEST(MemoryPlan, AlignUpRoundsToWholeCacheLines) {
+  static_assert(align_up(0) == 0 && align_up(64) == 64, "usable in constant expressions");
+  EXPECT_EQ(align_up(1), kAlignment);
+  EXPECT_EQ(align_up(kAlignment - 1), kAlignment);
+  EXPECT_EQ(align_up(kAlignment + 1), 2 * kAlignment);
+  EXPECT_EQ(align_up(5 * kAlignment), 5 * kAlignment);
+  EXPECT_EQ(align_up(SIZE_MAX - kAlignment + 1), SIZE_MAX - kAlignment + 1) << "the largest size it takes";
 }
 
 TEST(MemoryPlan, BuffersWithDisjointLifetimesShareBytes) {
