@@ -4,8 +4,8 @@
 // so without this the optimizer and activation loops run 4 floats at a time on machines
 // with 16-float vectors.
 // Results do not depend on the clone: every clone performs the same correctly rounded IEEE
-// operations in the same order (no reassociation, and no contraction into FMA: ISO C++ mode
-// means -ffp-contract=off), only more of them per instruction.
+// operations in the same order (no reassociation, and no contraction into FMA: the core
+// builds with -ffp-contract=off, core/CMakeLists.txt), only more of them per instruction.
 // No clones where they cannot work, so there the loops build for the baseline only, with
 // the same results: under clang (the fuzzers' build and the function-length check's parser),
 // which does not take target_clones on function templates, and under ThreadSanitizer, whose

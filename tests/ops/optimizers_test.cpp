@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "core/session/session.h"
 #include "tests/ops/op_test_util.h"
@@ -67,6 +68,24 @@ TEST(ScaledAdd, UpdatesTheVariableInPlaceOverTwoRuns) {
     session.run({}, {});
     expect_close(read(session, ids[0]), reference(x0, y, c.a, c.b, 2), kForwardTolerance, "after run 2");
     expect_equal(read(session, ids[1]), y, "y is not modified");
+  }
+}
+
+TEST(ScaledAdd, IsAFloatProductThenAFloatSumBitForBit) {
+  // The library builds its elementwise loops for AVX-512 and AVX2 too (vector_clones.h); a
+  // compiler contracting a x + b y into FMAs there (GCC's C++ default, -ffp-contract=fast)
+  // would round once where the baseline rounds twice, and the bits would depend on the CPU.
+  const Value x = random_f32({4099}, 61), y = random_f32({4099}, 62);
+  for (const float a : {1.0f, 0.9f}) {
+    SCOPED_TRACE("a = " + std::to_string(a));
+    const float b = -0.3f;
+    Value expected = x;
+    for (size_t i = 0; i < expected.data.size(); ++i) {
+      volatile float product = b * static_cast<float>(y.data[i]);  // volatile: rounded to float here
+      volatile float scaled = a * static_cast<float>(x.data[i]);
+      expected.data[i] = a == 1.0f ? static_cast<float>(x.data[i]) + product : scaled + product;
+    }
+    expect_equal(run_op1("scaled_add_", {x, y}, make_attrs({{"a", double{a}}, {"b", double{b}}})), expected, "x");
   }
 }
 
