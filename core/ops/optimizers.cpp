@@ -45,6 +45,16 @@ namespace {
 
 using ir::DType;
 
+/// scaled_add_'s loop over n elements: x = a x + b y, or x += b y when a is 1 (one rounding,
+/// as before the clones). y may be x.
+PLEXUS_VECTOR_CLONES void scaled_add_elements(float* x, const float* y, int64_t n, float a, float b) {
+  if (a == 1.0f) {
+    for (int64_t i = 0; i < n; ++i) x[i] += b * y[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) x[i] = a * x[i] + b * y[i];
+  }
+}
+
 ir::OpDef scaled_add_def() {
   ir::OpDef d;
   d.name = "scaled_add_";
@@ -62,11 +72,7 @@ ir::OpDef scaled_add_def() {
     const auto a = static_cast<float>(ctx.op.attrs.get_float("a"));
     const auto b = static_cast<float>(ctx.op.attrs.get_float("b"));
     return [x = ctx.output<float>(0), y = ctx.input<float>(1), n = ir::numel(ctx.outputs[0]->shape), a, b] {
-      if (a == 1.0f) {
-        for (int64_t i = 0; i < n; ++i) x[i] += b * y[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i) x[i] = a * x[i] + b * y[i];
-      }
+      scaled_add_elements(x, y, n, a, b);
     };
   };
   return d;
