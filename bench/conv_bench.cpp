@@ -20,7 +20,7 @@
 // for nothing), so conv2d/sgemm shows what the conv costs beyond the GEMM's FLOPs. The
 // context lists the kernels every conv op runs.
 //
-//   build/bench/conv_bench --benchmark_min_time=0.2s
+//   build/bench/conv_bench --benchmark_min_time=0.2
 #include <plexus/plexus.hpp>
 
 #include <benchmark/benchmark.h>
