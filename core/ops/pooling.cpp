@@ -130,37 +130,48 @@ void tiled_row(const float* top, int64_t w, int64_t ow, float* y) {
   });
 }
 
-/// The gradients of windows [begin, end) of the K rows from top (row stride w) into the K
-/// rows from dst (row stride dst_w), window c at dst column (c - begin) * K.
-template <int K, bool ReluFolded>
-void tiled_grad_windows(const float* top, int64_t w, int64_t begin, int64_t end, const float* dy, float* dst,
-                        int64_t dst_w) {
-  for (int64_t c = begin; c < end; ++c) {
+/// The gradients of windows [0, n) of the K rows from top (row stride w) into the K rows
+/// from dst, window c at dst column c * K; dst's row stride is DstW, or w when DstW is 0
+/// (one stride, as in the forward rows).
+template <int K, bool ReluFolded, int64_t DstW = 0>
+void tiled_grad_windows(const float* top, int64_t w, int64_t n, const float* dy, float* dst) {
+  const int64_t dst_w = DstW != 0 ? DstW : w;
+  for (int64_t c = 0; c < n; ++c) {
     float k;
     const float best = window_max<K>(top, w, c, k);
     const float d = 0.0f + dy[c];  // as the general path's `0 += dy`: -0 becomes +0
     const float g = !ReluFolded || relu_active(best) ? d : 0.0f;
-    for (int i = 0; i < K * K; ++i) dst[(i / K) * dst_w + (c - begin) * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
+    for (int i = 0; i < K * K; ++i) dst[(i / K) * dst_w + c * K + i % K] = k == static_cast<float>(i) ? g : 0.0f;
+  }
+}
+
+/// tiled_grad_row for rows whose last block of kColumnBlock windows is not whole. In place
+/// too (dx_top == top): for_column_blocks' last block would redo windows whose x is already
+/// overwritten, so that block goes first, into `last`, and only its windows the whole
+/// blocks leave are stored from there.
+template <int K, bool ReluFolded>
+__attribute__((noinline)) void tiled_grad_row_with_tail(const float* top, int64_t w, int64_t ow, const float* dy,
+                                                        float* dx_top) {
+  const int64_t whole = ow / kColumnBlock * kColumnBlock;
+  constexpr int64_t kLastW = kColumnBlock * K;
+  const int64_t first = std::max<int64_t>(ow - kColumnBlock, 0);
+  float last[K * kLastW];
+  tiled_grad_windows<K, ReluFolded, kLastW>(top + first * K, w, ow - first, dy + first, last);
+  tiled_grad_windows<K, ReluFolded>(top, w, whole, dy, dx_top);
+  for (int64_t r = 0; r < K; ++r) {
+    std::copy(last + r * kLastW + (whole - first) * K, last + r * kLastW + (ow - first) * K, dx_top + r * w + whole * K);
   }
 }
 
 /// max_pool2d_grad of one output row of K x K tiles: dy [ow] at each window's argmax of x
-/// (the K rows from top), zero elsewhere, into the K rows from dx_top (row stride w). In
-/// place too (dx_top == top): for_column_blocks' last block would redo windows whose x is
-/// already overwritten, so that block goes first, into `last`, and only its windows the
-/// whole blocks leave are stored from there.
+/// (the K rows from top), zero elsewhere, into the K rows from dx_top (row stride w); in
+/// place too (dx_top == top). The rows with a tail go out of line: with the tail inline,
+/// seed 003's second pool (rows of 4 windows, the portable path even on AVX-512) ran 15 %
+/// slower than before in-place rows, and 5 % slower like this (bench/reduce_bench).
 template <int K, bool ReluFolded>
 void tiled_grad_row(const float* top, int64_t w, int64_t ow, const float* dy, float* dx_top) {
-  const int64_t whole = ow / kColumnBlock * kColumnBlock;
-  if (whole == ow) return tiled_grad_windows<K, ReluFolded>(top, w, 0, ow, dy, dx_top, w);
-  constexpr int64_t kLastW = kColumnBlock * K;
-  const int64_t first = std::max<int64_t>(ow - kColumnBlock, 0);
-  float last[K * kLastW];
-  tiled_grad_windows<K, ReluFolded>(top, w, first, ow, dy, last, kLastW);
-  tiled_grad_windows<K, ReluFolded>(top, w, 0, whole, dy, dx_top, w);
-  for (int64_t r = 0; r < K; ++r) {
-    std::copy(last + r * kLastW + (whole - first) * K, last + r * kLastW + (ow - first) * K, dx_top + r * w + whole * K);
-  }
+  if (ow % kColumnBlock != 0) return tiled_grad_row_with_tail<K, ReluFolded>(top, w, ow, dy, dx_top);
+  tiled_grad_windows<K, ReluFolded>(top, w, ow, dy, dx_top);
 }
 
 /// max_pool2d of K x K tiles: y (p.nc planes of p.oh x p.ow) from x, a row at a time by
