@@ -40,6 +40,7 @@ class Builder {
     find_offloaded();
     find_accumulated();
     find_buckets();
+    find_op_groups();
     find_relu_fusions();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
     place_update_sends();
@@ -237,8 +238,16 @@ class Builder {
                                   : Action{ActionKind::AllReduceBucket, it->second};
   }
 
+  void find_op_groups() {
+    p_.op_groups = plan_conv_pool_groups(g_, pl_.op_stage);
+    for (size_t k = 0; k < p_.op_groups.size(); ++k) {
+      for (ir::OpId op : p_.op_groups[k].ops) group_of_[op] = static_cast<int32_t>(k);
+    }
+  }
+
   void find_relu_fusions() {
     p_.relu_fusions = plan_relu_fusions(g_, pl_.op_stage);
+    std::erase_if(p_.relu_fusions, [this](const ReluFusion& f) { return group_of_.count(f.relu) != 0; });
     for (size_t f = 0; f < p_.relu_fusions.size(); ++f) {
       fusion_of_[p_.relu_fusions[f].producer] = static_cast<int32_t>(f);
       fusion_of_[p_.relu_fusions[f].relu] = static_cast<int32_t>(f);
@@ -257,6 +266,22 @@ class Builder {
       body.push_back({ActionKind::RunFused, it->second});
     }
     for (TensorId t : op.outputs) available_[static_cast<size_t>(s)].insert(root(t));
+    store_streams_after(s, id, body);
+    return true;
+  }
+
+  // Op `id` of stage s, step x, is in an op group (conv_pool_fusion.h): its first op adds the
+  // RunGroup action; every member makes its outputs available and stores the streams
+  // anchored after it. False: in no group.
+  bool add_group_member(int32_t s, Phase x, ir::OpId id, std::vector<Action>& body) {
+    const auto it = group_of_.find(id);
+    if (it == group_of_.end()) return false;
+    const OpGroup& group = p_.op_groups[static_cast<size_t>(it->second)];
+    if (id == group.ops.front()) {
+      for (TensorId t : group.inputs) provide(s, x, t, g_.op(id));
+      body.push_back({ActionKind::RunGroup, it->second});
+    }
+    for (TensorId t : g_.op(id).outputs) available_[static_cast<size_t>(s)].insert(root(t));
     store_streams_after(s, id, body);
     return true;
   }
@@ -298,7 +323,9 @@ class Builder {
       for (size_t o = 0; o < g_.num_ops(); ++o) {
         const auto id = static_cast<ir::OpId>(o);
         if (stage_of(id) != s || phase_of(id) != x) continue;
-        if (add_bucket_member(s, id, body) || add_fusion_member(s, x, id, body)) continue;
+        if (add_bucket_member(s, id, body) || add_group_member(s, x, id, body) || add_fusion_member(s, x, id, body)) {
+          continue;
+        }
         const ir::Op& op = g_.op(id);
         for (TensorId t : op.inputs) provide(s, x, t, op);
         const std::vector<TensorId> stored = stage_offloaded(op, body);
@@ -444,6 +471,12 @@ class Builder {
         op_tensors({f.producer}, {f.relu});
         return g_.op(f.producer).scratch_bytes;
       }
+      case ActionKind::RunGroup: {
+        const OpGroup& group = p_.op_groups[static_cast<size_t>(a.index)];
+        for (TensorId t : group.inputs) touch(t, x);
+        for (TensorId t : group.outputs) touch(t, x);
+        return group.scratch_bytes;
+      }
       case ActionKind::AllReduceBucket: {  // packed into the device's scratch
         const GradientBucket& b = p_.buckets[static_cast<size_t>(a.index)];
         op_tensors(b.ops, b.ops);
@@ -578,6 +611,7 @@ class Builder {
   std::set<size_t> placed_streams_;
   std::map<ir::OpId, int32_t> bucket_of_;  ///< members of gradient buckets -> bucket
   std::map<ir::OpId, int32_t> fusion_of_;  ///< producers and relus of relu fusions -> fusion
+  std::map<ir::OpId, int32_t> group_of_;   ///< members of op groups -> group
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
 

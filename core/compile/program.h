@@ -25,6 +25,7 @@
 #include "core/memory/memory_plan.h"
 #include "core/compile/gradient_buckets.h"
 #include "core/compile/placement.h"
+#include "core/compile/conv_pool_fusion.h"
 #include "core/compile/relu_fusion.h"
 
 namespace plexus::runtime {
@@ -40,6 +41,7 @@ enum class ActionKind : uint8_t {
   StoreOffloaded,  ///< staging buffer -> host-resident optimizer state, `index` = root tensor
   AllReduceBucket, ///< the all-reduces of Program::buckets[`index`] as one call (gradient_buckets.h)
   RunFused,        ///< Program::relu_fusions[`index`]: its producer op with the relu as epilogue (relu_fusion.h)
+  RunGroup,        ///< Program::op_groups[`index`]: its ops as one kernel (conv_pool_fusion.h)
 };
 
 struct Action {
@@ -97,6 +99,10 @@ struct Program {
   /// Relus run as their input's producer's epilogue: the producer's RunFused action runs
   /// both, the relu has no action, and the producer's output is never stored.
   std::vector<ReluFusion> relu_fusions;
+  /// Ops run as one kernel each (conv_pool_fusion.h): the group's RunGroup action runs at
+  /// its first op's place, its other ops have none, and the tensors between them are
+  /// never stored. A relu in a group is in no relu fusion.
+  std::vector<OpGroup> op_groups;
 };
 
 struct CompileOptions {

@@ -1,16 +1,9 @@
 // Which relus run as their producer's epilogue (relu_fusion.h).
 #include "core/compile/relu_fusion.h"
 
-#include <algorithm>
-
 namespace plexus::runtime {
 
 namespace {
-
-/// Whether a stream copies t (to the host, or t is a stream's own tensor).
-bool streamed(const ir::Graph& g, ir::TensorId t) {
-  return std::any_of(g.streams().begin(), g.streams().end(), [t](const ir::Stream& s) { return s.tensor == t; });
-}
 
 /// Whether relu op `relu` fuses into the producer of its input; its producer when it does.
 bool fuses(const ir::Graph& g, const std::vector<int32_t>& op_stage, ir::OpId relu, ir::OpId& producer) {
@@ -21,7 +14,7 @@ bool fuses(const ir::Graph& g, const std::vector<int32_t>& op_stage, ir::OpId re
   const ir::Op& p = g.op(producer);
   const auto stage = [&op_stage](ir::OpId o) { return op_stage[static_cast<size_t>(o)]; };
   return p.def->relu_epilogue && p.outputs.size() == 1 && stage(producer) == stage(relu) && p.phase == r.phase &&
-         g.storage_root(t) == t && g.consumers(t) == std::vector<ir::OpId>{relu} && !streamed(g, t);
+         g.storage_root(t) == t && g.consumers(t) == std::vector<ir::OpId>{relu} && !g.streamed(t);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "core/ir/graph.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/ir/error.h"
@@ -382,6 +383,10 @@ const Stream& Graph::stream(StreamId id) const {
 TensorId Graph::storage_root(TensorId id) const {
   while (tensor(id).alias_of != kNoTensor) id = tensors_[id].alias_of;
   return id;
+}
+
+bool Graph::streamed(TensorId id) const {
+  return std::any_of(streams_.begin(), streams_.end(), [id](const Stream& s) { return s.tensor == id; });
 }
 
 std::vector<OpId> Graph::consumers(TensorId id) const {

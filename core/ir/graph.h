@@ -133,6 +133,8 @@ class Graph {
   TensorId storage_root(TensorId id) const;
   /// Ops that read `id` as an input, in creation order.
   std::vector<OpId> consumers(TensorId id) const;
+  /// Whether a stream carries `id`: it is a stream's own tensor, or copied to the host.
+  bool streamed(TensorId id) const;
   /// Variable or stream tensor by name.
   std::optional<TensorId> find_named(const std::string& name) const;
 

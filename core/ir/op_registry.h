@@ -145,6 +145,14 @@ struct OpDef {
   /// instance, its inputs and outputs every instance's in turn, its scratch their inputs'
   /// bytes together.
   std::function<Kernel(const KernelContext&)> fused_kernel;
+  /// Optional, with group_kernel: the scratch bytes of one kernel running `group` (ops of
+  /// the graph in op order, this op's instance first) as one, with the tensors between them
+  /// never stored (core/compile/conv_pool_fusion.h); nullopt when the kernel cannot run
+  /// that group (its ops then run one by one).
+  std::function<std::optional<size_t>(const Graph&, std::span<const OpId> group)> group_scratch;
+  /// The kernel of such a group: the context's op is the group's first, its inputs and
+  /// outputs the group's (runtime::OpGroup), its scratch group_scratch's bytes.
+  std::function<Kernel(const KernelContext&, std::span<const OpId> group)> group_kernel;
   /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
   std::function<std::vector<TensorId>(GradContext&)> grad;
   /// In-place op (PopXL's trailing '_'): output k overwrites the storage of input

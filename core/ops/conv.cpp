@@ -15,6 +15,7 @@
 
 #include "core/ir/graph.h"
 #include "core/ops/conv_gemm.h"
+#include "core/ops/conv_pool.h"
 #include "core/ops/window_attrs.h"
 
 namespace plexus::ops {
@@ -212,6 +213,8 @@ ir::OpDef conv_def() {
   d.infer = infer_conv;
   d.kernel = conv_kernel;
   d.relu_epilogue = true;
+  d.group_scratch = conv_pool_forward_scratch;
+  d.group_kernel = conv_pool_forward_kernel;
   d.grad = conv_grad;
   return d;
 }
@@ -241,5 +244,9 @@ const ir::OpRegistration conv_grad_input_op{grad_input_def()};
 const ir::OpRegistration conv_grad_weight_op{grad_weight_def()};
 
 }  // namespace
+
+ConvGeometry conv_geometry(const ir::Shape& x, const ir::Shape& w, const ir::Attributes& attrs) {
+  return geometry(x, w, attrs, nullptr);
+}
 
 }  // namespace plexus::ops

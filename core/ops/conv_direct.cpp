@@ -172,13 +172,18 @@ int64_t DirectConv::forward_scratch_floats() const {
 }
 
 void DirectConv::forward(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const {
+  forward_images(x, w, b, y, scratch, relu, 0, g_.n);
+}
+
+void DirectConv::forward_images(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu,
+                                int64_t n0, int64_t count) const {
   if (isa_ == DirectIsa::Avx512) {
-    forward_avx512(x, w, b, y, scratch, relu);
+    forward_avx512(x, w, b, y, scratch, relu, n0, count);
     return;
   }
   direct::repack_filters(g_, w, scratch, kTileFilters);
-  for (int64_t n = 0; n < g_.n; ++n) {
-    TileArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), g_.k(), g_.p(), {}, nullptr};
+  for (int64_t n = n0; n < n0 + count; ++n) {
+    TileArgs t{x + n * g_.image(), y + (n - n0) * g_.out_image(), offsets_.data(), g_.k(), g_.p(), {}, nullptr};
     run_vectors(g_, t, full_, kLanes, scratch, b);
     if (!tail_.empty()) run_vectors(g_, t, tail_, g_.ow % kLanes, scratch, b);
     if (relu) relu_in_place(t.yn, g_.out_image());

@@ -76,20 +76,36 @@ class DirectConv {
   /// y [N,F,OH,OW] = conv2d(x [N,C,H,W], w [F,C,KH,KW]) + b [F] (b may be null); with relu,
   /// relu of that (AVX-512: as the tiles store, AVX2: over each image once written).
   void forward(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const;
+  /// forward() of images [n0, n0 + count) only: x is the whole batch, y image n0's output
+  /// (image n at y + (n - n0) * F*OH*OW). The same bits as forward() gives those images.
+  void forward_images(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu,
+                      int64_t n0, int64_t count) const;
   /// dx [N,C,H,W] = conv2d's gradient w.r.t. x for dy [N,F,OH,OW], given w.
   void grad_input(const float* dy, const float* w, float* dx, float* scratch) const;
   /// dw [F,C,KH,KW] = conv2d's gradient w.r.t. w for dy [N,F,OH,OW], given x.
   void grad_weight(const float* x, const float* dy, float* dw, float* scratch) const;
+  /// Images per chunk of grad_weight's lane sums: >= 512 output pixels, at most N.
+  int64_t grad_weight_images() const;
+  /// grad_weight() one chunk at a time, for callers that make dy a chunk at a time: the
+  /// lane sums in `sums` (grad_weight_scratch_floats()) += the chunk of `images` images
+  /// from image n0 (x and dy at that image; n0 == 0 zeroes the sums first). With chunks of
+  /// grad_weight_images() images in batch order, grad_weight_end() then gives grad_weight()'s bits.
+  void grad_weight_add(const float* x, const float* dy, int64_t n0, int64_t images, float* sums) const;
+  /// dw [F,C,KH,KW] = the lane sums of grad_weight_add(), each in a fixed tree.
+  void grad_weight_end(const float* sums, float* dw) const;
 
  private:
   /// forward() on AVX-512 (conv_direct_forward_avx512.cpp).
-  void forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const;
+  void forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu, int64_t n0,
+                      int64_t count) const;
   /// grad_input() on AVX-512 (conv_direct_grad_input_avx512.cpp), and its scratch floats.
   void grad_input_avx512(const float* dy, const float* w, float* dx, float* scratch) const;
   int64_t grad_input_avx512_scratch_floats() const;
 
-  /// grad_weight() on AVX-512 (conv_direct_grad_weight_avx512.cpp), and its scratch floats.
-  void grad_weight_avx512(const float* x, const float* dy, float* dw, float* scratch) const;
+  /// grad_weight_add() (a chunk's images into zeroed or running sums) and grad_weight_end()
+  /// on AVX-512 (conv_direct_grad_weight_avx512.cpp), and their scratch floats.
+  void grad_weight_avx512_add(const float* x, const float* dy, int64_t images, float* sums) const;
+  void grad_weight_avx512_end(const float* sums, float* dw) const;
   int64_t grad_weight_avx512_scratch_floats() const;
 
   ConvGeometry g_;

@@ -170,15 +170,15 @@ Reads reads_of(const ConvGeometry& g, const LanedVector* halves, int64_t p, int6
 
 }  // namespace
 
-void DirectConv::forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch,
-                                bool relu) const {
+void DirectConv::forward_avx512(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu,
+                                int64_t n0, int64_t count) const {
   direct::repack_filters(g_, w, scratch, kTileFilters);
   const auto pairs = static_cast<int64_t>(halves_.size() / 2);
   const int64_t k = g_.k();
   // The first block is the largest, and max_pairs falls with the filters: every block takes it.
   const int64_t per_tile = max_pairs(static_cast<int>(direct::block_of(g_.f, kTileFilters, 0).size));
-  for (int64_t n = 0; n < g_.n; ++n) {
-    const ForwardArgs t{x + n * g_.image(), y + n * g_.out_image(), offsets_.data(), k, g_.p(), halves_.data(), relu};
+  for (int64_t n = n0; n < n0 + count; ++n) {
+    const ForwardArgs t{x + n * g_.image(), y + (n - n0) * g_.out_image(), offsets_.data(), k, g_.p(), halves_.data(), relu};
     for (int64_t p = 0; p < pairs; p += per_tile) {
       const int64_t v = std::min(per_tile, pairs - p);
       const Reads reads = reads_of(g_, halves_.data(), p, v, n);

@@ -104,23 +104,36 @@ int64_t DirectConv::grad_weight_scratch_floats() const {
   return isa_ == DirectIsa::Avx512 ? grad_weight_avx512_scratch_floats() : g_.f * g_.k() * kLanes;
 }
 
+int64_t DirectConv::grad_weight_images() const {
+  return std::clamp<int64_t>((kMinPixels + g_.p() - 1) / g_.p(), 1, g_.n);
+}
+
 void DirectConv::grad_weight(const float* x, const float* dy, float* dw, float* scratch) const {
+  for (int64_t n0 = 0; n0 < g_.n; n0 += grad_weight_images()) {
+    grad_weight_add(x + n0 * g_.image(), dy + n0 * g_.out_image(), n0, std::min(grad_weight_images(), g_.n - n0),
+                    scratch);
+  }
+  grad_weight_end(scratch, dw);
+}
+
+void DirectConv::grad_weight_add(const float* x, const float* dy, int64_t n0, int64_t images, float* sums) const {
+  if (n0 == 0) std::fill(sums, sums + grad_weight_scratch_floats(), 0.0f);
   if (isa_ == DirectIsa::Avx512) {
-    grad_weight_avx512(x, dy, dw, scratch);
+    grad_weight_avx512_add(x, dy, images, sums);
     return;
   }
-  const int64_t k = g_.k(), per_chunk = std::clamp<int64_t>((kMinPixels + g_.p() - 1) / g_.p(), 1, g_.n);
-  std::fill(scratch, scratch + grad_weight_scratch_floats(), 0.0f);
-  GradArgs a{nullptr, nullptr, 0, g_.image(), g_.out_image(), g_.p(), offsets_.data(), nullptr, 0, nullptr, k};
-  for (int64_t n0 = 0; n0 < g_.n; n0 += per_chunk) {
-    a.x = x + n0 * g_.image();
-    a.dy = dy + n0 * g_.out_image();
-    a.images = std::min(per_chunk, g_.n - n0);
-    pass(g_, a, full_, kLanes, scratch);
-    if (!tail_.empty()) pass(g_, a, tail_, g_.ow % kLanes, scratch);
+  const GradArgs a{x, dy, images, g_.image(), g_.out_image(), g_.p(), offsets_.data(), nullptr, 0, nullptr, g_.k()};
+  pass(g_, a, full_, kLanes, sums);
+  if (!tail_.empty()) pass(g_, a, tail_, g_.ow % kLanes, sums);
+}
+
+void DirectConv::grad_weight_end(const float* sums, float* dw) const {
+  if (isa_ == DirectIsa::Avx512) {
+    grad_weight_avx512_end(sums, dw);
+    return;
   }
-  for (int64_t e = 0; e < g_.f * k; ++e) {  // the 8 lanes in a fixed tree
-    const float* s = scratch + e * kLanes;
+  for (int64_t e = 0; e < g_.f * g_.k(); ++e) {  // the 8 lanes in a fixed tree
+    const float* s = sums + e * kLanes;
     dw[e] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   }
 }

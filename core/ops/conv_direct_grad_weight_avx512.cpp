@@ -21,7 +21,6 @@ using direct::lane_mask;
 
 constexpr int64_t kTileFilters = 4;  // filters per register tile at most
 constexpr int64_t kTileTaps = 6;     // taps per register tile at most
-constexpr int64_t kMinPixels = 512;  // output pixels per chunk of images at least
 
 /// What the tiles of one chunk of images share: x and dy at its first image, the images,
 /// floats per image of each, y's filter-plane stride P, K, the tap offsets and the halves
@@ -118,23 +117,20 @@ float sum_lanes(const float* s) {
 
 int64_t DirectConv::grad_weight_avx512_scratch_floats() const { return g_.f * g_.k() * kPair; }
 
-void DirectConv::grad_weight_avx512(const float* x, const float* dy, float* dw, float* scratch) const {
-  const int64_t k = g_.k(), per_chunk = std::clamp<int64_t>((kMinPixels + g_.p() - 1) / g_.p(), 1, g_.n);
+void DirectConv::grad_weight_avx512_add(const float* x, const float* dy, int64_t images, float* sums) const {
+  const int64_t k = g_.k();
   const bool joined_x = all_joined(halves_, true), joined_y = all_joined(halves_, false);
-  std::fill(scratch, scratch + grad_weight_avx512_scratch_floats(), 0.0f);
-  WeightArgs a{nullptr, nullptr,       0, g_.image(), g_.out_image(), g_.p(), k, offsets_.data(), halves_.data(),
-               static_cast<int64_t>(halves_.size() / 2)};
-  for (int64_t n0 = 0; n0 < g_.n; n0 += per_chunk) {
-    a.x = x + n0 * g_.image();
-    a.dy = dy + n0 * g_.out_image();
-    a.images = std::min(per_chunk, g_.n - n0);
-    direct::for_each_block(g_.f, kTileFilters, [&](int64_t, const Block& fb) {
-      direct::for_each_block(k, kTileTaps, [&](int64_t, const Block& lb) {
-        tile_fn(fb.size, lb.size, joined_x, joined_y)(a, fb.start, lb.start, scratch);
-      });
+  const WeightArgs a{x, dy, images, g_.image(), g_.out_image(), g_.p(), k, offsets_.data(), halves_.data(),
+                     static_cast<int64_t>(halves_.size() / 2)};
+  direct::for_each_block(g_.f, kTileFilters, [&](int64_t, const Block& fb) {
+    direct::for_each_block(k, kTileTaps, [&](int64_t, const Block& lb) {
+      tile_fn(fb.size, lb.size, joined_x, joined_y)(a, fb.start, lb.start, sums);
     });
-  }
-  for (int64_t e = 0; e < g_.f * k; ++e) dw[e] = sum_lanes(scratch + e * kPair);
+  });
+}
+
+void DirectConv::grad_weight_avx512_end(const float* sums, float* dw) const {
+  for (int64_t e = 0; e < g_.f * g_.k(); ++e) dw[e] = sum_lanes(sums + e * kPair);
 }
 
 }  // namespace plexus::ops

@@ -68,15 +68,20 @@ std::string ConvPlan::description() const {
 }
 
 void ConvPlan::forward(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu) const {
+  forward_images(x, w, b, y, scratch, relu, 0, g_.n);
+}
+
+void ConvPlan::forward_images(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu,
+                              int64_t n0, int64_t count) const {
   if (direct_) {
-    direct_->forward(x, w, b, y, scratch, relu);
+    direct_->forward_images(x, w, b, y, scratch, relu, n0, count);
     return;
   }
   const SgemmSup& sup = SgemmSup::get();
   const int64_t k = g_.k(), p = g_.p();
-  for (int64_t n = 0; n < g_.n; ++n) {
+  for (int64_t n = n0; n < n0 + count; ++n) {
     const float* xn = x + n * g_.image();
-    float* yn = y + n * g_.out_image();
+    float* yn = y + (n - n0) * g_.out_image();
     if (!identity_col_) im2col(g_, xn, scratch, p);
     for (int64_t f = 0; b && f < g_.f; ++f) std::fill(yn + f * p, yn + (f + 1) * p, b[f]);
     sup.run(g_.f, p, k, w, k, 1, identity_col_ ? xn : scratch, p, 1, b ? 1.0f : 0.0f, yn, p);
@@ -101,29 +106,41 @@ void ConvPlan::grad_input(const float* dy, const float* w, float* dx, float* scr
   }
 }
 
+int64_t ConvPlan::grad_weight_images() const { return direct_ ? direct_->grad_weight_images() : images_per_gemm(); }
+
 void ConvPlan::grad_weight(const float* x, const float* dy, float* dw, float* scratch) const {
+  const int64_t chunk = grad_weight_images();
+  for (int64_t n0 = 0; n0 < g_.n; n0 += chunk) {
+    grad_weight_add(x + n0 * g_.image(), dy + n0 * g_.out_image(), n0, std::min(chunk, g_.n - n0), dw, scratch);
+  }
+  grad_weight_end(dw, scratch);
+}
+
+void ConvPlan::grad_weight_add(const float* x, const float* dy, int64_t n0, int64_t images, float* dw,
+                               float* scratch) const {
   if (direct_) {
-    direct_->grad_weight(x, dy, dw, scratch);
+    direct_->grad_weight_add(x, dy, n0, images, scratch);
     return;
   }
   const SgemmSup& sup = SgemmSup::get();
-  const int64_t k = g_.k(), p = g_.p(), per_gemm = images_per_gemm();
-  float* gathered = per_gemm > 1 ? scratch + k * per_gemm * p : nullptr;
-  for (int64_t n0 = 0; n0 < g_.n; n0 += per_gemm) {
-    const int64_t images = std::min(per_gemm, g_.n - n0), ld = images * p;
-    const float* col = x + n0 * g_.image();  // identity_col_ with one image per GEMM
-    if (!identity_col_ || per_gemm > 1) {
-      for (int64_t i = 0; i < images; ++i) im2col(g_, x + (n0 + i) * g_.image(), scratch + i * p, ld);
-      col = scratch;
-    }
-    const float* a = dy + n0 * g_.out_image();
-    if (per_gemm > 1) {
-      gather_images(g_, a, images, gathered);
-      a = gathered;
-    }
-    // dW [F, K] (+)= dy [F, ld] @ col^T: B's element (q, r) = col[r * ld + q]
-    sup.run(g_.f, k, ld, a, ld, 1, col, 1, ld, n0 == 0 ? 0.0f : 1.0f, dw, k);
+  const int64_t k = g_.k(), p = g_.p(), ld = images * p;
+  const float* col = x;  // identity_col_ with one image per GEMM
+  if (!identity_col_ || images_per_gemm() > 1) {
+    for (int64_t i = 0; i < images; ++i) im2col(g_, x + i * g_.image(), scratch + i * p, ld);
+    col = scratch;
   }
+  const float* a = dy;
+  if (images_per_gemm() > 1) {
+    float* gathered = scratch + k * images_per_gemm() * p;
+    gather_images(g_, dy, images, gathered);
+    a = gathered;
+  }
+  // dW [F, K] (+)= dy [F, ld] @ col^T: B's element (q, r) = col[r * ld + q]
+  sup.run(g_.f, k, ld, a, ld, 1, col, 1, ld, n0 == 0 ? 0.0f : 1.0f, dw, k);
+}
+
+void ConvPlan::grad_weight_end(float* dw, const float* scratch) const {
+  if (direct_) direct_->grad_weight_end(scratch, dw);
 }
 
 }  // namespace plexus::ops

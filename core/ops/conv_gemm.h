@@ -46,6 +46,20 @@ class ConvPlan {
   /// dw [F,C,KH,KW] = conv2d's gradient w.r.t. w for dy, given x. Pass GradWeight.
   void grad_weight(const float* x, const float* dy, float* dw, float* scratch) const;
 
+  /// forward() of images [n0, n0 + count) only: x is the whole batch, y image n0's output
+  /// (image n at y + (n - n0) * F*OH*OW). The same bits as forward() gives those images.
+  void forward_images(const float* x, const float* w, const float* b, float* y, float* scratch, bool relu,
+                      int64_t n0, int64_t count) const;
+  /// Images per chunk of grad_weight (pass GradWeight): chunks of this many images, in batch
+  /// order, the last one fewer.
+  int64_t grad_weight_images() const;
+  /// grad_weight() a chunk at a time, for callers that make dy a chunk at a time
+  /// (conv_pool.h): adds the chunk of `images` images from image n0 (x and dy at that
+  /// image; n0 == 0 starts the sum) to what dw and scratch hold; grad_weight_end() then
+  /// leaves the gradient in dw. With grad_weight_images()'s chunks, grad_weight()'s bits.
+  void grad_weight_add(const float* x, const float* dy, int64_t n0, int64_t images, float* dw, float* scratch) const;
+  void grad_weight_end(float* dw, const float* scratch) const;
+
  private:
   /// Images per GEMM: 1, or for grad_weight enough for kConvMinDepth pixels (at most N).
   int64_t images_per_gemm() const;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/ir/attributes.h"
+#include "core/ir/shape.h"
+
 namespace plexus::ops {
 
 /// Sizes of one convolution, all >= 1 except padding (>= 0).
@@ -22,6 +25,11 @@ struct ConvGeometry {
   int64_t image() const { return c * h * w; }
   int64_t out_image() const { return f * p(); }
 };
+
+/// The geometry of conv2d over x [N,C,H,W] and w [F,C,KH,KW] with the op's stride and
+/// padding attributes, which must be valid (the op's infer checked them); throws
+/// ir::Error(Internal) otherwise. conv.cpp.
+ConvGeometry conv_geometry(const ir::Shape& x, const ir::Shape& w, const ir::Attributes& attrs);
 
 /// Range [lo, hi) of output columns ow whose input column ow*sw - pw + j lies in [0, W).
 inline void valid_columns(const ConvGeometry& g, int64_t j, int64_t& lo, int64_t& hi) {

@@ -21,14 +21,17 @@
 // tensor kept alive from the forward to the backward pass.
 // Windows that tile the plane (kernel == stride == 2 or 3, no padding) take a branch-free
 // fast path (tiled_forward, tiled_grad) with the same results, bit for bit; 2x2 tiles on
-// AVX-512 rows (max_pool_avx512.h) where the CPU has it.
+// AVX-512 rows (max_pool_avx512.h) where the CPU has it. The kernels are also functions
+// (max_pool.h) for the conv -> relu -> max-pool groups (conv_pool.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/conv_pool.h"
 #include "core/ops/grad_helpers.h"
+#include "core/ops/max_pool.h"
 #include "core/ops/max_pool_avx512.h"
 #include "core/ops/relu.h"
 #include "core/ops/window_attrs.h"
@@ -45,37 +48,28 @@ using ir::TensorId;
 /// file comment; so ties keep the first maximum and the last NaN wins).
 inline bool replaces(float v, float best) { return v > best || std::isnan(v); }
 
-struct Pool {
-  int64_t nc = 0, h = 0, w = 0;  // N*C planes of H x W
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
-  int64_t oh = 0, ow = 0;
-
-  /// Row-major index in the plane of the window's first maximum (see the file comment).
-  int64_t argmax(const float* plane, int64_t y, int64_t x) const {
-    const int64_t h0 = y * sh - ph, w0 = x * sw - pw;
-    const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + kh, h);
-    const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + kw, w);
-    int64_t best_index = hs * w + ws;
-    float best = -std::numeric_limits<float>::infinity();
-    for (int64_t r = hs; r < he; ++r) {
-      const float* row = plane + r * w;
-      for (int64_t c = ws; c < we; ++c) {
-        const float v = row[c];
-        if (replaces(v, best)) {
-          best = v;
-          best_index = r * w + c;
-        }
+/// Row-major index in the plane of window (y, x)'s first maximum (see the file comment).
+int64_t window_argmax(const PoolGeometry& p, const float* plane, int64_t y, int64_t x) {
+  const int64_t h0 = y * p.sh - p.ph, w0 = x * p.sw - p.pw;
+  const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + p.kh, p.h);
+  const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + p.kw, p.w);
+  int64_t best_index = hs * p.w + ws;
+  float best = -std::numeric_limits<float>::infinity();
+  for (int64_t r = hs; r < he; ++r) {
+    const float* row = plane + r * p.w;
+    for (int64_t c = ws; c < we; ++c) {
+      const float v = row[c];
+      if (replaces(v, best)) {
+        best = v;
+        best_index = r * p.w + c;
       }
     }
-    return best_index;
   }
-
-  /// Whether the windows are k x k tiles: kernel k, stride k, no padding.
-  bool tiles(int64_t k) const { return kh == k && kw == k && sh == k && sw == k && ph == 0 && pw == 0; }
-};
+  return best_index;
+}
 
 // The fast path for windows that tile the plane (kernel == stride, no padding; the seeds'
-// MaxPool2d(2)): one output row at a time from its K input rows, the scan of Pool::argmax
+// MaxPool2d(2)): one output row at a time from its K input rows, the scan of window_argmax
 // unrolled into selects (no branches), so GCC vectorises the loop over output columns.
 // The scan starts at the window's first value: the general scan's start, -inf at the first
 // position, gives way to the first value unless that is -inf too, so both reach the same
@@ -113,7 +107,7 @@ inline void for_column_blocks(int64_t n, Columns columns) {
 }
 
 /// Whether p's rows go through the AVX-512 2x2 row kernels.
-bool avx512_rows(const Pool& p) {
+bool avx512_rows(const PoolGeometry& p) {
   return p.tiles(2) && p.ow >= kMaxPoolAvx512MinColumns && max_pool_avx512_available();
 }
 
@@ -177,7 +171,7 @@ void tiled_grad_row(const float* top, int64_t w, int64_t ow, const float* dy, fl
 /// max_pool2d of K x K tiles: y (p.nc planes of p.oh x p.ow) from x, a row at a time by
 /// row(top, w, ow, y_row) (tiled_row, or max_pool2x2_row_avx512 for K = 2).
 template <int K, class Row>
-void tiled_forward(const Pool& p, const float* x, float* y, Row row) {
+void tiled_forward(const PoolGeometry& p, const float* x, float* y, Row row) {
   for (int64_t plane = 0; plane < p.nc; ++plane) {
     for (int64_t r = 0; r < p.oh; ++r) row(x + (plane * p.h + r * K) * p.w, p.w, p.ow, y + (plane * p.oh + r) * p.ow);
   }
@@ -187,7 +181,7 @@ void tiled_forward(const Pool& p, const float* x, float* y, Row row) {
 /// (tiled_grad_row, or max_pool2x2_grad_row_avx512 for K = 2): writes every element of dx
 /// (no zeroing pass first), zero in the rows and columns no window covers.
 template <int K, class Row>
-void tiled_grad(const Pool& p, const float* x, const float* dy, float* dx, Row row) {
+void tiled_grad(const PoolGeometry& p, const float* x, const float* dy, float* dx, Row row) {
   const int64_t covered_w = p.ow * K;
   for (int64_t plane = 0; plane < p.nc; ++plane) {
     for (int64_t r = 0; r < p.oh; ++r) {
@@ -200,12 +194,12 @@ void tiled_grad(const Pool& p, const float* x, const float* dy, float* dx, Row r
 }
 
 // Reads the attributes for input shape x; `ctx` reports violations (else they are bugs).
-Pool pool_geometry(const ir::Shape& x, const ir::Attributes& attrs, const ir::InferContext* ctx) {
+PoolGeometry checked_geometry(const ir::Shape& x, const ir::Attributes& attrs, const ir::InferContext* ctx) {
   auto bad = [ctx](ErrorCode code, const std::string& rule) {
     if (ctx) ctx->fail(code, rule);
     ir::fail(ErrorCode::Internal, "max_pool2d: " + rule);
   };
-  Pool p;
+  PoolGeometry p;
   p.nc = x[0] * x[1];
   p.h = x[2];
   p.w = x[3];
@@ -236,12 +230,12 @@ Pool pool_geometry(const ir::Shape& x, const ir::Attributes& attrs, const ir::In
   return p;
 }
 
-ir::Shape out_shape(const ir::Shape& x, const Pool& p) { return {x[0], x[1], p.oh, p.ow}; }
+ir::Shape out_shape(const ir::Shape& x, const PoolGeometry& p) { return {x[0], x[1], p.oh, p.ow}; }
 
-Pool check_x(const ir::InferContext& ctx) {
+PoolGeometry check_x(const ir::InferContext& ctx) {
   ctx.expect_dtype(0, DType::Float32);
   if (ctx.rank(0) != 4) ctx.fail(ErrorCode::ShapeMismatch, "x must be [N,C,H,W] (rank 4)");
-  return pool_geometry(ctx.shape(0), ctx.attrs, &ctx);
+  return checked_geometry(ctx.shape(0), ctx.attrs, &ctx);
 }
 
 std::vector<ir::AttrSpec> pool_attrs() {
@@ -250,30 +244,29 @@ std::vector<ir::AttrSpec> pool_attrs() {
           {"padding", ir::AttrKind::Ints, ir::AttrValue{std::vector<int64_t>{0, 0}}}};
 }
 
-/// The max_pool2d kernel for geometry p; with Relu, relu of every maximum.
+/// max_pool2d of K x K tiles, or any windows (Path::General), relu of each maximum with Relu.
 template <bool Relu>
-ir::Kernel forward_kernel(const Pool& p, const float* x, float* y) {
-  if (avx512_rows(p)) {
-    return [p, x, y] {
-      tiled_forward<2>(p, x, y, [](const float* top, int64_t w, int64_t ow, float* yr) {
+void run_forward(const MaxPoolPlan& plan, const float* x, float* y) {
+  const PoolGeometry& p = plan.geometry;
+  switch (plan.path) {
+    case MaxPoolPlan::Path::Avx512Rows:
+      return tiled_forward<2>(p, x, y, [](const float* top, int64_t w, int64_t ow, float* yr) {
         max_pool2x2_row_avx512(top, w, ow, yr, Relu);
       });
-    };
+    case MaxPoolPlan::Path::Tiles2: return tiled_forward<2>(p, x, y, tiled_row<2, Relu>);
+    case MaxPoolPlan::Path::Tiles3: return tiled_forward<3>(p, x, y, tiled_row<3, Relu>);
+    case MaxPoolPlan::Path::General: break;
   }
-  if (p.tiles(2)) return [p, x, y] { tiled_forward<2>(p, x, y, tiled_row<2, Relu>); };
-  if (p.tiles(3)) return [p, x, y] { tiled_forward<3>(p, x, y, tiled_row<3, Relu>); };
-  return [p, x, y] {
-    for (int64_t plane = 0; plane < p.nc; ++plane) {
-      const float* xp = x + plane * p.h * p.w;
-      float* yp = y + plane * p.oh * p.ow;
-      for (int64_t r = 0; r < p.oh; ++r) {
-        for (int64_t c = 0; c < p.ow; ++c) {
-          const float m = xp[p.argmax(xp, r, c)];
-          yp[r * p.ow + c] = Relu ? relu(m) : m;
-        }
+  for (int64_t plane = 0; plane < p.nc; ++plane) {
+    const float* xp = x + plane * p.h * p.w;
+    float* yp = y + plane * p.oh * p.ow;
+    for (int64_t r = 0; r < p.oh; ++r) {
+      for (int64_t c = 0; c < p.ow; ++c) {
+        const float m = xp[window_argmax(p, xp, r, c)];
+        yp[r * p.ow + c] = Relu ? relu(m) : m;
       }
     }
-  };
+  }
 }
 
 ir::OpDef max_pool_def() {
@@ -282,14 +275,12 @@ ir::OpDef max_pool_def() {
   d.attrs = pool_attrs();
   d.relu_epilogue = true;
   d.infer = [](const ir::InferContext& ctx) {
-    const Pool p = check_x(ctx);
+    const PoolGeometry p = check_x(ctx);
     return ir::InferResult{{{DType::Float32, out_shape(ctx.shape(0), p)}}};
   };
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
-    const Pool p = pool_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr);
-    const float* x = ctx.input<float>(0);
-    float* y = ctx.output<float>(0);
-    return ctx.relu_epilogue ? forward_kernel<true>(p, x, y) : forward_kernel<false>(p, x, y);
+    return [plan = MaxPoolPlan(checked_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr)), x = ctx.input<float>(0),
+            y = ctx.output<float>(0), relu = ctx.relu_epilogue] { max_pool_forward(plan, x, y, relu); };
   };
   d.grad = [](ir::GradContext& ctx) {
     const TensorId x = ctx.op.inputs[0];
@@ -303,7 +294,7 @@ ir::OpDef max_pool_def() {
 
 /// The general max_pool2d_grad: dy at each window's argmax, summed; with relu_folded,
 /// only where the window's max is > 0.
-void general_grad(const Pool& p, const float* x, const float* dy, float* dx, bool relu_folded) {
+void general_grad(const PoolGeometry& p, const float* x, const float* dy, float* dx, bool relu_folded) {
   std::fill(dx, dx + p.nc * p.h * p.w, 0.0f);
   for (int64_t plane = 0; plane < p.nc; ++plane) {
     const float* xp = x + plane * p.h * p.w;
@@ -311,7 +302,7 @@ void general_grad(const Pool& p, const float* x, const float* dy, float* dx, boo
     float* dxp = dx + plane * p.h * p.w;
     for (int64_t r = 0; r < p.oh; ++r) {
       for (int64_t c = 0; c < p.ow; ++c) {
-        const int64_t at = p.argmax(xp, r, c);
+        const int64_t at = window_argmax(p, xp, r, c);
         if (!relu_folded || relu_active(xp[at])) dxp[at] += dyp[r * p.ow + c];
       }
     }
@@ -319,17 +310,17 @@ void general_grad(const Pool& p, const float* x, const float* dy, float* dx, boo
 }
 
 template <bool ReluFolded>
-ir::Kernel grad_kernel(const Pool& p, const float* x, const float* dy, float* dx) {
-  if (avx512_rows(p)) {
-    return [p, x, dy, dx] {
-      tiled_grad<2>(p, x, dy, dx, [](const float* top, int64_t w, int64_t ow, const float* dyr, float* dx_top) {
+void run_grad(const MaxPoolPlan& plan, const float* x, const float* dy, float* dx) {
+  const PoolGeometry& p = plan.geometry;
+  switch (plan.path) {
+    case MaxPoolPlan::Path::Avx512Rows:
+      return tiled_grad<2>(p, x, dy, dx, [](const float* top, int64_t w, int64_t ow, const float* dyr, float* dx_top) {
         max_pool2x2_grad_row_avx512(top, w, ow, dyr, dx_top, ReluFolded);
       });
-    };
+    case MaxPoolPlan::Path::Tiles2: return tiled_grad<2>(p, x, dy, dx, tiled_grad_row<2, ReluFolded>);
+    case MaxPoolPlan::Path::Tiles3: return tiled_grad<3>(p, x, dy, dx, tiled_grad_row<3, ReluFolded>);
+    case MaxPoolPlan::Path::General: return general_grad(p, x, dy, dx, ReluFolded);
   }
-  if (p.tiles(2)) return [p, x, dy, dx] { tiled_grad<2>(p, x, dy, dx, tiled_grad_row<2, ReluFolded>); };
-  if (p.tiles(3)) return [p, x, dy, dx] { tiled_grad<3>(p, x, dy, dx, tiled_grad_row<3, ReluFolded>); };
-  return [p, x, dy, dx] { general_grad(p, x, dy, dx, ReluFolded); };
 }
 
 /// relu_folded is 0 or 1.
@@ -347,7 +338,7 @@ ir::OpDef max_pool_grad_def() {
   d.attrs = pool_attrs();
   d.attrs.push_back({"relu_folded", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}});
   d.infer = [](const ir::InferContext& ctx) {
-    const Pool p = check_x(ctx);
+    const PoolGeometry p = check_x(ctx);
     check_relu_folded(ctx);
     ctx.expect_dtype(1, DType::Float32);
     const ir::Shape y = out_shape(ctx.shape(0), p);
@@ -358,11 +349,13 @@ ir::OpDef max_pool_grad_def() {
     if (p.tiles(2) || p.tiles(3)) result.may_inplace = 0;  // tiled_grad: a window's x is read before its dx is written
     return result;
   };
+  d.group_scratch = conv_pool_grad_scratch;
+  d.group_kernel = conv_pool_grad_kernel;
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
-    const Pool p = pool_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr);
-    const float *x = ctx.input<float>(0), *dy = ctx.input<float>(1);
-    float* dx = ctx.output<float>(0);
-    return ctx.op.attrs.get_int("relu_folded") ? grad_kernel<true>(p, x, dy, dx) : grad_kernel<false>(p, x, dy, dx);
+    return [plan = MaxPoolPlan(checked_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr)), x = ctx.input<float>(0),
+            dy = ctx.input<float>(1), dx = ctx.output<float>(0), folded = ctx.op.attrs.get_int("relu_folded") != 0] {
+      max_pool_grad(plan, x, dy, dx, folded);
+    };
   };
   return d;
 }
@@ -370,6 +363,24 @@ ir::OpDef max_pool_grad_def() {
 const ir::OpRegistration max_pool_op{max_pool_def()};
 const ir::OpRegistration max_pool_grad_op{max_pool_grad_def()};
 
+MaxPoolPlan::Path path_of(const PoolGeometry& p) {
+  if (avx512_rows(p)) return MaxPoolPlan::Path::Avx512Rows;
+  if (p.tiles(2)) return MaxPoolPlan::Path::Tiles2;
+  return p.tiles(3) ? MaxPoolPlan::Path::Tiles3 : MaxPoolPlan::Path::General;
+}
+
 }  // namespace
+
+MaxPoolPlan::MaxPoolPlan(const PoolGeometry& g) : geometry(g), path(path_of(g)) {}
+
+PoolGeometry pool_geometry(const ir::Shape& x, const ir::Attributes& attrs) { return checked_geometry(x, attrs, nullptr); }
+
+void max_pool_forward(const MaxPoolPlan& plan, const float* x, float* y, bool relu) {
+  relu ? run_forward<true>(plan, x, y) : run_forward<false>(plan, x, y);
+}
+
+void max_pool_grad(const MaxPoolPlan& plan, const float* x, const float* dy, float* dx, bool relu_folded) {
+  relu_folded ? run_grad<true>(plan, x, dy, dx) : run_grad<false>(plan, x, dy, dx);
+}
 
 }  // namespace plexus::ops

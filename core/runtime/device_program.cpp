@@ -182,8 +182,8 @@ void DeviceProgram::build_step(DeviceState& st, const StepPlace& p, std::vector<
     const size_t live = sp.slot_plan.live_bytes.empty() ? 0 : sp.slot_plan.live_bytes[position];
     item.live_bytes = live;
     items.push_back(std::move(item));
-    if (a.kind == ActionKind::RunOp && hu) {
-      for (ir::OpId op : hu->posted_after(a.index)) {
+    for (ir::OpId finished : hu ? ops_run_by(a) : std::vector<ir::OpId>{}) {
+      for (ir::OpId op : hu->posted_after(finished)) {
         items.push_back(post_gradient(st, p, op));
         items.back().live_bytes = live;
       }
@@ -213,6 +213,21 @@ void DeviceProgram::add_mean_scaling(const DeviceState& st, int32_t stage, std::
   }
 }
 
+std::vector<ir::OpId> DeviceProgram::ops_run_by(const Action& a) const {
+  switch (a.kind) {
+    case ActionKind::RunOp:
+      return {a.index};
+    case ActionKind::RunFused: {
+      const ReluFusion& f = r_.program.relu_fusions[static_cast<size_t>(a.index)];
+      return {f.producer, f.relu};
+    }
+    case ActionKind::RunGroup:
+      return r_.program.op_groups[static_cast<size_t>(a.index)].ops;
+    default:
+      return {};
+  }
+}
+
 DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace& p, const Action& a) {
   switch (a.kind) {
     case ActionKind::LoadStream:
@@ -231,6 +246,8 @@ DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace&
       return all_reduce_bucket(st, p, a.index);
     case ActionKind::RunFused:
       return run_fused(st, p, a.index);
+    case ActionKind::RunGroup:
+      return run_group(st, p, a.index);
     case ActionKind::RunOp:
       break;
   }
@@ -311,9 +328,29 @@ DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const S
   return item;
 }
 
+namespace {
+
+/// The inputs (or the outputs) of `ops`, in turn.
+std::vector<ir::TensorId> tensors_of(const ir::Graph& g, const std::vector<ir::OpId>& ops, bool inputs) {
+  std::vector<ir::TensorId> tensors;
+  for (ir::OpId id : ops) {
+    const std::vector<ir::TensorId>& of = inputs ? g.op(id).inputs : g.op(id).outputs;
+    tensors.insert(tensors.end(), of.begin(), of.end());
+  }
+  return tensors;
+}
+
+}  // namespace
+
 ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace& p, const ir::Op& op,
                                                const std::vector<ir::OpId>& inputs_of,
                                                const std::vector<ir::OpId>& outputs_of) {
+  return kernel_context_of(st, p, op, tensors_of(r_.graph, inputs_of, true), tensors_of(r_.graph, outputs_of, false));
+}
+
+ir::KernelContext DeviceProgram::kernel_context_of(DeviceState& st, const StepPlace& p, const ir::Op& op,
+                                                  const std::vector<ir::TensorId>& inputs,
+                                                  const std::vector<ir::TensorId>& outputs) {
   std::byte* scratch = st.device->arena().data() + r_.program.devices[static_cast<size_t>(st.index)].scratch_offset;
   ir::KernelContext ctx{.graph = r_.graph,
                         .op = op,
@@ -327,17 +364,13 @@ ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace
                                     : r_.collectives[static_cast<size_t>(st.index)]->communicator(st.global_replica),
                         .remote = r_.storage.remote(st.replica).bases(),
                         .notes = st.replica == 0 ? &notes_ : nullptr};
-  for (ir::OpId id : inputs_of) {
-    for (ir::TensorId t : r_.graph.op(id).inputs) {
-      ctx.inputs.push_back(&r_.graph.tensor(t));
-      ctx.in.push_back(tensor_address(st, p, t));
-    }
+  for (ir::TensorId t : inputs) {
+    ctx.inputs.push_back(&r_.graph.tensor(t));
+    ctx.in.push_back(tensor_address(st, p, t));
   }
-  for (ir::OpId id : outputs_of) {
-    for (ir::TensorId t : r_.graph.op(id).outputs) {
-      ctx.outputs.push_back(&r_.graph.tensor(t));
-      ctx.out.push_back(tensor_address(st, p, t));
-    }
+  for (ir::TensorId t : outputs) {
+    ctx.outputs.push_back(&r_.graph.tensor(t));
+    ctx.out.push_back(tensor_address(st, p, t));
   }
   return ctx;
 }
@@ -369,6 +402,17 @@ DeviceProgram::Item DeviceProgram::run_fused(DeviceState& st, const StepPlace& p
   ir::KernelContext ctx = kernel_context(st, p, r_.graph.op(f.producer), {f.producer}, {f.relu});
   ctx.relu_epilogue = true;
   return kernel_item(f.producer, std::move(ctx));
+}
+
+DeviceProgram::Item DeviceProgram::run_group(DeviceState& st, const StepPlace& p, int32_t group) {
+  const OpGroup& g = r_.program.op_groups[static_cast<size_t>(group)];
+  const ir::Op& first = r_.graph.op(g.ops.front());
+  ir::KernelContext ctx = kernel_context_of(st, p, first, g.inputs, g.outputs);
+  Item item;
+  item.op = g.ops.front();
+  item.fn = first.def->group_kernel(ctx, g.ops);
+  item.scratch = g.scratch_bytes;
+  return item;
 }
 
 DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, ir::OpId id) {

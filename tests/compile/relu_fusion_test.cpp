@@ -112,8 +112,10 @@ TEST(ReluFusion, AReluOnAnotherStageThanItsProducerDoesNotFuse) {
 
 TEST(ReluFusion, TheProgramRunsTheFusionAsOneActionAndNeverStoresTheProducersOutput) {
   ConvLayer m(true);
+  op(m.g, "neg", {m.conv});  // a second reader of the conv output: no conv -> max-pool group
   m.train();
   const Program p = compile(m.g, place(m.g, {}), {});
+  ASSERT_EQ(p.op_groups.size(), 0u);
   ASSERT_EQ(p.relu_fusions.size(), 1u);
   const std::vector<Action>& forward = p.stages[0].actions[0];
   int fused = 0;

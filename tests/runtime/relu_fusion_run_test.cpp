@@ -1,7 +1,8 @@
 // Relu epilogues at run time (core/compile/relu_fusion.h; DeviceProgram::run_fused): a small
-// CNN trained with each conv block's relu run inside its producer (conv2d, or max_pool2d)
-// ends with the same weights, bit for bit, as with the fusion blocked (the relu's input
-// streamed to the host, so that it must be stored), in both block orders of the seeds; and
+// CNN (small_cnn.h) trained with each conv block's relu run inside its producer (conv2d, or
+// max_pool2d) ends with the same weights, bit for bit, as with the fusion blocked (the
+// relu's input streamed to the host, so that it must be stored), in both block orders of
+// the seeds; and
 // max_pool2d's epilogue on each of its paths gives what the relu op gives.
 #include <gtest/gtest.h>
 
@@ -17,101 +18,29 @@
 #include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "core/session/session.h"
-#include "tests/runtime/data_parallel_mlp.h"
-#include "tests/runtime/test_graphs.h"
+#include "tests/runtime/small_cnn.h"
 
 namespace plexus::runtime {
 namespace {
 
 using testing::f32;
 
-constexpr int64_t kBatch = 4, kSteps = 5, kClasses = 3;
-
 ir::TensorId op(ir::Graph& g, const char* type, std::vector<ir::TensorId> in, ir::Attributes attrs = {}) {
   return g.add_op(type, std::move(in), std::move(attrs)).front();
 }
 
-struct Cnn {
-  ir::Graph g;
-  ir::StreamId x, labels;
-  std::vector<ir::TensorId> params;
-};
-
-/// x [4,1,10,10] -> conv2d 3x3, 4 filters, bias -> relu -> max_pool2d 2 (seed 002's order) or
-/// max_pool2d 2 -> relu (seed 003's) -> flatten -> matmul [64, 3] -> softmax_cross_entropy,
-/// SGD. `block`: the relu's input also goes to the host (no fusion).
-Cnn build_cnn(bool pool_first, bool block) {
-  Cnn m;
-  ir::Graph& g = m.g;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.0f, 0.4f);
-  auto param = [&](const char* name, ir::Shape shape) {
-    std::vector<float> v(static_cast<size_t>(ir::numel(shape)));
-    for (float& e : v) e = normal(rng);
-    m.params.push_back(g.add_variable(name, ir::DType::Float32, std::move(shape), f32(v)));
-    return m.params.back();
-  };
-  const ir::TensorId w = param("w", {4, 1, 3, 3}), b = param("b", {4}), fc = param("fc", {64, kClasses});
-  m.x = g.add_h2d_stream("x", ir::DType::Float32, {kBatch, 1, 10, 10});
-  m.labels = g.add_h2d_stream("labels", ir::DType::Int32, {kBatch});
-  ir::Attributes pool;
-  pool.set("kernel", std::vector<int64_t>{2});
-  const ir::TensorId conv = op(g, "conv2d", {g.stream(m.x).tensor, w, b});
-  const ir::TensorId relu_in = pool_first ? op(g, "max_pool2d", {conv}, pool) : conv;
-  const ir::TensorId relu = op(g, "relu", {relu_in});
-  const ir::TensorId out = pool_first ? relu : op(g, "max_pool2d", {relu}, pool);
-  if (block) g.add_d2h_stream("relu_input", relu_in);
-  ir::Attributes flat;
-  flat.set("shape", std::vector<int64_t>{kBatch, 64});
-  const ir::TensorId logits = op(g, "matmul", {op(g, "reshape", {out}, flat), fc});
-  const ir::TensorId loss = op(g, "softmax_cross_entropy", {logits, g.stream(m.labels).tensor});
-  const std::vector<ir::TensorId> grads = ir::autodiff(g, loss, m.params);
-  ir::Attributes sgd;
-  sgd.set("b", -0.05);
-  for (size_t i = 0; i < grads.size(); ++i) g.add_op("scaled_add_", {m.params[i], grads[i]}, sgd);
-  return m;
-}
-
-/// The fusions the session's program runs, and every parameter before and after kSteps steps.
-struct Trained {
-  size_t fusions = 0;
-  std::vector<float> initial, params;
-};
-
-Trained train(bool pool_first, bool block) {
-  Cnn m = build_cnn(pool_first, block);
-  Trained t;
-  t.fusions = plan_relu_fusions(m.g, place(m.g, {}).op_stage).size();
-  SessionOptions o;
-  o.device_iterations = kSteps;
-  Session s(m.g, o);
-  t.initial = testing::read_float_variables(s, m.params);
-  std::mt19937 rng(9);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(kSteps * kBatch * 100));
-  for (float& v : x) v = u(rng);
-  std::vector<int32_t> labels(static_cast<size_t>(kSteps * kBatch));
-  for (int32_t& l : labels) l = static_cast<int32_t>(rng() % kClasses);
-  const HostArray in[2] = {{m.x, x.data(), ir::DType::Float32, s.host_shape(m.x)},
-                           {m.labels, labels.data(), ir::DType::Int32, s.host_shape(m.labels)}};
-  std::vector<float> relu_input;
-  std::vector<HostArray> out;
-  if (block) {
-    const auto stream = static_cast<ir::StreamId>(m.g.num_streams() - 1);
-    relu_input.resize(static_cast<size_t>(ir::numel(s.host_shape(stream))));
-    out.push_back({stream, relu_input.data(), ir::DType::Float32, s.host_shape(stream)});
-  }
-  s.run(in, out);
-  t.params = testing::read_float_variables(s, m.params);
-  return t;
-}
-
 TEST(ReluFusionRun, FusedAndUnfusedTrainingGiveTheSameWeightsBitForBit) {
+  // Overlapping padded windows: the conv -> relu -> max-pool groups (conv_pool_fusion.h)
+  // need windows that tile the plane, so each relu runs as its producer's epilogue here.
   for (const bool pool_first : {false, true}) {
     SCOPED_TRACE(pool_first ? "max_pool2d -> relu (seed 003)" : "conv2d -> relu -> max_pool2d (seed 002)");
-    const Trained fused = train(pool_first, false), plain = train(pool_first, true);
-    EXPECT_EQ(fused.fusions, 1u);
-    EXPECT_EQ(plain.fusions, 0u);
+    testing::CnnRecipe r{.pool_first = pool_first, .pool = 3, .pool_stride = 2, .pool_padding = 1};
+    const testing::TrainedCnn fused = testing::train_cnn(r);
+    r.block = true;
+    const testing::TrainedCnn plain = testing::train_cnn(r);
+    EXPECT_EQ(fused.relu_fusions, 1u);
+    EXPECT_EQ(fused.op_groups, 0u);
+    EXPECT_EQ(plain.relu_fusions, 0u);
     ASSERT_EQ(fused.params.size(), plain.params.size());
     EXPECT_NE(fused.params, fused.initial) << "training changed the weights";
     EXPECT_EQ(std::memcmp(fused.params.data(), plain.params.data(), fused.params.size() * sizeof(float)), 0);
