@@ -28,6 +28,12 @@ namespace plexus::runtime {
 struct GradientBucket {
   std::vector<ir::OpId> ops;
   size_t bytes = 0;
+  /// PyTorch DDP's gradient_as_bucket_view: the memory plan (core/compile/program.cpp)
+  /// laid the members' inputs out one after the other in one buffer, each at an offset
+  /// aligned as the arena's, and their outputs likewise (the same buffer when every member
+  /// reduces in place), so the bucket reduces that span where it is, with no packing into
+  /// scratch. Set by compile().
+  bool view = false;
 };
 
 /// The buckets of `graph`'s gradient all-reduces (above), per stage as `op_stage` places the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <set>
 
 #include "core/ir/error.h"
@@ -507,6 +508,7 @@ class Builder {
     std::map<TensorId, int64_t> last;             ///< root -> the last position touching it
     std::vector<memory::BufferRequest> requests;
     std::map<TensorId, size_t> request_of;        ///< root -> its request
+    std::map<TensorId, size_t> offset_in_request; ///< roots placed inside a joined request (a bucket view)
   };
 
   // Whether root r, touched in step x, lives in the slot region: not a variable or constant,
@@ -547,20 +549,83 @@ class Builder {
     sr.request_of.emplace(out, it->second);
   }
 
-  // Memory plan of the stage's slot region over its timeline [forward | backward | update].
+  // Whether roots `roots` (distinct) each own a request of their own in the slot region, and
+  // none is an accumulator or offloaded.
+  bool own_requests(const SlotRequests& sr, const std::vector<TensorId>& roots) const {
+    if (std::set<TensorId>(roots.begin(), roots.end()).size() != roots.size()) return false;
+    return std::all_of(roots.begin(), roots.end(), [&](TensorId r) {
+      const auto it = sr.request_of.find(r);
+      return it != sr.request_of.end() && !sr.plan.accumulator.count(r) && !p_.offloaded.count(r) &&
+             std::count_if(sr.request_of.begin(), sr.request_of.end(),
+                           [&](const auto& other) { return other.second == it->second; }) == 1;
+    });
+  }
+
+  // Replaces the requests of `roots` with one request holding them one after the other,
+  // each at an aligned offset, live from the first one's first touch to the last one's last.
+  static void join_requests(SlotRequests& sr, const std::vector<TensorId>& roots) {
+    memory::BufferRequest joined{0, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), false};
+    for (TensorId r : roots) {
+      memory::BufferRequest& own = sr.requests[sr.request_of.at(r)];
+      joined.first = std::min(joined.first, own.first);
+      joined.last = std::max(joined.last, own.last);
+      sr.offset_in_request[r] = joined.bytes;
+      joined.bytes += memory::align_up(own.bytes);
+      own.bytes = 0;  // nothing left to place
+    }
+    for (TensorId r : roots) sr.request_of[r] = sr.requests.size();
+    sr.requests.push_back(joined);
+  }
+
+  // PyTorch DDP's gradient_as_bucket_view (GradientBucket::view) for the buckets of stage s:
+  // taken when the members' inputs (and outputs) own their requests, and each member reduces
+  // in place or none does.
+  void lay_out_bucket_views(SlotRequests& sr, int32_t s) {
+    for (GradientBucket& b : p_.buckets) {
+      if (stage_of(b.ops.front()) != s) continue;
+      std::vector<TensorId> inputs, outputs;
+      bool whole = true;  // every member is its root's whole buffer (views alias all of it)
+      for (ir::OpId o : b.ops) {
+        const TensorId x = g_.op(o).inputs[0], y = g_.op(o).outputs[0];
+        inputs.push_back(root(x));
+        outputs.push_back(root(y));
+        whole = whole && info(x).bytes() == info(root(x)).bytes() && info(y).bytes() == info(root(y)).bytes();
+      }
+      const bool in_place = inputs == outputs;
+      std::vector<TensorId> all = inputs;
+      if (!in_place) all.insert(all.end(), outputs.begin(), outputs.end());
+      if (!whole || !own_requests(sr, all)) continue;
+      join_requests(sr, inputs);
+      if (!in_place) join_requests(sr, outputs);
+      b.view = true;
+    }
+  }
+
+  // Memory plan of the stage's slot region over its timeline [forward | backward | update];
+  // a bucket laid out as a view needs no scratch.
   void plan_stage(int32_t s) {
     StagePlan& plan = p_.stages[static_cast<size_t>(s)];
     const std::vector<Action> timeline = stage_timeline(s, plan);
-    SlotRequests sr{plan, in_place_streams(timeline), last_touches(timeline, plan), {}, {}};
+    SlotRequests sr{plan, in_place_streams(timeline), last_touches(timeline, plan), {}, {}, {}};
+    std::vector<size_t> scratch(timeline.size());
     for (size_t k = 0; k < timeline.size(); ++k) {
       const auto pos = static_cast<int64_t>(k);
       const Phase x = phase_at(plan, k);
       if (timeline[k].kind == ActionKind::RunOp) share_dying_input(sr, timeline[k].index, pos, x);
-      size_t& scratch = scratch_[static_cast<size_t>(plan.device)];
-      scratch = std::max(scratch, touch_action(timeline[k], x, [&](TensorId t, Phase phase) { touch(sr, t, pos, phase); }));
+      scratch[k] = touch_action(timeline[k], x, [&](TensorId t, Phase phase) { touch(sr, t, pos, phase); });
+    }
+    lay_out_bucket_views(sr, s);
+    size_t& device_scratch = scratch_[static_cast<size_t>(plan.device)];
+    for (size_t k = 0; k < timeline.size(); ++k) {
+      const Action& a = timeline[k];
+      const bool view = a.kind == ActionKind::AllReduceBucket && p_.buckets[static_cast<size_t>(a.index)].view;
+      device_scratch = std::max(device_scratch, view ? 0 : scratch[k]);
     }
     plan.slot_plan = memory::plan_memory(sr.requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
-    for (const auto& [r, req] : sr.request_of) plan.slot_offset[r] = plan.slot_plan.offsets[req];
+    for (const auto& [r, req] : sr.request_of) {
+      const auto inside = sr.offset_in_request.find(r);
+      plan.slot_offset[r] = plan.slot_plan.offsets[req] + (inside == sr.offset_in_request.end() ? 0 : inside->second);
+    }
   }
 
   void plan_devices() {

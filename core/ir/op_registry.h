@@ -143,7 +143,8 @@ struct OpDef {
   /// Optional: one kernel for several instances of this op with equal attributes, fused
   /// (gradient buckets, core/compile/gradient_buckets.h): the context's op is the first
   /// instance, its inputs and outputs every instance's in turn, its scratch their inputs'
-  /// bytes together.
+  /// bytes together, or null when the memory plan laid the inputs out one after the other
+  /// (and the outputs likewise; GradientBucket::view).
   std::function<Kernel(const KernelContext&)> fused_kernel;
   /// Optional, with group_kernel: the scratch bytes of one kernel running `group` (ops of
   /// the graph in op order, this op's instance first) as one, with the tensors between them

@@ -153,14 +153,39 @@ ir::Kernel all_reduce_kernel(const ir::KernelContext& ctx) {
   };
 }
 
+// A bucket laid out as a view (GradientBucket::view; no scratch): the members' inputs lie one
+// after the other from in[0], their outputs likewise from out[0] (small alignment gaps
+// between them, reduced along and never read), so one call reduces the span where it is.
+ir::Kernel all_reduce_span_kernel(const ir::KernelContext& ctx, GroupView view, replication::Communicator* comm) {
+  const std::byte *x = ctx.in[0], *end = ctx.in.back() + ctx.inputs.back()->bytes();
+  for (size_t i = 0; i < ctx.in.size(); ++i) {
+    const bool ordered = i == 0 || ctx.in[i] >= ctx.in[i - 1] + ctx.inputs[i - 1]->bytes();
+    if (!ordered || ctx.out[i] - ctx.out[0] != ctx.in[i] - x) {
+      ir::fail(ErrorCode::Internal, ctx.op.name + ": a gradient bucket view whose members are not laid out in order");
+    }
+  }
+  const DType dtype = ctx.inputs[0]->dtype;
+  const auto bytes = static_cast<size_t>(end - x);
+  return [comm, members = std::move(view.members), x, y = ctx.out[0], bytes, count = bytes / ir::dtype_size(dtype),
+          dtype, op = reduce_op(ctx.op.attrs)] {
+    if (comm != nullptr) {
+      comm->all_reduce(members, x, y, count, dtype, op);
+    } else if (x != y) {  // a group of one: every reduction is the identity
+      std::memcpy(y, x, bytes);
+    }
+  };
+}
+
 // The fused kernel of several all-reduces (OpDef::fused_kernel; a gradient bucket,
 // core/compile/gradient_buckets.h, PyTorch DDP's buckets): packs every member's input into
 // the scratch, all-reduces it in one call over the first member's group (every member has
 // its reduction and grouping) and unpacks the results: element for element the reduction
 // each member does alone, so the same bits. A group of one copies inputs to outputs.
+// Without scratch the members are a view (all_reduce_span_kernel).
 ir::Kernel all_reduce_bucket_kernel(const ir::KernelContext& ctx) {
   GroupView view = group_view(ctx);
   replication::Communicator* comm = comm_for(ctx, view);
+  if (ctx.scratch == nullptr) return all_reduce_span_kernel(ctx, std::move(view), comm);
   struct Member {
     const std::byte* x;
     std::byte* y;

@@ -380,8 +380,10 @@ DeviceProgram::Item DeviceProgram::all_reduce_bucket(DeviceState& st, const Step
   Item item;
   item.op = b.ops.front();
   const ir::Op& first = r_.graph.op(b.ops.front());
-  item.fn = first.def->fused_kernel(kernel_context(st, p, first, b.ops, b.ops));
-  item.scratch = b.bytes;
+  ir::KernelContext ctx = kernel_context(st, p, first, b.ops, b.ops);
+  if (b.view) ctx.scratch = nullptr;  // the members lie in one span: reduced where they are
+  item.fn = first.def->fused_kernel(ctx);
+  item.scratch = b.view ? 0 : b.bytes;
   item.traced = true;
   item.span = SpanKind::Collective;
   return item;

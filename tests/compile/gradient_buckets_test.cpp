@@ -121,7 +121,7 @@ TEST(GradientBuckets, AGradientReadByAnUpdateOpBeforeItsAllReduceStaysAlone) {
   EXPECT_TRUE(buckets_of(m.g, 1024).empty());
 }
 
-TEST(GradientBuckets, TheProgramRunsABucketAsOneActionWithItsInputsInScratch) {
+TEST(GradientBuckets, TheProgramRunsABucketAsOneActionOnItsMembersLaidOutAsOneSpan) {
   const testing::Mlp m = build_mlp(2, 4);
   CompileOptions o;
   o.gradient_bucket_bytes = size_t{25} << 20;
@@ -134,11 +134,37 @@ TEST(GradientBuckets, TheProgramRunsABucketAsOneActionWithItsInputsInScratch) {
   EXPECT_EQ(count(ActionKind::AllReduceBucket), 1);
   EXPECT_EQ(count(ActionKind::RunOp), 4);  // the four SGD updates; no all-reduce of its own
   EXPECT_EQ(update.front().kind, ActionKind::AllReduceBucket);  // before the first update reads a result
-  EXPECT_GE(p.devices[0].scratch_bytes, kW0 + kB0 + kW1 + kB1);
+  // gradient_as_bucket_view: inputs one after the other at aligned offsets, outputs too,
+  // and no scratch to pack them into.
+  EXPECT_TRUE(p.buckets[0].view);
+  for (const bool inputs : {true, false}) {
+    const ir::Op& first = m.graph.op(p.buckets[0].ops.front());
+    const auto root = [&](ir::TensorId t) { return p.root_of[static_cast<size_t>(t)]; };
+    size_t at = p.stages[0].slot_offset.at(root(inputs ? first.inputs[0] : first.outputs[0]));
+    for (ir::OpId member : p.buckets[0].ops) {
+      const ir::TensorId t = inputs ? m.graph.op(member).inputs[0] : m.graph.op(member).outputs[0];
+      EXPECT_EQ(p.stages[0].slot_offset.at(root(t)), at) << (inputs ? "input of op " : "output of op ") << member;
+      at += memory::align_up(m.graph.tensor(t).bytes());
+    }
+  }
+  EXPECT_LT(p.devices[0].scratch_bytes, kW0 + kB0 + kW1 + kB1);
   // Without buckets every all-reduce is a RunOp of its own.
   const Program alone = compile(m.graph, place(m.graph, {}), {});
   EXPECT_TRUE(alone.buckets.empty());
   EXPECT_EQ(alone.stages[0].actions[static_cast<int>(ir::Phase::Update)].size(), 8u);
+}
+
+TEST(GradientBuckets, AccumulatedGradientsArePackedIntoScratchInstead) {
+  // With gradient accumulation the update reads the gradients' accumulators, which live
+  // apart: the bucket packs them.
+  const testing::Mlp m = build_mlp(2, 4);
+  CompileOptions o;
+  o.gradient_bucket_bytes = size_t{25} << 20;
+  o.micro_batches = 2;
+  const Program p = compile(m.graph, place(m.graph, {}), o);
+  ASSERT_EQ(p.buckets.size(), 1u);
+  EXPECT_FALSE(p.buckets[0].view);
+  EXPECT_GE(p.devices[0].scratch_bytes, kW0 + kB0 + kW1 + kB1);
 }
 
 }  // namespace

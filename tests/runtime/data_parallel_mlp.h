@@ -30,6 +30,7 @@ struct MlpUpdate {
   bool adam = false;         ///< adamw_ (weight decay 0.01) with moments and step as variables; else SGD
   bool host_update = false;  ///< no all-reduce in the graph: SessionOptions::weight_update_on_host does it
   bool momentum = false;     ///< without adam: sgd_momentum_ (Nesterov, 0.9) with buffer and step as variables
+  bool in_place = false;     ///< the gradients all-reduced in place (replicated_all_reduce_, the samples' all_reduce_)
 };
 
 inline Mlp build_mlp(int64_t replicas, int64_t batch, MlpUpdate update = {}) {
@@ -58,7 +59,7 @@ inline Mlp build_mlp(int64_t replicas, int64_t batch, MlpUpdate update = {}) {
     if (replicas > 1 && !update.host_update) {
       ir::Attributes mean;
       mean.set("op", std::string("mean"));
-      grad = g.add_op("replicated_all_reduce", {grad}, mean).front();
+      grad = g.add_op(update.in_place ? "replicated_all_reduce_" : "replicated_all_reduce", {grad}, mean).front();
     }
     if (update.adam) {
       const ir::TensorInfo& p = g.tensor(m.params[i]);

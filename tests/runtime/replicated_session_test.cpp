@@ -40,17 +40,22 @@ TEST(ReplicatedSession, DataParallelTrainingEqualsOneReplicaWithTheWholeBatch) {
 
 TEST(ReplicatedSession, GradientBucketsTrainToTheBitsOfOneAllReducePerGradient) {
   // Issue 19 (PyTorch DDP's buckets): one bucket of all four gradients (the default cap), two
-  // buckets (a 72-byte cap closes one after b1 and w1), or none; SGD and Adam.
+  // buckets (a 72-byte cap closes one after b1 and w1), or none; SGD and Adam; gradients
+  // all-reduced into new tensors or in place (each bucket then a view of its members,
+  // GradientBucket::view, in both cases).
   for (const bool adam : {false, true}) {
-    for (const auto& [replicas, batch] : {std::pair<int64_t, int64_t>{2, 4}, {4, 2}}) {
-      SessionOptions alone;
-      alone.gradient_bucket_bytes = 0;
-      const std::vector<float> reference = train_mlp(replicas, batch, 20, alone, {adam});
-      for (const size_t cap : {size_t{72}, SessionOptions{}.gradient_bucket_bytes}) {
-        SessionOptions bucketed;
-        bucketed.gradient_bucket_bytes = cap;
-        EXPECT_EQ(max_abs_difference(train_mlp(replicas, batch, 20, bucketed, {adam}), reference), 0.0f)
-            << "R=" << replicas << ", cap " << cap << (adam ? ", Adam" : ", SGD");
+    for (const bool in_place : {false, true}) {
+      for (const auto& [replicas, batch] : {std::pair<int64_t, int64_t>{2, 4}, {4, 2}}) {
+        SessionOptions alone;
+        alone.gradient_bucket_bytes = 0;
+        const testing::MlpUpdate update{.adam = adam, .in_place = in_place};
+        const std::vector<float> reference = train_mlp(replicas, batch, 20, alone, update);
+        for (const size_t cap : {size_t{72}, SessionOptions{}.gradient_bucket_bytes}) {
+          SessionOptions bucketed;
+          bucketed.gradient_bucket_bytes = cap;
+          EXPECT_EQ(max_abs_difference(train_mlp(replicas, batch, 20, bucketed, update), reference), 0.0f)
+              << "R=" << replicas << ", cap " << cap << (adam ? ", Adam" : ", SGD") << (in_place ? ", in place" : "");
+        }
       }
     }
   }
