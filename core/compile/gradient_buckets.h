@@ -11,8 +11,10 @@
 // member, and no op in between reads or writes a member's tensor.
 // Members of one bucket share the stage, the dtype, the reduction and the replica grouping,
 // and are not replica-sharded. A bucket packs its members' inputs into one buffer, all-
-// reduces it and unpacks the results: every element is reduced over the same members in the
-// same order as alone, so the weights are the same bits as the unbucketed program's.
+// reduces it and unpacks the results, or, where the memory plan laid them out as one span
+// (GradientBucket::view), all-reduces that span where it is: every element is reduced over
+// the same members in the same order as alone, so the weights are the same bits as the
+// unbucketed program's.
 #pragma once
 
 #include <cstddef>
