@@ -2,11 +2,15 @@
 #include "core/compile/conv_pool_fusion.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 
 namespace plexus::runtime {
 
 namespace {
+
+/// The attributes that place max_pool2d's windows (and its gradient's).
+constexpr const char* kWindowAttrs[] = {"kernel", "stride", "padding"};
 
 /// The ops around one conv2d that a pair of groups would hold (conv_pool_fusion.h).
 struct Candidate {
@@ -58,7 +62,8 @@ class Matcher {
   bool is(ir::OpId op, const char* type) const { return g_.op(op).def->name == type; }
   ir::TensorId output(ir::OpId op) const { return g_.op(op).outputs[0]; }
 
-  /// t's readers are a max_pool2d of t and its gradient: sets c.pool and c.pool_grad.
+  /// t's readers are a max_pool2d of t and its gradient (with the pool's windows): sets
+  /// c.pool and c.pool_grad.
   bool pool_and_gradient(Candidate& c, ir::TensorId t) const {
     const std::vector<ir::OpId> readers = g_.consumers(t);
     if (readers.size() != 2) return false;
@@ -66,7 +71,10 @@ class Matcher {
       if (is(r, "max_pool2d")) c.pool = r;
       if (is(r, "max_pool2d_grad") && g_.op(r).inputs[0] == t) c.pool_grad = r;
     }
-    return c.pool >= 0 && c.pool_grad >= 0;
+    if (c.pool < 0 || c.pool_grad < 0) return false;
+    const ir::Attributes &pool = g_.op(c.pool).attrs, &grad = g_.op(c.pool_grad).attrs;
+    return std::all_of(std::begin(kWindowAttrs), std::end(kWindowAttrs),
+                       [&](const char* a) { return pool.get_ints(a) == grad.get_ints(a); });
   }
 
   /// The pool gradient's output is read by the conv's weight gradient (of its x) and, with
@@ -77,6 +85,7 @@ class Matcher {
     for (ir::OpId r : g_.consumers(dy)) {
       const ir::Op& op = g_.op(r);
       if (is(r, "conv2d_grad_weight") && op.inputs[0] == conv.inputs[0] && op.inputs[1] == dy &&
+          g_.tensor(op.outputs[0]).shape == g_.tensor(conv.inputs[1]).shape &&
           op.attrs.get_ints("stride") == conv.attrs.get_ints("stride") &&
           op.attrs.get_ints("padding") == conv.attrs.get_ints("padding") && c.grad_weight < 0) {
         c.grad_weight = r;

@@ -248,7 +248,8 @@ class Builder {
 
   void find_relu_fusions() {
     p_.relu_fusions = plan_relu_fusions(g_, pl_.op_stage);
-    std::erase_if(p_.relu_fusions, [this](const ReluFusion& f) { return group_of_.count(f.relu) != 0; });
+    std::erase_if(p_.relu_fusions,
+                  [this](const ReluFusion& f) { return group_of_.count(f.relu) != 0 || group_of_.count(f.producer) != 0; });
     for (size_t f = 0; f < p_.relu_fusions.size(); ++f) {
       fusion_of_[p_.relu_fusions[f].producer] = static_cast<int32_t>(f);
       fusion_of_[p_.relu_fusions[f].relu] = static_cast<int32_t>(f);

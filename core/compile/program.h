@@ -101,7 +101,8 @@ struct Program {
   std::vector<ReluFusion> relu_fusions;
   /// Ops run as one kernel each (conv_pool_fusion.h): the group's RunGroup action runs at
   /// its first op's place, its other ops have none, and the tensors between them are
-  /// never stored. A relu in a group is in no relu fusion.
+  /// never stored. No relu fusion has its relu or its producer in a group (a relu reading
+  /// a group's output runs as its own op).
   std::vector<OpGroup> op_groups;
 };
 

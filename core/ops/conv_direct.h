@@ -92,7 +92,7 @@ class DirectConv {
   /// grad_weight_images() images in batch order, grad_weight_end() then gives grad_weight()'s bits.
   void grad_weight_add(const float* x, const float* dy, int64_t n0, int64_t images, float* sums) const;
   /// dw [F,C,KH,KW] = the lane sums of grad_weight_add(), each in a fixed tree.
-  void grad_weight_end(const float* sums, float* dw) const;
+  void grad_weight_end(float* dw, const float* sums) const;
 
  private:
   /// forward() on AVX-512 (conv_direct_forward_avx512.cpp).
@@ -105,7 +105,7 @@ class DirectConv {
   /// grad_weight_add() (a chunk's images into zeroed or running sums) and grad_weight_end()
   /// on AVX-512 (conv_direct_grad_weight_avx512.cpp), and their scratch floats.
   void grad_weight_avx512_add(const float* x, const float* dy, int64_t images, float* sums) const;
-  void grad_weight_avx512_end(const float* sums, float* dw) const;
+  void grad_weight_avx512_end(float* dw, const float* sums) const;
   int64_t grad_weight_avx512_scratch_floats() const;
 
   ConvGeometry g_;

@@ -113,7 +113,7 @@ void DirectConv::grad_weight(const float* x, const float* dy, float* dw, float* 
     grad_weight_add(x + n0 * g_.image(), dy + n0 * g_.out_image(), n0, std::min(grad_weight_images(), g_.n - n0),
                     scratch);
   }
-  grad_weight_end(scratch, dw);
+  grad_weight_end(dw, scratch);
 }
 
 void DirectConv::grad_weight_add(const float* x, const float* dy, int64_t n0, int64_t images, float* sums) const {
@@ -127,9 +127,9 @@ void DirectConv::grad_weight_add(const float* x, const float* dy, int64_t n0, in
   if (!tail_.empty()) pass(g_, a, tail_, g_.ow % kLanes, sums);
 }
 
-void DirectConv::grad_weight_end(const float* sums, float* dw) const {
+void DirectConv::grad_weight_end(float* dw, const float* sums) const {
   if (isa_ == DirectIsa::Avx512) {
-    grad_weight_avx512_end(sums, dw);
+    grad_weight_avx512_end(dw, sums);
     return;
   }
   for (int64_t e = 0; e < g_.f * g_.k(); ++e) {  // the 8 lanes in a fixed tree

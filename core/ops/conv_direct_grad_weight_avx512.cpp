@@ -129,7 +129,7 @@ void DirectConv::grad_weight_avx512_add(const float* x, const float* dy, int64_t
   });
 }
 
-void DirectConv::grad_weight_avx512_end(const float* sums, float* dw) const {
+void DirectConv::grad_weight_avx512_end(float* dw, const float* sums) const {
   for (int64_t e = 0; e < g_.f * g_.k(); ++e) dw[e] = sum_lanes(sums + e * kPair);
 }
 

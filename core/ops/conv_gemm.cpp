@@ -140,7 +140,7 @@ void ConvPlan::grad_weight_add(const float* x, const float* dy, int64_t n0, int6
 }
 
 void ConvPlan::grad_weight_end(float* dw, const float* scratch) const {
-  if (direct_) direct_->grad_weight_end(scratch, dw);
+  if (direct_) direct_->grad_weight_end(dw, scratch);
 }
 
 }  // namespace plexus::ops

@@ -2,7 +2,6 @@
 #include "core/ops/conv_pool.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "core/ops/conv_gemm.h"
 #include "core/ops/max_pool.h"
@@ -132,13 +131,12 @@ struct GradGroup {
 ir::Kernel conv_pool_grad_kernel(const ir::KernelContext& ctx, std::span<const ir::OpId> group) {
   const ConvPool cp = describe_grad(ctx.graph, group);
   const bool bias = cp.conv->inputs.size() == 3;
-  const ConvPlan weight(cp.conv_geometry, ConvPass::GradWeight);
+  const ConvPlan forward(cp.conv_geometry, ConvPass::Forward), weight(cp.conv_geometry, ConvPass::GradWeight);
   auto* tile = reinterpret_cast<float*>(ctx.scratch);
   float* conv_scratch = tile + cp.tile_floats(weight.grad_weight_images());
-  float* weight_scratch =
-      conv_scratch + ConvPlan(cp.conv_geometry, ConvPass::Forward).scratch_bytes() / static_cast<int64_t>(sizeof(float));
+  float* weight_scratch = conv_scratch + forward.scratch_bytes() / static_cast<int64_t>(sizeof(float));
   return GradGroup{cp,
-                   ConvPlan(cp.conv_geometry, ConvPass::Forward),
+                   forward,
                    weight,
                    MaxPoolPlan(cp.image_pool),
                    ctx.graph.op(group[0]).attrs.get_int("relu_folded") != 0,

@@ -94,6 +94,22 @@ TEST(ConvPoolFusion, AConvWhoseInputNeedsAGradientDoesNotGroup) {
   EXPECT_TRUE(groups_of(g).empty());
 }
 
+TEST(ConvPoolFusion, AReluReadingAGroupsOutputRunsAsAnOpOfItsOwn) {
+  // conv -> relu -> max_pool2d -> relu: the second relu would fuse into the pool, which
+  // runs inside the group; it must keep an action of its own.
+  const testing::Cnn m = testing::build_cnn({.relu_after = true});
+  const ir::Graph& g = m.g;
+  const Program p = compile(g, place(g, {}), {});
+  ASSERT_EQ(p.op_groups.size(), 2u);
+  EXPECT_TRUE(p.relu_fusions.empty());
+  const ir::OpId second_relu = g.consumers(out(g, "max_pool2d")).front();
+  ASSERT_EQ(g.op(second_relu).def->name, "relu");
+  const std::vector<Action>& forward = p.stages[0].actions[0];
+  EXPECT_EQ(std::count_if(forward.begin(), forward.end(),
+                          [&](const Action& a) { return a.kind == ActionKind::RunOp && a.index == second_relu; }),
+            1);
+}
+
 TEST(ConvPoolFusion, TheProgramRunsEachGroupAsOneActionAndStoresNoIntermediate) {
   for (const bool pool_first : {false, true}) {
     SCOPED_TRACE(pool_first ? "pool first" : "relu first");

@@ -49,6 +49,8 @@ TEST(ConvPoolFusionRun, GroupedAndUnfusedTrainingGiveTheSameWeightsBitForBit) {
     }
     // 32x32: rows of 16 pooled outputs (AVX-512 rows where the CPU has them), a chunk per image.
     expect_grouped_equals_unfused({.pool_first = pool_first, .batch = 3, .side = 34});
+    // A relu after the block reads the group's output.
+    expect_grouped_equals_unfused({.pool_first = pool_first, .relu_after = true});
   }
 }
 

@@ -20,9 +20,9 @@ namespace plexus::runtime::testing {
 /// relu (seed 003's, `pool_first`), windows `pool` x `pool` at stride `pool_stride` (0:
 /// the kernel) with `pool_padding` -> flatten -> matmul to 3 classes ->
 /// softmax_cross_entropy, SGD. `block` streams the relu's input to the host too, so that
-/// it must be stored and no fusion takes it.
+/// it must be stored and no fusion takes it; `relu_after` adds a second relu after the block.
 struct CnnRecipe {
-  bool pool_first = false, block = false, bias = true;
+  bool pool_first = false, block = false, bias = true, relu_after = false;
   int64_t batch = 4, side = 10, filters = 4, stride = 1, padding = 0;
   int64_t pool = 2, pool_stride = 0, pool_padding = 0;
 };
@@ -53,7 +53,8 @@ inline ir::TensorId conv_block(Cnn& m, const CnnRecipe& r, ir::TensorId x, ir::T
   const ir::TensorId relu_in = r.pool_first ? add(g, "max_pool2d", {y}, pool) : y;
   const ir::TensorId relu = add(g, "relu", {relu_in});
   if (r.block) m.relu_input = g.add_d2h_stream("relu_input", relu_in);
-  return r.pool_first ? relu : add(g, "max_pool2d", {relu}, pool);
+  const ir::TensorId out = r.pool_first ? relu : add(g, "max_pool2d", {relu}, pool);
+  return r.relu_after ? add(g, "relu", {out}) : out;
 }
 
 /// The CNN of `r`, its weights drawn from a fixed seed, with its gradients and SGD updates.
