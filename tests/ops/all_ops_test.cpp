@@ -66,6 +66,7 @@ const std::map<std::string, Coverage>& covered() {
       {"softmax_cross_entropy", {"losses_test.cpp", true}},
       {"softmax_cross_entropy_grad", {"losses_test.cpp", false}},
       {"cast", {"conversions_test.cpp", true}},
+      {"identity", {"identity_test.cpp", true}},
       {"dropout", {"dropout_test.cpp", true}},
       {"dropout_grad", {"dropout_test.cpp", false}},
       {"scaled_add_", {"optimizers_test.cpp", false}},
