@@ -28,10 +28,12 @@ void require(const void* p, const char* function, const char* what) {
 
 namespace {
 
-// The kind of object an id names, in bits 30-31 of its low half.
-enum class IdKind : uint32_t { Tensor = 0, Stream = 2, RemoteBuffer = 1 };
+// The kind of object an id names, in bits 30-31 of its low half. Kind bits 3 name graph
+// objects: a graph, or a call site when bit 29 is set too (IdKind::CallSite).
+enum class IdKind : uint32_t { Tensor = 0, Stream = 2, RemoteBuffer = 1, Graph = 3, CallSite = 7 };
 constexpr uint32_t kKindShift = 30;
 constexpr uint32_t kIndexMask = (uint32_t{1} << kKindShift) - 1;
+constexpr uint32_t kCallSiteBit = uint32_t{1} << 29;
 
 const char* kind_name(IdKind k) {
   switch (k) {
@@ -41,12 +43,23 @@ const char* kind_name(IdKind k) {
       return "stream";
     case IdKind::RemoteBuffer:
       return "remote buffer";
+    case IdKind::Graph:
+      return "graph";
+    case IdKind::CallSite:
+      return "call site";
   }
   return "unknown";
 }
 
+IdKind kind_of(uint32_t low) {
+  const uint32_t bits = low >> kKindShift;
+  if (bits == 3 && (low & kCallSiteBit) != 0) return IdKind::CallSite;
+  return static_cast<IdKind>(bits);
+}
+
 uint64_t encode(const ir::Graph& g, IdKind kind, int32_t index) {
-  return (uint64_t{g.tag()} << 32) | (static_cast<uint32_t>(kind) << kKindShift) | static_cast<uint32_t>(index);
+  const uint32_t bits = kind == IdKind::CallSite ? (3u << kKindShift) | kCallSiteBit : static_cast<uint32_t>(kind) << kKindShift;
+  return (uint64_t{g.tag()} << 32) | bits | static_cast<uint32_t>(index);
 }
 
 int32_t decode(const ir::Graph& g, uint64_t id, IdKind kind, const std::string& what, size_t count) {
@@ -54,13 +67,13 @@ int32_t decode(const ir::Graph& g, uint64_t id, IdKind kind, const std::string& 
   const auto tag = static_cast<uint32_t>(id >> 32);
   const auto low = static_cast<uint32_t>(id);
   if (id == 0) ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + name + " id 0 is not a valid id");
-  const auto actual = static_cast<IdKind>(low >> kKindShift);
-  // IR tags start at 1 and kind 3 is unused: anything else is no id at all (garbage, an
-  // index, a handle cast to an id), not one of another kind.
-  if (tag == 0 || (low >> kKindShift) == 3) {
+  // IR tags start at 1: anything else is no id at all (garbage, an index, a handle cast
+  // to an id), not one of another kind.
+  if (tag == 0) {
     ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + std::to_string(id) + " is not a " + name +
-                                                 " id (ids are the values the plx_ir_add_* calls return)");
+                                                 " id (ids are the values the plx_ir_* calls return)");
   }
+  const IdKind actual = kind_of(low);
   if (actual != kind) {
     ir::fail(ir::ErrorCode::InvalidArgument,
              what + ": id " + std::to_string(id) + " is a " + kind_name(actual) + " id, not a " + name + " id");
@@ -70,7 +83,7 @@ int32_t decode(const ir::Graph& g, uint64_t id, IdKind kind, const std::string& 
                                                  " belongs to another IR (IR #" + std::to_string(tag) + ", not #" +
                                                  std::to_string(g.tag()) + ")");
   }
-  const uint32_t index = low & kIndexMask;
+  const uint32_t index = low & kIndexMask & (kind == IdKind::CallSite ? ~kCallSiteBit : kIndexMask);
   if (index >= count) {
     ir::fail(ir::ErrorCode::NotFound, what + ": " + name + " id " + std::to_string(id) + " does not exist in this IR");
   }
@@ -95,6 +108,17 @@ ir::StreamId decode_stream(const ir::Graph& g, plx_stream id, const std::string&
 
 ir::RemoteBufferId decode_remote_buffer(const ir::Graph& g, plx_remote_buffer id, const std::string& what) {
   return decode(g, id, IdKind::RemoteBuffer, what, g.remote_buffers().size());
+}
+
+plx_graph encode_graph(const ir::Graph& g, ir::GraphId id) { return encode(g, IdKind::Graph, id); }
+plx_call_site encode_call_site(const ir::Graph& g, int32_t id) { return encode(g, IdKind::CallSite, id); }
+
+ir::GraphId decode_graph(const ir::Graph& g, plx_graph id, const std::string& what) {
+  return decode(g, id, IdKind::Graph, what, g.num_graphs());
+}
+
+int32_t decode_call_site(const ir::Graph& g, plx_call_site id, const std::string& what) {
+  return decode(g, id, IdKind::CallSite, what, g.num_call_sites());
 }
 
 std::vector<std::byte> copy_bytes(const void* data, size_t bytes) {

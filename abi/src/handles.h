@@ -90,13 +90,19 @@ plx_status guarded(F&& body) noexcept {
 void require(const void* p, const char* function, const char* what);
 
 // Ids: high 32 bits = the IR's tag, low 32 bits = the object's kind (bits 30-31: tensor,
-// remote buffer, stream) and index. Decoding checks kind, IR and range, naming `what`.
+// remote buffer, stream, graph object) and index. Decoding checks kind, IR and range, naming `what`.
 plx_tensor encode_tensor(const ir::Graph& g, ir::TensorId id);
 plx_stream encode_stream(const ir::Graph& g, ir::StreamId id);
 plx_remote_buffer encode_remote_buffer(const ir::Graph& g, ir::RemoteBufferId id);
 ir::TensorId decode_tensor(const ir::Graph& g, plx_tensor id, const std::string& what);
 ir::StreamId decode_stream(const ir::Graph& g, plx_stream id, const std::string& what);
 ir::RemoteBufferId decode_remote_buffer(const ir::Graph& g, plx_remote_buffer id, const std::string& what);
+// Graph objects: kind bits 3; a call site has bit 29 set too. The main graph is index 0,
+// so its id is never 0 (the IR's tag is in the high half).
+plx_graph encode_graph(const ir::Graph& g, ir::GraphId id);
+plx_call_site encode_call_site(const ir::Graph& g, int32_t id);
+ir::GraphId decode_graph(const ir::Graph& g, plx_graph id, const std::string& what);
+int32_t decode_call_site(const ir::Graph& g, plx_call_site id, const std::string& what);
 
 /// Options of a variable from C (NULL = defaults), checked.
 struct VariableOptions {

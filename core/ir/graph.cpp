@@ -109,6 +109,7 @@ void Graph::check_slot(const std::string& what, RemoteBufferId buffer, int64_t e
 TensorId Graph::add_variable(const std::string& name, DType dtype, Shape shape, std::vector<std::byte> data,
                              std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval) {
   const std::string what = "variable '" + name + "'";
+  require_main_graph(what);
   const ReplicaGrouping g = check_variable(what, name, shape, grouping, retrieval);
   check_data_size(what, dtype, shape, data.size(), g.num_groups());
   return add_tensor(variable_tensor(name, dtype, std::move(shape), TensorKind::Variable, std::move(data), g, retrieval));
@@ -134,6 +135,7 @@ TensorId Graph::add_remote_variable(const std::string& name, DType dtype, Shape 
                                     RemoteBufferId buffer, int64_t entry, std::optional<ReplicaGrouping> grouping,
                                     RetrievalMode retrieval) {
   const std::string what = "remote variable '" + name + "'";
+  require_main_graph(what);
   const ReplicaGrouping g = check_variable(what, name, shape, grouping, retrieval);
   check_slot(what, buffer, entry, dtype, shape);
   if (remote_buffer(buffer).sharding) {
@@ -152,6 +154,7 @@ TensorId Graph::add_replica_sharded_variable(const std::string& name, DType dtyp
                                              std::vector<std::byte> data, std::optional<ReplicaGrouping> grouping,
                                              RetrievalMode retrieval, int64_t shard_over) {
   const std::string what = "replica-sharded variable '" + name + "'";
+  require_main_graph(what);
   const ReplicaGrouping g = check_variable(what, name, full_shape, grouping, retrieval);
   const Sharding sharding = make_sharding(what, full_shape, g, shard_over);
   check_data_size(what, dtype, full_shape, data.size(), g.num_groups());
@@ -166,6 +169,7 @@ TensorId Graph::add_remote_replica_sharded_variable(const std::string& name, DTy
                                                     std::optional<ReplicaGrouping> grouping, RetrievalMode retrieval,
                                                     int64_t shard_over) {
   const std::string what = "remote replica-sharded variable '" + name + "'";
+  require_main_graph(what);
   const ReplicaGrouping g = check_variable(what, name, full_shape, grouping, retrieval);
   const Sharding sharding = make_sharding(what, full_shape, g, shard_over);
   const Shape shard_shape{sharding.shard_elements()};
@@ -187,6 +191,7 @@ TensorId Graph::add_remote_replica_sharded_variable(const std::string& name, DTy
 
 void Graph::begin_block(const std::string& name, int64_t device) {
   if (name.empty()) fail(ErrorCode::InvalidArgument, "block: the name must not be empty");
+  require_main_graph("block '" + name + "'");
   if (device < -1) {
     fail(ErrorCode::InvalidArgument, "block '" + name + "': device " + std::to_string(device) + " must be >= 0 (or -1)");
   }
@@ -218,9 +223,23 @@ int32_t Graph::block_for(const std::vector<TensorId>& inputs) const {
   return blocks_.empty() ? -1 : 0;
 }
 
+int& Graph::sequence_depth() {
+  const GraphId g = current_graph();
+  return g == kMainGraph ? in_sequence_depth_ : subgraph_mut(g).in_sequence_depth;
+}
+
+int Graph::in_sequence_depth() const {
+  const GraphId g = current_graph();
+  return g == kMainGraph ? in_sequence_depth_ : subgraph(g).in_sequence_depth;
+}
+
 void Graph::end_in_sequence() {
-  if (in_sequence_depth_ == 0) fail(ErrorCode::InvalidArgument, "in_sequence: end without a matching begin");
-  --in_sequence_depth_;
+  int& depth = sequence_depth();
+  if (depth == 0) {
+    fail(ErrorCode::InvalidArgument, "in_sequence: end without a matching begin in graph '" +
+                                         graph_name(current_graph()) + "'");
+  }
+  --depth;
 }
 
 TensorId Graph::add_constant(DType dtype, Shape shape, std::vector<std::byte> data) {
@@ -233,10 +252,12 @@ TensorId Graph::add_constant(DType dtype, Shape shape, std::vector<std::byte> da
   t.shape = std::move(shape);
   t.kind = TensorKind::Constant;
   t.data = std::move(data);
+  t.graph = current_graph();
   return add_tensor(std::move(t));
 }
 
 StreamId Graph::add_h2d_stream(const std::string& name, DType dtype, Shape shape) {
+  require_main_graph("stream '" + name + "'");
   check_unique_name(name, "stream");
   check_shape(shape, "stream '" + name + "'");
   TensorInfo t;
@@ -262,6 +283,7 @@ void refuse_remote_variable(const TensorInfo& t, const std::string& what) {
 }  // namespace
 
 StreamId Graph::add_d2h_stream(const std::string& name, TensorId tensor_id) {
+  require_main_graph("stream '" + name + "'");
   check_unique_name(name, "stream");
   refuse_remote_variable(tensor(tensor_id), "device-to-host stream '" + name + "': its tensor");
   streams_.push_back(Stream{name, StreamDirection::DeviceToHost, tensor_id, ops_.size()});
@@ -284,16 +306,12 @@ const OpDef& find_op_def(std::string_view type, size_t inputs) {
   return *def;
 }
 
-/// The inputs' tensors, checked to exist and to be readable by an op (a remote variable
-/// must be remote_load-ed first).
+/// The inputs' tensors (resolve_inputs checked that they exist), checked to be readable by
+/// an op (a remote variable must be remote_load-ed first).
 std::vector<const TensorInfo*> input_infos(const OpDef& def, const std::vector<TensorId>& inputs,
                                            const std::vector<TensorInfo>& tensors) {
   std::vector<const TensorInfo*> infos;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] < 0 || static_cast<size_t>(inputs[i]) >= tensors.size()) {
-      fail(ErrorCode::NotFound, "op '" + def.name + "': input " + std::to_string(i) + " is tensor " +
-                                    std::to_string(inputs[i]) + ", which does not exist");
-    }
     const TensorInfo& t = tensors[static_cast<size_t>(inputs[i])];
     refuse_remote_variable(t, "op '" + def.name + "': input " + std::to_string(i));
     infos.push_back(&t);
@@ -314,6 +332,7 @@ TensorInfo output_tensor(const Op& op, OpId op_id, size_t k, size_t num_outputs,
   t.sharding = std::move(out.sharding);
   t.kind = TensorKind::OpOutput;
   t.producer = op_id;
+  t.graph = op.graph;
   if (k < def.inplace_inputs.size() && def.inplace_inputs[k] >= 0) {
     t.alias_of = op.inputs[static_cast<size_t>(def.inplace_inputs[k])];
     t.sharding = tensors[static_cast<size_t>(t.alias_of)].sharding;  // an in-place update keeps the shard a shard
@@ -326,9 +345,13 @@ TensorInfo output_tensor(const Op& op, OpId op_id, size_t k, size_t num_outputs,
 
 std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId> inputs, Attributes attrs) {
   const OpDef& def = find_op_def(type, inputs.size());
+  inputs = resolve_inputs(def, std::move(inputs));
   Op op;
   op.def = &def;
-  op.name = def.name + "#" + std::to_string(ops_.size());
+  op.graph = current_graph();
+  op.name = op.graph == kMainGraph ? def.name + "#" + std::to_string(ops_.size())
+                                   : subgraph(op.graph).name + "/" + def.name + "#" +
+                                         std::to_string(subgraph(op.graph).ops.size());
   attrs.validate(def.name, def.attrs);
   InferContext ctx{def.name, input_infos(def, inputs, tensors_), attrs, replication_factor_, this};
   if (def.resolve_attrs) def.resolve_attrs(ctx, attrs);
@@ -342,19 +365,22 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
       ctx.fail(ErrorCode::InvalidArgument, "an in-place op cannot modify the constant '" + target.name + "'");
     }
   }
-  op.phase = phase_;
-  op.block = block_for(inputs);
+  const bool main = op.graph == kMainGraph;
+  op.phase = main ? phase_ : Phase::Forward;
+  op.block = main ? block_for(inputs) : -1;
   op.inputs = std::move(inputs);
   op.attrs = std::move(attrs);
   op.scratch_bytes = result.scratch_bytes;
   op.may_inplace = result.may_inplace;
-  const auto op_id = static_cast<OpId>(ops_.size());
+  const auto op_id = static_cast<OpId>(main ? ops_.size() : kSubgraphOpBase + sub_ops_.size());
   for (size_t k = 0; k < result.outputs.size(); ++k) {
     op.outputs.push_back(
         add_tensor(output_tensor(op, op_id, k, result.outputs.size(), std::move(result.outputs[k]), tensors_)));
   }
-  ops_.push_back(std::move(op));
-  return ops_.back().outputs;
+  std::vector<Op>& list = main ? ops_ : sub_ops_;
+  list.push_back(std::move(op));
+  if (!main) subgraph_mut(list.back().graph).ops.push_back(op_id);
+  return list.back().outputs;
 }
 
 const TensorInfo& Graph::tensor(TensorId id) const {
@@ -366,10 +392,13 @@ const TensorInfo& Graph::tensor(TensorId id) const {
 }
 
 const Op& Graph::op(OpId id) const {
-  if (id < 0 || static_cast<size_t>(id) >= ops_.size()) {
+  const bool sub = id >= kSubgraphOpBase;
+  const std::vector<Op>& list = sub ? sub_ops_ : ops_;
+  const OpId index = sub ? id - kSubgraphOpBase : id;
+  if (index < 0 || static_cast<size_t>(index) >= list.size()) {
     fail(ErrorCode::NotFound, "op " + std::to_string(id) + " does not exist");
   }
-  return ops_[id];
+  return list[static_cast<size_t>(index)];
 }
 
 const Stream& Graph::stream(StreamId id) const {
@@ -415,11 +444,26 @@ std::optional<TensorId> Graph::find_named(const std::string& name) const {
   return std::nullopt;
 }
 
+Graph::Mark Graph::mark() const {
+  return {tensors_.size(), ops_.size(),      streams_.size(),    remote_buffers_.size(),
+          sub_ops_.size(), subgraphs_.size(), call_sites_.size(), phase_};
+}
+
 void Graph::rollback(const Mark& m) {
   tensors_.resize(m.tensors);
   ops_.resize(m.ops);
   streams_.resize(m.streams);
   remote_buffers_.resize(m.remote_buffers);
+  sub_ops_.resize(m.sub_ops);
+  subgraphs_.resize(m.subgraphs);
+  call_sites_.resize(m.call_sites);
+  const auto gone_tensor = [&](TensorId t) { return static_cast<size_t>(t) >= m.tensors; };
+  for (Subgraph& g : subgraphs_) {
+    std::erase_if(g.inputs, gone_tensor);
+    std::erase_if(g.outputs, gone_tensor);
+    std::erase_if(g.ops, [&](OpId o) { return static_cast<size_t>(o - kSubgraphOpBase) >= m.sub_ops; });
+  }
+  std::erase_if(graph_stack_, [&](GraphId g) { return static_cast<size_t>(g) > m.subgraphs; });
   phase_ = m.phase;
   implicit_block_ = -1;
 }

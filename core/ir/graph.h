@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "core/ir/attributes.h"
 #include "core/ir/op_registry.h"
+#include "core/ir/subgraph.h"
 #include "core/ir/tensor.h"
 
 namespace plexus::ir {
@@ -37,9 +39,15 @@ struct Op {
   int may_inplace = -1;  ///< InferResult::may_inplace
   Phase phase = Phase::Forward;
   int32_t block = -1;  ///< index into Graph::blocks(); -1 when the IR has no blocks
+  GraphId graph = kMainGraph;  ///< the graph the op belongs to
 };
 
-/// A program under construction. Copyable: a session compiles its own copy, so the IR may
+/// Ids of subgraph ops start here: Graph::ops() and num_ops() are the main graph's ops
+/// (what a session compiles), Graph::op() finds either.
+inline constexpr OpId kSubgraphOpBase = OpId{1} << 30;
+
+/// A program under construction (PopXL's Ir): the main graph, its variables, streams and
+/// remote buffers, and subgraphs (core/ir/subgraph.h) that graphs call. Copyable: a session compiles its own copy, so the IR may
 /// be changed or destroyed afterwards. Each Graph has a process-unique tag, kept by copies,
 /// that the C API folds into tensor and stream ids to catch ids from another IR.
 /// Not thread-safe.
@@ -104,13 +112,55 @@ class Graph {
   /// op it differentiates); -1 restores the default rule.
   void set_implicit_block(int32_t block) { implicit_block_ = block; }
 
-  /// in_sequence scopes (seed 001, listing 13.2). Plexus runs ops in the order they were
-  /// added, so every op is in sequence; the scopes are checked for balance so that PopXL
-  /// programs port unchanged. end_in_sequence() without a begin is InvalidArgument.
-  void begin_in_sequence() { ++in_sequence_depth_; }
+  /// in_sequence scopes (seed 001, listing 13.2), per graph: they apply to the current
+  /// graph. Plexus runs a graph's ops in the order they were added, so every op is in
+  /// sequence; the scopes are checked for balance so that PopXL programs port unchanged.
+  /// end_in_sequence() without a begin in the current graph is InvalidArgument.
+  void begin_in_sequence() { ++sequence_depth(); }
   void end_in_sequence();
-  int in_sequence_depth() const { return in_sequence_depth_; }
-  /// Adds a host-to-device stream and the tensor it fills each step.
+  int in_sequence_depth() const;
+
+  // ---- Graphs (PopXL user guide, "Graphs"; core/ir/subgraph.h) ----
+
+  /// Creates an empty subgraph. Its name is unique among the IR's graphs ("main" is the
+  /// main graph's). Throws InvalidArgument for an empty or taken name.
+  GraphId create_subgraph(const std::string& name);
+  /// The main graph and the subgraphs.
+  size_t num_graphs() const { return 1 + subgraphs_.size(); }
+  /// Throws NotFound for no such graph and InvalidArgument for the main graph (it has no
+  /// inputs or outputs).
+  const Subgraph& subgraph(GraphId g) const;
+  /// "main" or the subgraph's name; NotFound for no such graph.
+  const std::string& graph_name(GraphId g) const;
+  /// Graph scopes (PopXL `with graph:`): ops, constants and in_sequence scopes go to the
+  /// innermost open graph, the main graph outside any. Throws NotFound for no such graph,
+  /// InvalidArgument for end_graph() without a begin.
+  void begin_graph(GraphId g);
+  void end_graph();
+  GraphId current_graph() const { return graph_stack_.empty() ? kMainGraph : graph_stack_.back(); }
+  /// Appends an input of `dtype` and `shape` to subgraph g (PopXL popxl.graph_input).
+  TensorId add_graph_input(GraphId g, const std::string& name, DType dtype, Shape shape);
+  /// Appends tensor t of subgraph g to its outputs (PopXL popxl.graph_output). Throws
+  /// InvalidArgument when t belongs to another graph.
+  void add_graph_output(GraphId g, TensorId t);
+  /// Marks subgraph g as the gradient of another graph (graph autodiff).
+  void set_grad_of(GraphId g, GradOf info);
+  /// The ops of graph g in the order they run.
+  std::vector<OpId> graph_ops(GraphId g) const;
+  /// Call sites (core/ir/call.h records them).
+  int32_t add_call_site(CallSite site);
+  const CallSite& call_site(int32_t id) const;
+  size_t num_call_sites() const { return call_sites_.size(); }
+  /// Whether graph `from` calls graph `to`, directly or through other graphs.
+  bool calls(GraphId from, GraphId to) const;
+
+  /// Capture (graph autodiff): while on, an op added to the current graph that reads a
+  /// tensor of graph `from` reads instead an input of the current graph made for it on
+  /// first use (named after it); end_capture() returns those tensors of `from` in the
+  /// order their inputs were made.
+  void begin_capture(GraphId from);
+  std::vector<TensorId> end_capture();
+  /// Adds a host-to-device stream and the tensor it fills each step (main graph only).
   StreamId add_h2d_stream(const std::string& name, DType dtype, Shape shape);
   /// Adds a device-to-host stream that copies `tensor` to the host each step. Throws
   /// InvalidArgument for a remote variable (it is not on the device: remote_load it).
@@ -141,10 +191,10 @@ class Graph {
   /// Sizes of the IR at one moment; rollback() removes everything added after it, so a
   /// multi-op change (autodiff) is all or nothing.
   struct Mark {
-    size_t tensors, ops, streams, remote_buffers;
+    size_t tensors, ops, streams, remote_buffers, sub_ops, subgraphs, call_sites;
     Phase phase;
   };
-  Mark mark() const { return {tensors_.size(), ops_.size(), streams_.size(), remote_buffers_.size(), phase_}; }
+  Mark mark() const;
   void rollback(const Mark& m);
 
 
@@ -159,6 +209,13 @@ class Graph {
   void check_unique_name(const std::string& name, const std::string& what) const;
   void check_data_size(const std::string& what, DType dtype, const Shape& shape, size_t bytes,
                        int64_t copies = 1) const;
+  /// Throws InvalidArgument, naming `what`, unless the current graph is the main graph.
+  void require_main_graph(const std::string& what) const;
+  /// `inputs` of an op added to the current graph: each checked to exist and to belong to
+  /// it (or captured, begin_capture).
+  std::vector<TensorId> resolve_inputs(const OpDef& def, std::vector<TensorId> inputs);
+  int& sequence_depth();
+  Subgraph& subgraph_mut(GraphId g);
 
   uint32_t tag_;
   int64_t replication_factor_ = 1;
@@ -171,6 +228,16 @@ class Graph {
   std::vector<int32_t> block_stack_;
   int32_t implicit_block_ = -1;
   Phase phase_ = Phase::Forward;
+  std::vector<Subgraph> subgraphs_;  ///< graph g is subgraphs_[g - 1]
+  std::vector<Op> sub_ops_;          ///< op kSubgraphOpBase + i is sub_ops_[i]
+  std::vector<GraphId> graph_stack_;
+  std::vector<CallSite> call_sites_;
+  struct Capture {
+    GraphId from;
+    std::map<TensorId, TensorId> input_of;  ///< tensor of `from` -> input of the current graph
+    std::vector<TensorId> order;
+  };
+  std::optional<Capture> capture_;
 
   /// The block a new op with these inputs joins.
   int32_t block_for(const std::vector<TensorId>& inputs) const;

@@ -17,7 +17,11 @@ using TensorId = int32_t;
 using OpId = int32_t;
 using StreamId = int32_t;
 using RemoteBufferId = int32_t;
+/// A graph of an IR (PopXL popxl.Graph): 0 is the main graph, 1.. the subgraphs in
+/// creation order (core/ir/subgraph.h).
+using GraphId = int32_t;
 inline constexpr TensorId kNoTensor = -1;
+inline constexpr GraphId kMainGraph = 0;
 
 enum class TensorKind {
   Variable,        ///< persistent on the device across runs, initialised from host data
@@ -25,6 +29,7 @@ enum class TensorKind {
   StreamInput,     ///< filled from a host-to-device stream at the start of each step
   OpOutput,        ///< produced by an op
   RemoteVariable,  ///< lives in a remote buffer slot (host memory); ops reach it by remote_load
+  GraphInput,      ///< an input of a subgraph, given a value by each call (core/ir/call.h)
 };
 
 /// Replicated tensor sharding (docs/design.md, "Semantics"): the tensor is this replica's shard of a
@@ -65,6 +70,7 @@ struct TensorInfo {
   std::optional<Sharding> sharding;         ///< set when the tensor is a replica's shard (RTS)
   RemoteBufferId remote_buffer = -1;        ///< remote variables: their buffer
   int64_t remote_entry = 0;                 ///< remote variables: their slot in it
+  GraphId graph = kMainGraph;               ///< the one graph the tensor belongs to
 
   size_t bytes() const { return static_cast<size_t>(numel(shape)) * dtype_size(dtype); }
   /// "float32[8,784]"

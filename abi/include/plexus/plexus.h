@@ -66,6 +66,9 @@
  *  12  text corpora (plx_text_load, plx_text_get_split, plx_text_destroy,
  *      PLX_FORTUNES_DIR) and loaders over their windows (plx_loader_create_text).
  *  13  gradient buckets: gradient_bucket_bytes in plx_session_options.
+ *  14  graphs: subgraphs with inputs and outputs (plx_ir_create_graph, plx_graph_*), graph
+ *      scopes, calls with modified inputs (plx_ir_call, plx_call_site_get_parent), graph
+ *      autodiff with expected connections (plx_graph_autodiff); the identity op.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -510,6 +513,232 @@ PLX_API plx_status plx_ir_autodiff(plx_ir* ir, plx_tensor loss, const plx_tensor
  */
 PLX_API plx_status plx_ir_get_tensor_type(const plx_ir* ir, plx_tensor tensor, plx_dtype* out_dtype,
                                           int64_t* out_shape, size_t max_rank, size_t* out_rank);
+
+/* ---- Graphs (PopXL user guide, "Graphs" and "Autodiff") ----------------------------- */
+
+/**
+ * Id of a graph of an IR (PopXL popxl.Graph): the main graph (plx_ir_get_main_graph) or a
+ * subgraph (plx_ir_create_graph). Opaque; 0 is never a valid id.
+ */
+typedef uint64_t plx_graph;
+/** Id of one call of a subgraph (PopXL CallSiteInfo). Opaque; 0 is never a valid id. */
+typedef uint64_t plx_call_site;
+
+/**
+ * The main graph of `ir`: where variables, streams and blocks live, and what a session runs.
+ *
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_ir_get_main_graph(const plx_ir* ir, plx_graph* out_graph);
+
+/**
+ * Creates an empty subgraph (PopXL ir.create_empty_graph). Give it inputs with
+ * plx_graph_add_input(), ops inside plx_ir_begin_graph() / plx_ir_end_graph(), outputs
+ * with plx_graph_add_output(); call it with plx_ir_call(). Its tensors and ops belong to it
+ * alone; variables, streams and blocks cannot be made inside it (pass variables as inputs).
+ *
+ * @param name Unique among the IR's graphs ("main" is the main graph's). Borrowed.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, empty or taken name).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_ir_create_graph(plx_ir* ir, const char* name, plx_graph* out_graph);
+
+/**
+ * Graph scopes (PopXL `with graph:`): until the matching plx_ir_end_graph(), plx_ir_add_op,
+ * plx_ir_add_constant, plx_ir_call and in_sequence scopes apply to `graph`. Scopes nest.
+ * An op may read only tensors of the graph it is added to.
+ *
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL ir, bad id, end without a begin);
+ *         PLX_ERR_NOT_FOUND (no such graph).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_ir_begin_graph(plx_ir* ir, plx_graph graph);
+/**
+ * Ends the innermost graph scope (see plx_ir_begin_graph). PLX_ERR_INVALID_ARGUMENT when
+ * none is open.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_ir_end_graph(plx_ir* ir);
+
+/**
+ * Appends an input of `dtype` and `shape` to a subgraph (PopXL popxl.graph_input); each
+ * call of the graph gives it a value.
+ *
+ * @param name Names the input in messages ("<graph>/<name>"). Borrowed.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, the main graph, empty name, bad
+ *         dtype or shape); PLX_ERR_NOT_FOUND.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_graph_add_input(plx_ir* ir, plx_graph graph, const char* name, plx_dtype dtype,
+                                       const int64_t* shape, size_t rank, plx_tensor* out_tensor);
+
+/**
+ * Appends `tensor`, a tensor of the subgraph, to its outputs (PopXL popxl.graph_output).
+ *
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL ir, the main graph, a tensor of another
+ *         graph); PLX_ERR_NOT_FOUND.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_graph_add_output(plx_ir* ir, plx_graph graph, plx_tensor tensor);
+
+/**
+ * A subgraph's inputs or outputs, in order (PopXL Graph.inputs / Graph.outputs).
+ *
+ * @param out_tensors Receives up to `max_tensors` ids (may be NULL when 0).
+ * @param out_count   Receives how many there are (may be NULL).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL ir, the main graph);
+ *         PLX_ERR_NOT_FOUND; PLX_ERR_BUFFER_TOO_SMALL (out_count is still set).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_graph_get_inputs(const plx_ir* ir, plx_graph graph, plx_tensor* out_tensors,
+                                        size_t max_tensors, size_t* out_count);
+/**
+ * The outputs of a subgraph, as plx_graph_get_inputs().
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_graph_get_outputs(const plx_ir* ir, plx_graph graph, plx_tensor* out_tensors,
+                                         size_t max_tensors, size_t* out_count);
+
+/**
+ * Options of plx_ir_call(). Versions (struct_size): 16 (API 14).
+ */
+typedef struct plx_call_options {
+  size_t struct_size;
+  /**
+   * NULL, or one flag per input: nonzero marks the input modified (PopXL
+   * CallSiteInfo.set_parent_input_modified): writes the graph makes to it in place
+   * (scaled_add_, adamw_, ...) reach the caller's tensor, which is how a called optimizer
+   * step updates a variable. Unmarked inputs are passed by value. Borrowed.
+   */
+  const uint8_t* modified;
+} plx_call_options;
+
+/**
+ * Fills `options` with the defaults (every input by value); NULL is ignored.
+ * Thread safety: safe (touches only `options`).
+ * @since 14
+ */
+PLX_API void plx_call_options_init(plx_call_options* options);
+
+/**
+ * Calls a subgraph from the current graph (PopXL ops.call / ops.call_with_info): the
+ * callee's ops run here, reading `inputs` where it reads its inputs. A call inside a block
+ * runs on that block's device. Main-graph autodiff differentiates through calls.
+ *
+ * @param inputs      One tensor of the current graph per callee input, of its dtype and shape. Borrowed.
+ * @param options     NULL for the defaults.
+ * @param outputs     Receives up to `max_outputs` ids, one per callee output (may be NULL when 0).
+ * @param num_outputs Receives the callee's output count (may be NULL).
+ * @param out_site    Receives the call site (may be NULL): plx_call_site_get_parent().
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, the main graph as callee, wrong
+ *         number of inputs, an input of another graph, a callee that calls the current
+ *         graph directly or through others, max_outputs too small);
+ *         PLX_ERR_SHAPE_MISMATCH / PLX_ERR_DTYPE_MISMATCH (an input's type: the message
+ *         names the graph and the input); PLX_ERR_NOT_FOUND. On error nothing is added.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* inputs, size_t num_inputs,
+                               const plx_call_options* options, plx_tensor* outputs, size_t max_outputs,
+                               size_t* num_outputs, plx_call_site* out_site);
+
+/**
+ * The caller's tensor that holds, at one call, the value of `graph_tensor`, any tensor of
+ * the called graph (PopXL CallSiteInfo.graph_to_parent; an input: the argument, an output:
+ * the call's output, an intermediate: the tensor the call made for it, which a gradient
+ * graph's Fwd connections read).
+ *
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad id, a tensor of another
+ *         graph than the callee's); PLX_ERR_NOT_FOUND.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_call_site_get_parent(const plx_ir* ir, plx_call_site site, plx_tensor graph_tensor,
+                                            plx_tensor* out_parent);
+
+/**
+ * Options of plx_graph_autodiff() (PopXL transforms.autodiff). Versions (struct_size): 40
+ * (API 14).
+ */
+typedef struct plx_autodiff_options {
+  size_t struct_size;
+  /** Outputs of the graph whose gradients a call provides; NULL: every float32 output. Borrowed. */
+  const plx_tensor* grads_provided;
+  size_t num_grads_provided;
+  /**
+   * Inputs of the graph whose gradients the gradient graph returns; NULL: every float32
+   * input that some provided output depends on. Borrowed.
+   */
+  const plx_tensor* grads_required;
+  size_t num_grads_required;
+} plx_autodiff_options;
+
+/**
+ * Fills `options` with the defaults; NULL is ignored.
+ * Thread safety: safe (touches only `options`).
+ * @since 14
+ */
+PLX_API void plx_autodiff_options_init(plx_autodiff_options* options);
+
+/** How a gradient graph's input or output relates to its forward graph (PopXL ExpectedConnectionType). */
+typedef int32_t plx_connection_type;
+enum {
+  PLX_CONNECTION_FWD = 0,      /**< the forward tensor itself (an input, output or activation) */
+  PLX_CONNECTION_FWD_GRAD = 1  /**< the gradient of the forward tensor */
+};
+
+/** One expected connection of a gradient graph (PopXL ExpectedConnection). Fixed layout. */
+typedef struct plx_expected_connection {
+  plx_tensor fwd_tensor;     /**< a tensor of the forward graph */
+  plx_connection_type type;  /**< PLX_CONNECTION_* */
+} plx_expected_connection;
+
+/**
+ * Graph autodiff (PopXL transforms.autodiff): makes the gradient graph of subgraph
+ * `graph`, named "<graph>_grad". Its inputs are, in order, the gradients of the provided
+ * outputs, then the forward tensors its ops read (inputs, outputs, activations); its
+ * outputs the gradients of the required inputs. plx_graph_get_expected_connections()
+ * lists them; a call of it takes the forward tensors' parents at the forward call
+ * (plx_call_site_get_parent). Gradients through calls inside `graph` follow from their
+ * ops. Never inserts a collective.
+ *
+ * @param options NULL for the defaults.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, the main graph, a provided
+ *         tensor that is not an output or a required one that is not an input, a
+ *         non-float32 one, a required input no provided output depends on, an op on the
+ *         path without a gradient: the message names the graph and tensor or op);
+ *         PLX_ERR_NOT_FOUND. On error nothing is added.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_graph_autodiff(plx_ir* ir, plx_graph graph, const plx_autodiff_options* options,
+                                      plx_graph* out_grad_graph);
+
+/**
+ * The expected connections of a gradient graph (PopXL GradGraphInfo.expected_inputs and
+ * expected_outputs): one per input, or one per output, in order.
+ *
+ * @param outputs  0: the inputs' connections; nonzero: the outputs'.
+ * @param out      Receives up to `max_connections` (may be NULL when 0).
+ * @param out_count Receives how many there are (may be NULL).
+ * @param out_forward Receives the forward graph (may be NULL).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL ir, a graph graph autodiff did not make);
+ *         PLX_ERR_NOT_FOUND; PLX_ERR_BUFFER_TOO_SMALL (out_count is still set).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_graph_get_expected_connections(const plx_ir* ir, plx_graph grad_graph, int32_t outputs,
+                                                      plx_expected_connection* out, size_t max_connections,
+                                                      size_t* out_count, plx_graph* out_forward);
 
 /* ---- Sessions ------------------------------------------------------------------------- */
 

@@ -123,6 +123,17 @@ struct RemoteBuffer {
   plx_remote_buffer id = 0;
 };
 
+/// A graph id of an Ir (PopXL popxl.Graph): the main graph or a subgraph.
+struct Graph {
+  plx_graph id = 0;
+};
+
+/// One call of a subgraph (PopXL CallSiteInfo): the call site and the call's outputs.
+struct CallInfo {
+  plx_call_site site = 0;
+  std::vector<Tensor> outputs;
+};
+
 /// One op attribute; converts to plx_attr while it is alive.
 class Attr {
  public:
@@ -445,6 +456,102 @@ class Ir {
     return out;
   }
 
+  /// The main graph (plx_ir_get_main_graph).
+  Graph main_graph() const {
+    Graph g;
+    check(plx_ir_get_main_graph(handle_, &g.id));
+    return g;
+  }
+  /// An empty subgraph (plx_ir_create_graph); add ops to it inside a GraphScope.
+  Graph create_graph(const std::string& name) {
+    Graph g;
+    check(plx_ir_create_graph(handle_, name.c_str(), &g.id));
+    return g;
+  }
+  /// Appends an input to subgraph `g` (plx_graph_add_input, PopXL popxl.graph_input).
+  Tensor graph_input(Graph g, const std::string& name, plx_dtype dtype, const Shape& shape) {
+    Tensor t;
+    check(plx_graph_add_input(handle_, g.id, name.c_str(), dtype, shape.data(), shape.size(), &t.id));
+    return t;
+  }
+  /// Appends `t` to the outputs of subgraph `g` (plx_graph_add_output, PopXL popxl.graph_output).
+  void graph_output(Graph g, Tensor t) { check(plx_graph_add_output(handle_, g.id, t.id)); }
+  /// The inputs (or, with `outputs`, the outputs) of subgraph `g`, in order.
+  std::vector<Tensor> graph_tensors(Graph g, bool outputs = false) const {
+    auto get = outputs ? plx_graph_get_outputs : plx_graph_get_inputs;
+    size_t n = 0;
+    const plx_status status = get(handle_, g.id, nullptr, 0, &n);
+    if (status != PLX_ERR_BUFFER_TOO_SMALL) check(status);
+    std::vector<plx_tensor> ids(n);
+    check(get(handle_, g.id, ids.data(), ids.size(), &n));
+    return to_tensors(ids);
+  }
+  /// Calls subgraph `g` from the current graph (plx_ir_call, PopXL ops.call_with_info);
+  /// `modified` is empty or one flag per input (CallSiteInfo.set_parent_input_modified).
+  CallInfo call(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& modified = {}) {
+    std::vector<plx_tensor> ins;
+    for (const Tensor& t : inputs) ins.push_back(t.id);
+    std::vector<uint8_t> flags(modified.begin(), modified.end());
+    plx_call_options options;
+    plx_call_options_init(&options);
+    options.modified = flags.empty() ? nullptr : flags.data();
+    std::vector<plx_tensor> outs(graph_tensors(g, true).size());
+    CallInfo info;
+    check(plx_ir_call(handle_, g.id, ins.data(), ins.size(), &options, outs.data(), outs.size(), nullptr, &info.site));
+    info.outputs = to_tensors(outs);
+    return info;
+  }
+  /// The caller's tensor holding `graph_tensor`'s value at `call` (plx_call_site_get_parent).
+  Tensor parent(const CallInfo& call, Tensor graph_tensor) const {
+    Tensor t;
+    check(plx_call_site_get_parent(handle_, call.site, graph_tensor.id, &t.id));
+    return t;
+  }
+  /// The gradient graph of subgraph `g` (plx_graph_autodiff, PopXL transforms.autodiff);
+  /// empty lists mean the defaults (every float32 output / input).
+  Graph autodiff(Graph g, const std::vector<Tensor>& grads_provided = {},
+                 const std::vector<Tensor>& grads_required = {}) {
+    std::vector<plx_tensor> provided, required;
+    for (const Tensor& t : grads_provided) provided.push_back(t.id);
+    for (const Tensor& t : grads_required) required.push_back(t.id);
+    plx_autodiff_options options;
+    plx_autodiff_options_init(&options);
+    options.grads_provided = provided.empty() ? nullptr : provided.data();
+    options.num_grads_provided = provided.size();
+    options.grads_required = required.empty() ? nullptr : required.data();
+    options.num_grads_required = required.size();
+    Graph grad;
+    check(plx_graph_autodiff(handle_, g.id, &options, &grad.id));
+    return grad;
+  }
+  /// The expected inputs (or, with `outputs`, outputs) of a gradient graph
+  /// (plx_graph_get_expected_connections).
+  std::vector<plx_expected_connection> expected_connections(Graph grad, bool outputs = false) const {
+    size_t n = 0;
+    const plx_status status = plx_graph_get_expected_connections(handle_, grad.id, outputs, nullptr, 0, &n, nullptr);
+    if (status != PLX_ERR_BUFFER_TOO_SMALL) check(status);
+    std::vector<plx_expected_connection> out(n);
+    check(plx_graph_get_expected_connections(handle_, grad.id, outputs, out.data(), out.size(), &n, nullptr));
+    return out;
+  }
+  /// The inputs of a call of gradient graph `grad` (PopXL GradGraphInfo.inputs_dict plus the
+  /// provided gradients): each Fwd connection's parent at `forward_call`, and `provided`,
+  /// in order, for the FwdGrad ones.
+  std::vector<Tensor> grad_call_inputs(Graph grad, const CallInfo& forward_call, const std::vector<Tensor>& provided) const {
+    std::vector<Tensor> out;
+    size_t next = 0;
+    for (const plx_expected_connection& c : expected_connections(grad)) {
+      if (c.type == PLX_CONNECTION_FWD) {
+        out.push_back(parent(forward_call, Tensor{c.fwd_tensor}));
+      } else if (next < provided.size()) {
+        out.push_back(provided[next++]);
+      } else {
+        throw Error(PLX_ERR_INVALID_ARGUMENT, "grad_call_inputs: fewer provided gradients than FwdGrad inputs");
+      }
+    }
+    return out;
+  }
+
   /// The element type of `t` (plx_ir_get_tensor_type).
   plx_dtype dtype(Tensor t) const {
     plx_dtype d = 0;
@@ -469,6 +576,12 @@ class Ir {
     options.retrieval_mode = retrieval;
     options.shard_over = shard_over;
     return options;
+  }
+
+  static std::vector<Tensor> to_tensors(const std::vector<plx_tensor>& ids) {
+    std::vector<Tensor> out;
+    for (plx_tensor id : ids) out.push_back(Tensor{id});
+    return out;
   }
 
   static std::vector<Attr> with_grouping(std::vector<Attr> attrs, const ReplicaGrouping* g) {
@@ -505,6 +618,19 @@ class Block {
   ~Block() { plx_ir_end_block(ir_.get()); }
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
+
+ private:
+  Ir& ir_;
+};
+
+/// A graph scope (PopXL `with graph:`): ops added while it lives go to `graph`
+/// (plx_ir_begin_graph).
+class GraphScope {
+ public:
+  GraphScope(Ir& ir, Graph graph) : ir_(ir) { check(plx_ir_begin_graph(ir.get(), graph.id)); }
+  ~GraphScope() { plx_ir_end_graph(ir_.get()); }
+  GraphScope(const GraphScope&) = delete;
+  GraphScope& operator=(const GraphScope&) = delete;
 
  private:
   Ir& ir_;
