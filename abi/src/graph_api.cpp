@@ -158,6 +158,32 @@ PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* i
   });
 }
 
+PLX_API plx_status plx_ir_repeat(plx_ir* ir, plx_graph graph, int64_t count, const plx_tensor* inputs,
+                                 size_t num_inputs, plx_tensor* outputs, size_t max_outputs, size_t* num_outputs) {
+  return guarded([&] {
+    const char* fn = "plx_ir_repeat";
+    require(ir, fn, "ir");
+    if (max_outputs > 0) require(outputs, fn, "outputs");
+    ir::Graph& g = ir->graph;
+    const ir::GraphId body = abi::decode_graph(g, graph, "plx_ir_repeat graph");
+    std::vector<ir::TensorId> args = decode_tensors(g, inputs, num_inputs, "plx_ir_repeat inputs");
+    ir::Attributes attrs;
+    attrs.set("graph", int64_t{body});
+    attrs.set("count", count);
+    std::vector<ir::TensorId> outs;
+    atomically(g, [&] {
+      outs = g.add_op("repeat", std::move(args), std::move(attrs));
+      if (num_outputs) *num_outputs = outs.size();
+      if (outs.size() > max_outputs) {
+        ir::fail(ir::ErrorCode::InvalidArgument, "plx_ir_repeat: graph '" + g.graph_name(body) + "' has " +
+                                                     std::to_string(outs.size()) + " outputs but max_outputs is " +
+                                                     std::to_string(max_outputs));
+      }
+    });
+    for (size_t k = 0; k < outs.size(); ++k) outputs[k] = abi::encode_tensor(g, outs[k]);
+  });
+}
+
 PLX_API plx_status plx_call_site_get_parent(const plx_ir* ir, plx_call_site site, plx_tensor graph_tensor,
                                             plx_tensor* out_parent) {
   return guarded([&] {

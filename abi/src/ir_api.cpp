@@ -10,7 +10,16 @@ using abi::require;
 
 namespace {
 
-// The attribute "buffer" carries a plx_remote_buffer id; the core wants the buffer index.
+// The attribute "buffer" carries a plx_remote_buffer id and "graph" (repeat) a plx_graph
+// id; the core wants their indices.
+int64_t int_attribute(const ir::Graph& graph, const plx_attr& a, const std::string& op) {
+  const std::string name = a.name;
+  const std::string what = "op '" + op + "' attribute '" + name + "'";
+  if (name == "buffer") return abi::decode_remote_buffer(graph, static_cast<plx_remote_buffer>(a.i), what);
+  if (name == "graph") return abi::decode_graph(graph, static_cast<plx_graph>(a.i), what);
+  return a.i;
+}
+
 ir::Attributes to_attributes(const ir::Graph& graph, const plx_attr* attrs, size_t count, const std::string& op) {
   if (count > 0) require(attrs, "plx_ir_add_op", "attrs");
   ir::Attributes out;
@@ -19,10 +28,7 @@ ir::Attributes to_attributes(const ir::Graph& graph, const plx_attr* attrs, size
     if (a.name == nullptr) ir::fail(ir::ErrorCode::InvalidArgument, "op '" + op + "': attribute " + std::to_string(i) + " has a NULL name");
     switch (a.kind) {
       case PLX_ATTR_INT:
-        out.set(a.name, std::string(a.name) == "buffer"
-                            ? int64_t{abi::decode_remote_buffer(graph, static_cast<plx_remote_buffer>(a.i),
-                                                                "op '" + op + "' attribute 'buffer'")}
-                            : a.i);
+        out.set(a.name, int_attribute(graph, a, op));
         break;
       case PLX_ATTR_FLOAT:
         out.set(a.name, a.f);

@@ -151,8 +151,10 @@ class Graph {
   int32_t add_call_site(CallSite site);
   const CallSite& call_site(int32_t id) const;
   size_t num_call_sites() const { return call_sites_.size(); }
-  /// Whether graph `from` calls graph `to`, directly or through other graphs.
+  /// Whether graph `from` calls (or repeats) graph `to`, directly or through other graphs.
   bool calls(GraphId from, GraphId to) const;
+  /// The graphs graph g calls or repeats directly.
+  std::vector<GraphId> callees(GraphId g) const;
 
   /// Capture (graph autodiff): while on, an op added to the current graph that reads a
   /// tensor of graph `from` reads instead an input of the current graph made for it on

@@ -105,17 +105,29 @@ const CallSite& Graph::call_site(int32_t id) const {
   return call_sites_[static_cast<size_t>(id)];
 }
 
+std::vector<GraphId> Graph::callees(GraphId g) const {
+  std::vector<GraphId> out;
+  for (const CallSite& site : call_sites_) {
+    if (site.caller == g) out.push_back(site.callee);
+  }
+  for (OpId o : graph_ops(g)) {  // a repeat runs its body graph (core/ops/repeat.cpp)
+    const Op& op = this->op(o);
+    if (op.def->name == "repeat") out.push_back(static_cast<GraphId>(op.attrs.get_int("graph")));
+  }
+  return out;
+}
+
 bool Graph::calls(GraphId from, GraphId to) const {
   std::vector<GraphId> frontier{from};
   std::vector<bool> seen(num_graphs(), false);
   while (!frontier.empty()) {
     const GraphId g = frontier.back();
     frontier.pop_back();
-    for (const CallSite& site : call_sites_) {
-      if (site.caller != g || seen[static_cast<size_t>(site.callee)]) continue;
-      if (site.callee == to) return true;
-      seen[static_cast<size_t>(site.callee)] = true;
-      frontier.push_back(site.callee);
+    for (GraphId callee : callees(g)) {
+      if (callee == to) return true;
+      if (seen[static_cast<size_t>(callee)]) continue;
+      seen[static_cast<size_t>(callee)] = true;
+      frontier.push_back(callee);
     }
   }
   return false;

@@ -5,7 +5,9 @@
 // and nested call match finite differences; bad graphs and calls are refused by name.
 #include <plexus/plexus.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -288,6 +290,51 @@ TEST(CApiGraph, GradientGraphListsItsExpectedConnections) {
   EXPECT_EQ(ir.graph_tensors(grad).size(), 3u);
 }
 
+/// x + c repeated `count` times by a repeat of the 1-op graph "inc"(x, c) = x + c: the
+/// session's creation time (printed), its planned peak bytes, and the result.
+struct Repeated {
+  double create_ms;
+  size_t planned_peak_bytes;
+  std::vector<float> y;
+};
+
+Repeated repeat_inc(int64_t count, const std::vector<float>& x0, const std::vector<float>& c) {
+  plx::Ir ir;
+  const plx::Tensor x = ir.variable<float>("x", {4}, x0);
+  const plx::Tensor step = ir.variable<float>("c", {4}, c);
+  const plx::Graph inc = ir.create_graph("inc");
+  {
+    const plx::Tensor gx = ir.graph_input(inc, "x", PLX_DTYPE_FLOAT32, {4});
+    const plx::Tensor gc = ir.graph_input(inc, "c", PLX_DTYPE_FLOAT32, {4});
+    plx::GraphScope scope(ir, inc);
+    ir.graph_output(inc, ir.add(gx, gc));
+  }
+  const plx::Stream out = ir.d2h_stream("y", ir.repeat(inc, count, {x, step})[0]);
+  const auto start = std::chrono::steady_clock::now();
+  plx::Session session(ir);
+  Repeated r{std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+             session.memory_stats(0).planned_peak_bytes, std::vector<float>(4)};
+  session.run({}, {plx::HostArray(out, r.y.data(), {4})});
+  return r;
+}
+
+TEST(CApiGraph, RepeatIsNotUnrolledAndEqualsALoopOfTheOp) {
+  const std::vector<float> x0{0.5f, -3.0f, 1e-3f, 100.0f}, c{0.1f, 0.7f, -0.3f, 1e-4f};
+  const Repeated ten = repeat_inc(10, x0, c);
+  const Repeated million = repeat_inc(1000000, x0, c);
+  std::printf("repeat of a 1-op graph: 10 times: session created in %.2f ms, planned peak %zu bytes; "
+              "10^6 times: %.2f ms, %zu bytes\n",
+              ten.create_ms, ten.planned_peak_bytes, million.create_ms, million.planned_peak_bytes);
+  EXPECT_EQ(ten.planned_peak_bytes, million.planned_peak_bytes);
+  for (const auto& [count, got] : {std::pair{10, ten.y}, std::pair{1000000, million.y}}) {
+    std::vector<float> loop = x0;
+    for (int n = 0; n < count; ++n) {
+      for (size_t i = 0; i < loop.size(); ++i) loop[i] = loop[i] + c[i];
+    }
+    EXPECT_EQ(std::memcmp(loop.data(), got.data(), loop.size() * sizeof(float)), 0) << count << " iterations";
+  }
+}
+
 // ---- Bad input: each refused with a message naming the graph, input or tensor ----
 
 class CApiGraphErrors : public ::testing::Test {
@@ -406,6 +453,24 @@ TEST_F(CApiGraphErrors, AutodiffOfSomethingTheGraphDoesNotCompute) {
   plx_graph again = 0;
   ASSERT_PLX_OK(plx_ir_create_graph(ir_, "f_grad2", &again));
   EXPECT_EQ(again, grad + 1) << "f_grad is the graph after f";
+}
+
+TEST_F(CApiGraphErrors, RepeatWithBadArguments) {
+  plx_tensor out = capi_test::kSentinelId;
+  EXPECT_PLX_ERROR(plx_ir_repeat(ir_, f_, -2, &v_, 1, &out, 1, nullptr), PLX_ERR_INVALID_ARGUMENT, "op 'repeat'",
+                   "count -2 must be >= 0");
+  EXPECT_PLX_ERROR(plx_ir_repeat(ir_, f_, 3, nullptr, 0, &out, 1, nullptr), PLX_ERR_INVALID_ARGUMENT,
+                   "graph 'f' has 1 inputs");
+  ASSERT_PLX_OK(plx_ir_begin_graph(ir_, f_));
+  EXPECT_PLX_ERROR(plx_ir_repeat(ir_, f_, 3, &fx_, 1, &out, 1, nullptr), PLX_ERR_INVALID_ARGUMENT,
+                   "graph 'f' cannot repeat graph 'f'");
+  ASSERT_PLX_OK(plx_ir_end_graph(ir_));
+  EXPECT_EQ(out, capi_test::kSentinelId);
+  size_t count = 0;
+  EXPECT_PLX_ERROR(plx_ir_repeat(ir_, f_, 3, &v_, 1, nullptr, 0, &count), PLX_ERR_INVALID_ARGUMENT,
+                   "1 outputs but max_outputs is 0");
+  EXPECT_EQ(count, 1u);
+  ASSERT_PLX_OK(plx_ir_repeat(ir_, f_, 3, &v_, 1, &out, 1, &count));
 }
 
 TEST_F(CApiGraphErrors, GraphIdsAreCheckedLikeOtherIds) {

@@ -67,6 +67,7 @@ const std::map<std::string, Coverage>& covered() {
       {"softmax_cross_entropy_grad", {"losses_test.cpp", false}},
       {"cast", {"conversions_test.cpp", true}},
       {"identity", {"identity_test.cpp", true}},
+      {"repeat", {"repeat_test.cpp", false}},
       {"dropout", {"dropout_test.cpp", true}},
       {"dropout_grad", {"dropout_test.cpp", false}},
       {"scaled_add_", {"optimizers_test.cpp", false}},

@@ -67,8 +67,9 @@
  *      PLX_FORTUNES_DIR) and loaders over their windows (plx_loader_create_text).
  *  13  gradient buckets: gradient_bucket_bytes in plx_session_options.
  *  14  graphs: subgraphs with inputs and outputs (plx_ir_create_graph, plx_graph_*), graph
- *      scopes, calls with modified inputs (plx_ir_call, plx_call_site_get_parent), graph
- *      autodiff with expected connections (plx_graph_autodiff); the identity op.
+ *      scopes, calls with modified inputs (plx_ir_call, plx_call_site_get_parent), repeat
+ *      (plx_ir_repeat), graph autodiff with expected connections (plx_graph_autodiff);
+ *      the identity op.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -650,6 +651,28 @@ PLX_API void plx_call_options_init(plx_call_options* options);
 PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* inputs, size_t num_inputs,
                                const plx_call_options* options, plx_tensor* outputs, size_t max_outputs,
                                size_t* num_outputs, plx_call_site* out_site);
+
+/**
+ * Repeats a subgraph `count` times from the current graph (PopXL ops.repeat): its first k
+ * inputs are loop-carried, k being its number of outputs (output j of one iteration is
+ * input j of the next, of the same type); the other inputs are the same every iteration.
+ * Returns the last iteration's outputs (with count 0, the carried inputs). Not unrolled:
+ * compile time and planned memory do not depend on `count`. Inputs are passed by value.
+ * Autodiff through a repeat is not supported yet (PLX_ERR_INVALID_ARGUMENT naming it).
+ * Also reachable as plx_ir_add_op("repeat") with attributes graph (a plx_graph) and count.
+ *
+ * @param inputs      One tensor of the current graph per input of `graph`. Borrowed.
+ * @param outputs     Receives up to `max_outputs` ids (may be NULL when 0).
+ * @param num_outputs Receives the output count (may be NULL).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, count < 0, wrong number of
+ *         inputs, more outputs than inputs, a graph that would run itself, max_outputs too
+ *         small); PLX_ERR_SHAPE_MISMATCH (an input's type, or an output's against the input
+ *         it feeds: the message names the graph); PLX_ERR_NOT_FOUND. On error nothing is added.
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 14
+ */
+PLX_API plx_status plx_ir_repeat(plx_ir* ir, plx_graph graph, int64_t count, const plx_tensor* inputs,
+                                 size_t num_inputs, plx_tensor* outputs, size_t max_outputs, size_t* num_outputs);
 
 /**
  * The caller's tensor that holds, at one call, the value of `graph_tensor`, any tensor of

@@ -501,6 +501,15 @@ class Ir {
     info.outputs = to_tensors(outs);
     return info;
   }
+  /// Repeats subgraph `g` `count` times (plx_ir_repeat, PopXL ops.repeat): the first inputs
+  /// are loop-carried, one per output of `g`.
+  std::vector<Tensor> repeat(Graph g, int64_t count, const std::vector<Tensor>& inputs) {
+    std::vector<plx_tensor> ins;
+    for (const Tensor& t : inputs) ins.push_back(t.id);
+    std::vector<plx_tensor> outs(graph_tensors(g, true).size());
+    check(plx_ir_repeat(handle_, g.id, count, ins.data(), ins.size(), outs.data(), outs.size(), nullptr));
+    return to_tensors(outs);
+  }
   /// The caller's tensor holding `graph_tensor`'s value at `call` (plx_call_site_get_parent).
   Tensor parent(const CallInfo& call, Tensor graph_tensor) const {
     Tensor t;
