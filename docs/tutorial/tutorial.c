@@ -3,9 +3,11 @@
  *
  * Trains a two-layer perceptron on synthetic data (points in 4-D labelled by a fixed
  * linear "teacher", so it needs no download) with plain SGD on 2 replicas, through the
- * Plexus C API only. Exits 0 when the loss of the last run is at most a quarter of the
+ * Plexus C API only, twice: with its layers written as ops, then as two calls of Linear
+ * graphs. Exits 0 when, both times, the loss of the last run is at most a quarter of the
  * first step's and the trained weights, read back to the host, classify fresh points at
- * least 90 % right; otherwise, or on any Plexus error, prints why and exits 1.
+ * least 90 % right, and the two builds train to the same weights bit for bit; otherwise,
+ * or on any Plexus error, prints why and exits 1.
  *
  * Build against an installed Plexus:
  *   cc -std=c99 tutorial.c $(pkg-config --cflags --libs plexus) -o tutorial
@@ -13,6 +15,7 @@
 #include <plexus/plexus.h>
 
 #include <stdio.h>
+#include <string.h>
 
 enum {
   REPLICAS = 2,   /* replication factor: copies of the program, each on its own device */
@@ -22,7 +25,8 @@ enum {
   CLASSES = 3,    /* output size */
   STEPS = 25,     /* device iterations: steps per plx_session_run call */
   RUNS = 12,      /* plx_session_run calls */
-  TEST_SAMPLES = 1000
+  TEST_SAMPLES = 1000,
+  WEIGHTS = FEATURES * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES /* w1, b1, w2, b2 */
 };
 #define LEARNING_RATE 0.2
 #define REQUIRED_LOSS_DROP 4.0
@@ -89,7 +93,10 @@ static void fill_uniform(float* values, int count, float scale) {
   for (i = 0; i < count; ++i) values[i] = scale * uniform();
 }
 
-static int build_forward(plx_ir* ir, model* m) {
+/* The two layers as calls of Linear graphs (section 12). */
+static int layers_from_graphs(plx_ir* ir, const model* m, plx_tensor* logits);
+
+static int build_forward(plx_ir* ir, model* m, int use_graphs) {
   static float w1[FEATURES * HIDDEN], b1[HIDDEN], w2[HIDDEN * CLASSES], b2[CLASSES]; /* biases 0 */
   const int64_t x_shape[2] = {BATCH, FEATURES}, labels_shape[1] = {BATCH};
   const int64_t w1_shape[2] = {FEATURES, HIDDEN}, b1_shape[1] = {HIDDEN};
@@ -106,11 +113,15 @@ static int build_forward(plx_ir* ir, model* m) {
   CHECK(plx_ir_add_variable(ir, "w2", PLX_DTYPE_FLOAT32, w2_shape, 2, w2, sizeof w2, &m->params[2]));
   CHECK(plx_ir_add_variable(ir, "b2", PLX_DTYPE_FLOAT32, b2_shape, 1, b2, sizeof b2, &m->params[3]));
 
-  CHECK(op2(ir, "matmul", m->x, m->params[0], &t));                 /* [BATCH, HIDDEN] */
-  CHECK(op2(ir, "add", t, m->params[1], &t));                       /* + b1, broadcast */
-  CHECK(plx_ir_add_op(ir, "relu", &t, 1, NULL, 0, &t, 1, NULL));
-  CHECK(op2(ir, "matmul", t, m->params[2], &t));                    /* [BATCH, CLASSES] */
-  CHECK(op2(ir, "add", t, m->params[3], &t));                       /* the logits */
+  if (use_graphs) {
+    CHECK(layers_from_graphs(ir, m, &t));                           /* section 12 */
+  } else {
+    CHECK(op2(ir, "matmul", m->x, m->params[0], &t));               /* [BATCH, HIDDEN] */
+    CHECK(op2(ir, "add", t, m->params[1], &t));                     /* + b1, broadcast */
+    CHECK(plx_ir_add_op(ir, "relu", &t, 1, NULL, 0, &t, 1, NULL));
+    CHECK(op2(ir, "matmul", t, m->params[2], &t));                  /* [BATCH, CLASSES] */
+    CHECK(op2(ir, "add", t, m->params[3], &t));                     /* the logits */
+  }
   CHECK(op2(ir, "softmax_cross_entropy", t, m->labels, &m->loss));  /* f32 [], the batch mean */
   CHECK(plx_ir_add_d2h_stream(ir, "loss", m->loss, &m->loss_stream));
   return 0;
@@ -235,10 +246,14 @@ static double host_accuracy(float* const w[4]) {
   return (double)right / TEST_SAMPLES;
 }
 
-static int read_back_and_test(const plx_session* session, const model* m, double* accuracy) {
-  static float w1[FEATURES * HIDDEN], b1[HIDDEN], w2[HIDDEN * CLASSES], b2[CLASSES];
+static int read_back_and_test(const plx_session* session, const model* m, float* weights, double* accuracy) {
+  float* const w1 = weights;
+  float* const b1 = w1 + FEATURES * HIDDEN;
+  float* const w2 = b1 + HIDDEN;
+  float* const b2 = w2 + HIDDEN * CLASSES;
   float* const values[4] = {w1, b1, w2, b2};
-  const size_t bytes[4] = {sizeof w1, sizeof b1, sizeof w2, sizeof b2};
+  const size_t bytes[4] = {sizeof(float) * FEATURES * HIDDEN, sizeof(float) * HIDDEN, sizeof(float) * HIDDEN * CLASSES,
+                           sizeof(float) * CLASSES};
   int64_t shape[PLX_MAX_RANK + 1];
   size_t rank = 0;
   int i;
@@ -251,7 +266,42 @@ static int read_back_and_test(const plx_session* session, const model* m, double
   return 0;
 }
 
-int main(void) {
+/* A Linear layer as a graph: inputs x [BATCH, in], w [in, out], b [out]; output x w + b. */
+static int linear_graph(plx_ir* ir, const char* name, int64_t in, int64_t out, plx_graph* graph) {
+  const int64_t x_shape[2] = {BATCH, in}, w_shape[2] = {in, out}, b_shape[1] = {out};
+  plx_tensor x, w, b, y;
+  CHECK(plx_ir_create_graph(ir, name, graph));
+  CHECK(plx_graph_add_input(ir, *graph, "x", PLX_DTYPE_FLOAT32, x_shape, 2, &x));
+  CHECK(plx_graph_add_input(ir, *graph, "w", PLX_DTYPE_FLOAT32, w_shape, 2, &w));
+  CHECK(plx_graph_add_input(ir, *graph, "b", PLX_DTYPE_FLOAT32, b_shape, 1, &b));
+  CHECK(plx_ir_begin_graph(ir, *graph)); /* ops added now belong to the graph */
+  CHECK(op2(ir, "matmul", x, w, &y));
+  CHECK(op2(ir, "add", y, b, &y));
+  CHECK(plx_ir_end_graph(ir));
+  CHECK(plx_graph_add_output(ir, *graph, y));
+  return 0;
+}
+
+/* Calls graph g on (x, w, b); its one output goes to *y. */
+static plx_status call3(plx_ir* ir, plx_graph g, plx_tensor x, plx_tensor w, plx_tensor b, plx_tensor* y) {
+  const plx_tensor inputs[3] = {x, w, b};
+  return plx_ir_call(ir, g, inputs, 3, NULL, y, 1, NULL, NULL);
+}
+
+static int layers_from_graphs(plx_ir* ir, const model* m, plx_tensor* logits) {
+  plx_graph fc1, fc2;
+  plx_tensor t;
+  CHECK(linear_graph(ir, "fc1", FEATURES, HIDDEN, &fc1));
+  CHECK(linear_graph(ir, "fc2", HIDDEN, CLASSES, &fc2));
+  CHECK(call3(ir, fc1, m->x, m->params[0], m->params[1], &t));
+  CHECK(plx_ir_add_op(ir, "relu", &t, 1, NULL, 0, &t, 1, NULL));
+  CHECK(call3(ir, fc2, t, m->params[2], m->params[3], logits));
+  return 0;
+}
+
+/* Builds, trains and checks the network (its layers as ops, or with use_graphs as calls
+ * of Linear graphs) and leaves the trained weights in weights[WEIGHTS]. */
+static int run(int use_graphs, float* weights) {
   plx_ir* ir = NULL;
   plx_session* session = NULL;
   model m;
@@ -259,11 +309,11 @@ int main(void) {
   double accuracy = 0.0;
   int failed;
 
-  printf("Plexus C API %u (this program was built against %d)\n", (unsigned)plx_version(), PLX_API_VERSION);
+  random_state = 12345; /* the same data and initial weights for both builds */
   CHECK(plx_ir_create(&ir));
-  failed = build_forward(ir, &m) || build_update(ir, &m) || create_session(ir, &session);
+  failed = build_forward(ir, &m, use_graphs) || build_update(ir, &m) || create_session(ir, &session);
   plx_ir_destroy(ir); /* the session copied what it needs */
-  failed = failed || train(session, &m, &first_loss, &last_loss) || read_back_and_test(session, &m, &accuracy);
+  failed = failed || train(session, &m, &first_loss, &last_loss) || read_back_and_test(session, &m, weights, &accuracy);
   plx_session_destroy(session);
   if (failed) return 1;
 
@@ -274,6 +324,21 @@ int main(void) {
             REQUIRED_LOSS_DROP, 100.0 * REQUIRED_ACCURACY);
     return 1;
   }
+  return 0;
+}
+
+int main(void) {
+  static float flat[WEIGHTS], graphs[WEIGHTS];
+
+  printf("Plexus C API %u (this program was built against %d)\n", (unsigned)plx_version(), PLX_API_VERSION);
+  if (run(0, flat)) return 1;
+  printf("again, with the layers as calls of Linear graphs:\n");
+  if (run(1, graphs)) return 1;
+  if (memcmp(flat, graphs, sizeof flat) != 0) {
+    fprintf(stderr, "tutorial: the two builds trained to different weights\n");
+    return 1;
+  }
+  printf("both builds trained to the same weights, bit for bit\n");
   printf("tutorial: ok\n");
   return 0;
 }
