@@ -29,11 +29,13 @@ void require(const void* p, const char* function, const char* what) {
 namespace {
 
 // The kind of object an id names, in bits 30-31 of its low half. Kind bits 3 name graph
-// objects: a graph, or a call site when bit 29 is set too (IdKind::CallSite).
+// objects: a graph, or a call site when bit 29 is set too (IdKind::CallSite); their bit 28
+// is always clear (indices below 2^28), so that all-ones garbage is no id.
 enum class IdKind : uint32_t { Tensor = 0, Stream = 2, RemoteBuffer = 1, Graph = 3, CallSite = 7 };
 constexpr uint32_t kKindShift = 30;
 constexpr uint32_t kIndexMask = (uint32_t{1} << kKindShift) - 1;
 constexpr uint32_t kCallSiteBit = uint32_t{1} << 29;
+constexpr uint32_t kGraphReservedBit = uint32_t{1} << 28;
 
 const char* kind_name(IdKind k) {
   switch (k) {
@@ -67,9 +69,9 @@ int32_t decode(const ir::Graph& g, uint64_t id, IdKind kind, const std::string& 
   const auto tag = static_cast<uint32_t>(id >> 32);
   const auto low = static_cast<uint32_t>(id);
   if (id == 0) ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + name + " id 0 is not a valid id");
-  // IR tags start at 1: anything else is no id at all (garbage, an index, a handle cast
-  // to an id), not one of another kind.
-  if (tag == 0) {
+  // IR tags start at 1, and graph objects keep bit 28 clear: anything else is no id at
+  // all (garbage, an index, a handle cast to an id), not one of another kind.
+  if (tag == 0 || ((low >> kKindShift) == 3 && (low & kGraphReservedBit) != 0)) {
     ir::fail(ir::ErrorCode::InvalidArgument, what + ": " + std::to_string(id) + " is not a " + name +
                                                  " id (ids are the values the plx_ir_* calls return)");
   }

@@ -10,13 +10,13 @@ using abi::require;
 
 namespace {
 
-// The attribute "buffer" carries a plx_remote_buffer id and "graph" (repeat) a plx_graph
-// id; the core wants their indices.
+// The attribute "buffer" carries a plx_remote_buffer id, "graph" and "grad_graph" (repeat,
+// repeat_grad) a plx_graph id; the core wants their indices.
 int64_t int_attribute(const ir::Graph& graph, const plx_attr& a, const std::string& op) {
   const std::string name = a.name;
   const std::string what = "op '" + op + "' attribute '" + name + "'";
   if (name == "buffer") return abi::decode_remote_buffer(graph, static_cast<plx_remote_buffer>(a.i), what);
-  if (name == "graph") return abi::decode_graph(graph, static_cast<plx_graph>(a.i), what);
+  if (name == "graph" || name == "grad_graph") return abi::decode_graph(graph, static_cast<plx_graph>(a.i), what);
   return a.i;
 }
 

@@ -156,10 +156,11 @@ class Graph {
   /// The graphs graph g calls or repeats directly.
   std::vector<GraphId> callees(GraphId g) const;
 
-  /// Capture (graph autodiff): while on, an op added to the current graph that reads a
-  /// tensor of graph `from` reads instead an input of the current graph made for it on
-  /// first use (named after it); end_capture() returns those tensors of `from` in the
-  /// order their inputs were made.
+  /// Capture (graph autodiff): until the matching end_capture(), an op added to the graph
+  /// that was current at begin_capture() that reads a tensor of graph `from` reads instead
+  /// an input of that graph made for it on first use (named after it); end_capture()
+  /// returns those tensors of `from` in the order their inputs were made. Captures nest
+  /// (the gradient of a repeat inside a graph being differentiated).
   void begin_capture(GraphId from);
   std::vector<TensorId> end_capture();
   /// Adds a host-to-device stream and the tensor it fills each step (main graph only).
@@ -236,10 +237,11 @@ class Graph {
   std::vector<CallSite> call_sites_;
   struct Capture {
     GraphId from;
-    std::map<TensorId, TensorId> input_of;  ///< tensor of `from` -> input of the current graph
+    GraphId into;
+    std::map<TensorId, TensorId> input_of;  ///< tensor of `from` -> input of `into`
     std::vector<TensorId> order;
   };
-  std::optional<Capture> capture_;
+  std::vector<Capture> captures_;  ///< innermost last
 
   /// The block a new op with these inputs joins.
   int32_t block_for(const std::vector<TensorId>& inputs) const;

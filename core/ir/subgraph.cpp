@@ -133,11 +133,12 @@ bool Graph::calls(GraphId from, GraphId to) const {
   return false;
 }
 
-void Graph::begin_capture(GraphId from) { capture_ = Capture{from, {}, {}}; }
+void Graph::begin_capture(GraphId from) { captures_.push_back(Capture{from, current_graph(), {}, {}}); }
 
 std::vector<TensorId> Graph::end_capture() {
-  std::vector<TensorId> order = capture_ ? std::move(capture_->order) : std::vector<TensorId>{};
-  capture_.reset();
+  if (captures_.empty()) return {};
+  std::vector<TensorId> order = std::move(captures_.back().order);
+  captures_.pop_back();
   return order;
 }
 
@@ -150,12 +151,13 @@ std::vector<TensorId> Graph::resolve_inputs(const OpDef& def, std::vector<Tensor
     }
     const TensorInfo& t = tensors_[static_cast<size_t>(inputs[i])];
     if (t.graph == g) continue;
-    if (capture_ && t.graph == capture_->from && g != capture_->from) {
-      auto [it, fresh] = capture_->input_of.try_emplace(inputs[i], kNoTensor);
+    Capture* capture = captures_.empty() ? nullptr : &captures_.back();
+    if (capture && capture->into == g && t.graph == capture->from) {
+      auto [it, fresh] = capture->input_of.try_emplace(inputs[i], kNoTensor);
       if (fresh) {
         const std::string name = t.name;  // add_graph_input grows tensors_
         it->second = add_graph_input(g, name, t.dtype, t.shape);
-        capture_->order.push_back(inputs[i]);
+        capture->order.push_back(inputs[i]);
       }
       inputs[i] = it->second;
       continue;

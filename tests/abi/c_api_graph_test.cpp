@@ -211,14 +211,30 @@ TEST(CApiGraph, InputsArePassedByValueUnlessMarkedModified) {
   EXPECT_EQ(after_call(true), (std::vector<float>{11, 12, 13}));
 }
 
-/// f(x) = sum(tanh(x @ W)) through `depth` >= 2 nested calls of graphs ("g0" calls "g1" ...,
-/// the innermost computes tanh(x @ W)); returns the session's loss and the gradient that
-/// graph autodiff of g0 gives for x.
+/// A scalar loss and the gradient of one [2, 3] input.
 struct Scalar {
   float loss;
   std::vector<float> grad;
 };
 
+/// Calls graph f (a scalar output, a first input [2, 3]) on `args`, then its gradient graph
+/// for the first input, and runs the session: the loss and that gradient.
+Scalar loss_and_gradient(plx::Ir& ir, plx::Graph f, const std::vector<plx::Tensor>& args) {
+  const plx::CallInfo fwd = ir.call(f, args);
+  const plx::Graph grad = ir.autodiff(f, {}, {ir.graph_tensors(f)[0]});
+  const plx::Tensor seed = ir.constant<float>({}, {1.0f});
+  const plx::Tensor dx = ir.call(grad, ir.grad_call_inputs(grad, fwd, {seed})).outputs[0];
+  const plx::Stream loss_out = ir.d2h_stream("loss", fwd.outputs[0]);
+  const plx::Stream grad_out = ir.d2h_stream("dx", dx);
+  plx::Session session(ir);
+  Scalar r{0, std::vector<float>(6)};
+  session.run({}, {plx::HostArray(loss_out, &r.loss, {}), plx::HostArray(grad_out, r.grad.data(), {2, 3})});
+  return r;
+}
+
+/// f(x) = sum(tanh(x @ W)) through `depth` >= 2 nested calls of graphs ("g0" calls "g1" ...,
+/// the innermost computes tanh(x @ W)); returns the session's loss and the gradient that
+/// graph autodiff of g0 gives for x.
 Scalar nested(const std::vector<float>& x0, int depth) {
   plx::Ir ir;
   const plx::Tensor x = ir.variable<float>("x", {2, 3}, x0);
@@ -239,16 +255,7 @@ Scalar nested(const std::vector<float>& x0, int depth) {
     ir.graph_output(outer, d == 0 ? ir.reduce_sum(y) : y);
     inner = outer;
   }
-  const plx::CallInfo fwd = ir.call(inner, {x, w});
-  const plx::Graph grad = ir.autodiff(inner, {}, {ir.graph_tensors(inner)[0]});
-  const plx::Tensor seed = ir.constant<float>({}, {1.0f});
-  const plx::Tensor dx = ir.call(grad, ir.grad_call_inputs(grad, fwd, {seed})).outputs[0];
-  const plx::Stream loss_out = ir.d2h_stream("loss", fwd.outputs[0]);
-  const plx::Stream grad_out = ir.d2h_stream("dx", dx);
-  plx::Session session(ir);
-  Scalar r{0, std::vector<float>(6)};
-  session.run({}, {plx::HostArray(loss_out, &r.loss, {}), plx::HostArray(grad_out, r.grad.data(), {2, 3})});
-  return r;
+  return loss_and_gradient(ir, inner, {x, w});
 }
 
 void expect_finite_differences(int depth) {
@@ -267,6 +274,89 @@ void expect_finite_differences(int depth) {
 TEST(CApiGraph, GradientThroughCallMatchesFiniteDifferences) { expect_finite_differences(2); }
 
 TEST(CApiGraph, GradientThroughNestedCallsMatchesFiniteDifferences) { expect_finite_differences(4); }
+
+/// f(x, W) = sum(x_3), x_{n+1} = tanh(x_n @ W), as graph "f" holding a repeat of "step";
+/// the loss and the gradient for x that graph autodiff of f gives.
+Scalar through_repeat(const std::vector<float>& x0) {
+  plx::Ir ir;
+  const plx::Tensor x = ir.variable<float>("x", {2, 3}, x0);
+  const plx::Tensor w = ir.variable<float>("W", {3, 3}, {0.5f, -0.4f, 0.3f, 0.2f, 0.6f, -0.1f, -0.3f, 0.1f, 0.4f});
+  const plx::Graph step = ir.create_graph("step");
+  {
+    const plx::Tensor sx = ir.graph_input(step, "x", PLX_DTYPE_FLOAT32, {2, 3});
+    const plx::Tensor sw = ir.graph_input(step, "W", PLX_DTYPE_FLOAT32, {3, 3});
+    plx::GraphScope scope(ir, step);
+    ir.graph_output(step, ir.op1("tanh", {ir.matmul(sx, sw)}));
+  }
+  const plx::Graph f = ir.create_graph("f");
+  {
+    const plx::Tensor fx = ir.graph_input(f, "x", PLX_DTYPE_FLOAT32, {2, 3});
+    const plx::Tensor fw = ir.graph_input(f, "W", PLX_DTYPE_FLOAT32, {3, 3});
+    plx::GraphScope scope(ir, f);
+    ir.graph_output(f, ir.reduce_sum(ir.repeat(step, 3, {fx, fw})[0]));
+  }
+  return loss_and_gradient(ir, f, {x, w});
+}
+
+TEST(CApiGraph, GraphAutodiffThroughRepeatMatchesFiniteDifferences) {
+  const std::vector<float> x{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f};
+  const Scalar at = through_repeat(x);
+  const float h = 1e-2f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    std::vector<float> up = x, down = x;
+    up[i] += h;
+    down[i] -= h;
+    const double fd = (static_cast<double>(through_repeat(up).loss) - through_repeat(down).loss) / (2 * h);
+    EXPECT_NEAR(at.grad[i], fd, 2e-3) << "x[" << i << "]";
+  }
+}
+
+/// Replica r's loss L_r = sum(c * tanh(all_gather(x))) through a called graph "gathered",
+/// x of each replica its own ([R=2, 3] values), and the gradient graph autodiff of the
+/// graph gives replica r for its x: the all-gather's gradient is the local slice (docs/
+/// design.md, "Semantics"), so it is d L_r / d x_r with the other replica's x held.
+struct PerReplica {
+  std::vector<float> loss, grad;
+};
+
+PerReplica gathered(const std::vector<float>& x0) {
+  plx::Ir ir(2);
+  const plx::ReplicaGrouping each(2, 1);
+  const plx::Tensor x = ir.variable<float>("x", {3}, x0, each);
+  const plx::Graph g = ir.create_graph("gathered");
+  {
+    const plx::Tensor gx = ir.graph_input(g, "x", PLX_DTYPE_FLOAT32, {3});
+    plx::GraphScope scope(ir, g);
+    const plx::Tensor c = ir.constant<float>({2, 3}, {1.0f, -0.5f, 2.0f, 0.25f, 1.5f, -1.0f});
+    const plx::Tensor all = ir.all_gather(gx, nullptr, "new_axis");  // [2, 3]: replica 0's x, replica 1's
+    ir.graph_output(g, ir.reduce_sum(ir.mul(c, ir.op1("tanh", {all}))));
+  }
+  const plx::CallInfo fwd = ir.call(g, {x});
+  const plx::Graph grad = ir.autodiff(g);
+  const plx::Tensor seed = ir.constant<float>({}, {1.0f});
+  const plx::Tensor dx = ir.call(grad, ir.grad_call_inputs(grad, fwd, {seed})).outputs[0];
+  const plx::Stream loss_out = ir.d2h_stream("loss", fwd.outputs[0]);
+  const plx::Stream grad_out = ir.d2h_stream("dx", dx);
+  plx::Session session(ir);
+  PerReplica r{std::vector<float>(2), std::vector<float>(6)};
+  session.run({}, {plx::HostArray(loss_out, r.loss.data(), {2}), plx::HostArray(grad_out, r.grad.data(), {2, 3})});
+  return r;
+}
+
+TEST(CApiGraph, GradientThroughACalledAllGatherMatchesFiniteDifferences) {
+  const std::vector<float> x{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f};  // replica 0's, then replica 1's
+  const PerReplica at = gathered(x);
+  const float h = 1e-2f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t replica = i / 3;
+    std::vector<float> up = x, down = x;
+    up[i] += h;
+    down[i] -= h;
+    const double fd =
+        (static_cast<double>(gathered(up).loss[replica]) - gathered(down).loss[replica]) / (2 * h);
+    EXPECT_NEAR(at.grad[i], fd, 2e-3) << "replica " << replica << " x[" << i % 3 << "]";
+  }
+}
 
 TEST(CApiGraph, GradientGraphListsItsExpectedConnections) {
   plx::Ir ir;

@@ -658,7 +658,9 @@ PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* i
  * input j of the next, of the same type); the other inputs are the same every iteration.
  * Returns the last iteration's outputs (with count 0, the carried inputs). Not unrolled:
  * compile time and planned memory do not depend on `count`. Inputs are passed by value.
- * Autodiff through a repeat is not supported yet (PLX_ERR_INVALID_ARGUMENT naming it).
+ * Autodiff (main-graph and graph autodiff) goes through a repeat: the gradient runs the
+ * body again, keeping each iteration's carried inputs (memory grows with `count`, as a
+ * loop's activations do), and equals the unrolled loop's gradient bit for bit.
  * Also reachable as plx_ir_add_op("repeat") with attributes graph (a plx_graph) and count.
  *
  * @param inputs      One tensor of the current graph per input of `graph`. Borrowed.
