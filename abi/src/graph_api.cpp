@@ -31,16 +31,27 @@ std::vector<ir::TensorId> decode_tensors(const ir::Graph& g, const plx_tensor* i
   return out;
 }
 
-/// Runs `change` on the IR all or nothing.
+/// Runs `add` (which returns the tensors it made) on the IR all or nothing and hands them
+/// to the caller: their count to `num_outputs` (NULL allowed), their ids to `outputs`.
+/// More than `max_outputs` is InvalidArgument ("<what> has N outputs but ..."), with the
+/// IR unchanged and only `num_outputs` set.
 template <class F>
-void atomically(ir::Graph& g, F&& change) {
+void add_with_outputs(ir::Graph& g, F&& add, const std::string& what, plx_tensor* outputs, size_t max_outputs,
+                      size_t* num_outputs) {
   const ir::Graph::Mark before = g.mark();
+  std::vector<ir::TensorId> made;
   try {
-    change();
+    made = add();
+    if (num_outputs) *num_outputs = made.size();
+    if (made.size() > max_outputs) {
+      ir::fail(ir::ErrorCode::InvalidArgument, what + " has " + std::to_string(made.size()) +
+                                                   " outputs but max_outputs is " + std::to_string(max_outputs));
+    }
   } catch (...) {
     g.rollback(before);
     throw;
   }
+  for (size_t k = 0; k < made.size(); ++k) outputs[k] = abi::encode_tensor(g, made[k]);
 }
 
 }  // namespace
@@ -142,18 +153,12 @@ PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* i
     std::vector<bool> modified;
     if (o.modified) modified.assign(o.modified, o.modified + num_inputs);
     int32_t site = -1;
-    atomically(g, [&] {
+    const auto add = [&] {
       site = ir::call(g, callee_id, args, modified);
-      const size_t count = g.call_site(site).outputs.size();
-      if (num_outputs) *num_outputs = count;
-      if (count > max_outputs) {
-        ir::fail(ir::ErrorCode::InvalidArgument, "plx_ir_call: graph '" + g.graph_name(callee_id) + "' has " +
-                                                     std::to_string(count) + " outputs but max_outputs is " +
-                                                     std::to_string(max_outputs));
-      }
-    });
-    const std::vector<ir::TensorId>& outs = g.call_site(site).outputs;
-    for (size_t k = 0; k < outs.size(); ++k) outputs[k] = abi::encode_tensor(g, outs[k]);
+      return g.call_site(site).outputs;
+    };
+    add_with_outputs(g, add, "plx_ir_call: graph '" + g.graph_name(callee_id) + "'", outputs, max_outputs,
+                     num_outputs);
     if (out_site) *out_site = abi::encode_call_site(g, site);
   });
 }
@@ -170,17 +175,8 @@ PLX_API plx_status plx_ir_repeat(plx_ir* ir, plx_graph graph, int64_t count, con
     ir::Attributes attrs;
     attrs.set("graph", int64_t{body});
     attrs.set("count", count);
-    std::vector<ir::TensorId> outs;
-    atomically(g, [&] {
-      outs = g.add_op("repeat", std::move(args), std::move(attrs));
-      if (num_outputs) *num_outputs = outs.size();
-      if (outs.size() > max_outputs) {
-        ir::fail(ir::ErrorCode::InvalidArgument, "plx_ir_repeat: graph '" + g.graph_name(body) + "' has " +
-                                                     std::to_string(outs.size()) + " outputs but max_outputs is " +
-                                                     std::to_string(max_outputs));
-      }
-    });
-    for (size_t k = 0; k < outs.size(); ++k) outputs[k] = abi::encode_tensor(g, outs[k]);
+    const auto add = [&] { return g.add_op("repeat", std::move(args), std::move(attrs)); };
+    add_with_outputs(g, add, "plx_ir_repeat: graph '" + g.graph_name(body) + "'", outputs, max_outputs, num_outputs);
   });
 }
 
