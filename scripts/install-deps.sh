@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ gcc pkg-config make ccache
-  clang libclang-rt-14-dev clang-tidy
+  clang libclang-rt-14-dev universal-ctags
   libboost-dev libboost-program-options-dev
   libblis-pthread-dev libzstd-dev zstd libdeflate-dev
   libgtest-dev libgmock-dev libbenchmark-dev
