@@ -42,7 +42,9 @@ def test_every_catalog_op_is_a_function_with_a_docstring():
     assert "docs/ops.md" in ops.gelu.__doc__
     for name in ("replicated_all_reduce", "replicated_all_reduce_", "replicated_all_gather",
                  "replicated_reduce_scatter", "replica_sharded_slice"):
-        assert getattr(ops.collectives, name) is getattr(ops, name)
+        # PopXL's positional orders over the catalog's op (test_collectives_take_popxls_...)
+        fn = getattr(ops.collectives, name)
+        assert fn.__name__ == name and "PopXL" in inspect.getdoc(ops.collectives) and inspect.getdoc(fn)
     assert schemas["adamw_"].inplace and schemas["replicated_all_reduce"].communicates
     assert not schemas["argmax"].differentiable
 
@@ -367,3 +369,36 @@ def test_tensor_ops_match_numpy():
     # A training program (autodiff ran): dropout zeroes some elements, scales the rest by 2.
     kept = out["dropout"] != 0
     np.testing.assert_allclose(out["dropout"][kept], 2 * x[kept], rtol=1e-6)
+
+
+def test_collectives_take_popxls_positional_orders_and_reduction_names():
+    # PopXL: replicated_all_reduce(t, op, group), replicated_all_gather(t, axis, group,
+    # output_shape), replicated_reduce_scatter(t, op, group); "add" is PopXL's sum. A
+    # positional op was once taken as a group size.
+    R = 4
+    base = np.arange(R * 4, dtype=np.float32).reshape(R, 4) ** 1.5
+    ir = plexus.Ir(replication=R)
+    with ir.main_graph:
+        v = plexus.variable(base, name="v", replica_grouping=ir.replica_grouping(group_size=1))
+        pairs = ir.replica_grouping(1, 2)  # PopXL's (stride, group_size): {0, 1}, {2, 3}
+        made = dict(
+            mean=ops.collectives.replicated_all_reduce(v, "mean"),
+            add=ops.collectives.replicated_all_reduce(v, "add"),
+            pair_max=ops.collectives.replicated_all_reduce(v, "max", pairs),
+            pair_gather=ops.collectives.replicated_all_gather(v, 0, pairs, "new_axis"),
+            scatter_mean=ops.collectives.replicated_reduce_scatter(v, "mean"))
+        streams = {k: plexus.d2h_stream(t, name=k) for k, t in made.items()}
+        with pytest.raises(plexus.InvalidArgument, match="op 'mul' is not one of"):
+            ops.collectives.replicated_all_reduce(v, "mul")
+        with pytest.raises(plexus.InvalidArgument, match="axis 1: Plexus gathers along axis 0 only"):
+            ops.collectives.replicated_all_gather(v, 1)
+    with plexus.Session(ir) as session:
+        result = session.run()
+        out = {k: result[s] for k, s in streams.items()}
+    for r in range(R):
+        pair = base[r // 2 * 2:r // 2 * 2 + 2]
+        np.testing.assert_allclose(out["mean"][r], base.mean(axis=0), rtol=1e-6)
+        np.testing.assert_allclose(out["add"][r], base.sum(axis=0), rtol=1e-6)
+        np.testing.assert_array_equal(out["pair_max"][r], pair.max(axis=0))
+        np.testing.assert_array_equal(out["pair_gather"][r], pair)
+        np.testing.assert_allclose(out["scatter_mean"][r], base.mean(axis=0)[r:r + 1], rtol=1e-6)

@@ -78,6 +78,15 @@ def test_group_size_defaults_to_r_over_stride():
     assert repr(g) == "ReplicaGrouping(num_replicas=8, stride=4, group_size=2)"
 
 
+def test_positional_arguments_are_popxls_stride_then_group_size():
+    # PopXL: Ir.replica_grouping(stride=1, group_size=None). The other order once built
+    # other groups silently: (1, 2) is stride 1, groups of 2 (pairs of neighbours).
+    ir = plexus.Ir(replication=8)
+    assert _table(ir.replica_grouping(1, 2)) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert _table(ir.replica_grouping(2, 4)) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert _table(ir.replica_grouping(4)) == [[0, 4], [1, 5], [2, 6], [3, 7]]
+
+
 @pytest.mark.parametrize("group_size,stride", [(3, 1), (5, 1), (32, 1), (4, 3), (-1, 1), (1, 0), (2, -2), (0, 3)])
 def test_invalid_groupings_raise_invalid_grouping(group_size, stride):
     with pytest.raises(plexus.InvalidGrouping, match="replication factor 16") as info:

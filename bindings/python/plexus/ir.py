@@ -122,8 +122,9 @@ class Ir:
         """A context manager making this Ir the current graph on this thread."""
         return _MainGraph(self)
 
-    def replica_grouping(self, group_size=None, stride=1):
-        """A grouping of this IR's replicas; group_size defaults to R // stride (PopXL)."""
+    def replica_grouping(self, stride=1, group_size=None):
+        """A grouping of this IR's replicas, PopXL's argument order (stride first);
+        group_size defaults to R // stride (PopXL's default)."""
         return ReplicaGrouping(self.replication_factor, group_size, stride)
 
     def unique_name(self, prefix):
