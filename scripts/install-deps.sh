@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ gcc pkg-config make ccache
+  cmake g++ gcc pkg-config make ninja-build ccache
   clang libclang-rt-14-dev universal-ctags
   libboost-dev libboost-program-options-dev
   libblis-pthread-dev libzstd-dev zstd libdeflate-dev
