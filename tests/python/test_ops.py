@@ -263,15 +263,27 @@ def test_sgd_schedule_and_clipping_of_many_gradients():
     assert values[step] == 1
 
 
-def test_collectives_over_all_replicas_and_within_groups():
-    R = 4
+def _run_collectives(build, R=4):
+    """(base, out): `build(ir, v)`'s {name: tensor} run on R replicas, where v is a variable
+    whose replica r holds row r of base ([R, 4] float32); out maps each name to its values
+    of every replica."""
     base = np.arange(R * 4, dtype=np.float32).reshape(R, 4) ** 1.5
     ir = plexus.Ir(replication=R)
     with ir.main_graph:
         v = plexus.variable(base, name="v", replica_grouping=ir.replica_grouping(group_size=1))
+        streams = {k: plexus.d2h_stream(t, name=k) for k, t in build(ir, v).items()}
+    with plexus.Session(ir) as session:
+        result = session.run()
+    return base, {k: result[s] for k, s in streams.items()}
+
+
+def test_collectives_over_all_replicas_and_within_groups():
+    R = 4
+
+    def build(ir, v):
         pairs = ir.replica_grouping(group_size=2)
         strided = ir.replica_grouping(group_size=2, stride=2)
-        made = dict(
+        return dict(
             sum=ops.collectives.replicated_all_reduce(v), mean=ops.collectives.replicated_all_reduce(v, op="mean"),
             max=ops.collectives.replicated_all_reduce(v, op="max"),
             min=ops.collectives.replicated_all_reduce(v, op="min"),
@@ -281,10 +293,8 @@ def test_collectives_over_all_replicas_and_within_groups():
             slice=ops.collectives.replica_sharded_slice(v),
             pair_sum=ops.collectives.replicated_all_reduce(v, group=pairs),
             strided_sum=ops.collectives.replicated_all_reduce(v, replica_grouping=strided))
-        streams = {k: plexus.d2h_stream(t, name=k) for k, t in made.items()}
-    with plexus.Session(ir) as session:
-        result = session.run()
-        out = {k: result[s] for k, s in streams.items()}
+
+    base, out = _run_collectives(build, R)
     for r in range(R):
         np.testing.assert_allclose(out["sum"][r], base.sum(axis=0), rtol=1e-6)
         np.testing.assert_allclose(out["mean"][r], base.mean(axis=0), rtol=1e-6)
@@ -376,25 +386,21 @@ def test_collectives_take_popxls_positional_orders_and_reduction_names():
     # output_shape), replicated_reduce_scatter(t, op, group); "add" is PopXL's sum. A
     # positional op was once taken as a group size.
     R = 4
-    base = np.arange(R * 4, dtype=np.float32).reshape(R, 4) ** 1.5
-    ir = plexus.Ir(replication=R)
-    with ir.main_graph:
-        v = plexus.variable(base, name="v", replica_grouping=ir.replica_grouping(group_size=1))
+
+    def build(ir, v):
         pairs = ir.replica_grouping(1, 2)  # PopXL's (stride, group_size): {0, 1}, {2, 3}
-        made = dict(
+        with pytest.raises(plexus.InvalidArgument, match="op 'mul' is not one of"):
+            ops.collectives.replicated_all_reduce(v, "mul")
+        with pytest.raises(plexus.InvalidArgument, match="axis 1: Plexus gathers along axis 0 only"):
+            ops.collectives.replicated_all_gather(v, 1)
+        return dict(
             mean=ops.collectives.replicated_all_reduce(v, "mean"),
             add=ops.collectives.replicated_all_reduce(v, "add"),
             pair_max=ops.collectives.replicated_all_reduce(v, "max", pairs),
             pair_gather=ops.collectives.replicated_all_gather(v, 0, pairs, "new_axis"),
             scatter_mean=ops.collectives.replicated_reduce_scatter(v, "mean"))
-        streams = {k: plexus.d2h_stream(t, name=k) for k, t in made.items()}
-        with pytest.raises(plexus.InvalidArgument, match="op 'mul' is not one of"):
-            ops.collectives.replicated_all_reduce(v, "mul")
-        with pytest.raises(plexus.InvalidArgument, match="axis 1: Plexus gathers along axis 0 only"):
-            ops.collectives.replicated_all_gather(v, 1)
-    with plexus.Session(ir) as session:
-        result = session.run()
-        out = {k: result[s] for k, s in streams.items()}
+
+    base, out = _run_collectives(build, R)
     for r in range(R):
         pair = base[r // 2 * 2:r // 2 * 2 + 2]
         np.testing.assert_allclose(out["mean"][r], base.mean(axis=0), rtol=1e-6)
