@@ -30,16 +30,18 @@ phase_done "dependencies and data"
 
 # A new build tree uses Ninja (10 % less wall time than Make over the same compiles, cold:
 # 602 s against 674 s for the Release tree on 2 cores); an existing one keeps its generator.
-generator() {  # generator <build dir>: the -G option a new tree gets, nothing for an existing one
-  [[ -f $1/CMakeCache.txt ]] || echo "-GNinja"
+configure() {  # configure <source dir> <build dir> <cmake args...>: quietly, Ninja for a new tree
+  local source=$1 build=$2
+  shift 2
+  [[ -f $build/CMakeCache.txt ]] || set -- -GNinja "$@"
+  cmake -S "$source" -B "$build" "$@" >/dev/null
 }
 
 run_suite() {  # run_suite <phase name> <build dir> <cmake args...>
   local name=$1 build=$2
   shift 2
   echo "== test.sh: build $build ($*)"
-  # shellcheck disable=SC2046  # no generator option, or one word
-  cmake -S "$root" -B "$build" $(generator "$build") -DPLEXUS_BUILD_BENCH=OFF "$@" >/dev/null
+  configure "$root" "$build" -DPLEXUS_BUILD_BENCH=OFF "$@"
   cmake --build "$build" -j "$jobs"
   phase_done "$name: build"
   (cd "$build" && PLEXUS_DATA_DIR="$root/data" ctest --output-on-failure -j "$jobs" --timeout 600)
@@ -60,9 +62,8 @@ if [[ ${PLEXUS_SKIP_SANITIZE:-0} != 1 ]]; then
   run_suite "ASan + UBSan" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DPLEXUS_SANITIZE=ON -DPLEXUS_BUILD_SAMPLES=OFF
   echo "== test.sh: ThreadSanitizer build of the threading tests"
   tsan="$root/build-tsan"
-  # shellcheck disable=SC2046  # no generator option, or one word
-  cmake -S "$root" -B "$tsan" $(generator "$tsan") -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLEXUS_TSAN=ON -DPLEXUS_BUILD_SAMPLES=OFF \
-    -DPLEXUS_BUILD_BENCH=OFF >/dev/null
+  configure "$root" "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLEXUS_TSAN=ON -DPLEXUS_BUILD_SAMPLES=OFF \
+    -DPLEXUS_BUILD_BENCH=OFF
   cmake --build "$tsan" -j "$jobs" --target tests_streams tests_runtime tests_session tests_data tests_gemm_parts \
     plexus-strategy-pipelined plexus-strategy-sharded plexus-collectives-local plexus_mock_plugins
   (cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j "$jobs" \
@@ -114,8 +115,7 @@ fuzz_seconds=${PLEXUS_FUZZ_SECONDS:-60}
 if ! command -v clang++ >/dev/null 2>&1; then
   echo "== test.sh: clang++ not found: the fuzzers were skipped"
 elif [[ $fuzz_seconds -gt 0 ]]; then
-  # shellcheck disable=SC2046  # no generator option, or one word
-  cmake -S "$root/tests/fuzz" -B "$root/build-fuzz" $(generator "$root/build-fuzz") -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  configure "$root/tests/fuzz" "$root/build-fuzz" -DCMAKE_CXX_COMPILER=clang++
   cmake --build "$root/build-fuzz" -j "$jobs"
   phase_done "fuzzers: build"
   pids=() names=()
