@@ -180,6 +180,14 @@ PLX_API plx_status plx_ir_repeat(plx_ir* ir, plx_graph graph, int64_t count, con
   });
 }
 
+PLX_API plx_status plx_call_site_set_input_modified(plx_ir* ir, plx_call_site site, size_t input) {
+  return guarded([&] {
+    require(ir, "plx_call_site_set_input_modified", "ir");
+    ir::Graph& g = ir->graph;
+    g.set_call_input_modified(abi::decode_call_site(g, site, "plx_call_site_set_input_modified site"), input);
+  });
+}
+
 PLX_API plx_status plx_call_site_get_parent(const plx_ir* ir, plx_call_site site, plx_tensor graph_tensor,
                                             plx_tensor* out_parent) {
   return guarded([&] {

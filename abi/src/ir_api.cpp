@@ -196,4 +196,14 @@ PLX_API plx_status plx_ir_get_tensor_type(const plx_ir* ir, plx_tensor tensor, p
   });
 }
 
+PLX_API plx_status plx_ir_get_tensor_name(const plx_ir* ir, plx_tensor tensor, char* buffer, size_t capacity,
+                                          size_t* out_size) {
+  return guarded([&] {
+    require(ir, "plx_ir_get_tensor_name", "ir");
+    if (capacity > 0) require(buffer, "plx_ir_get_tensor_name", "buffer");
+    const ir::TensorInfo& t = ir->graph.tensor(abi::decode_tensor(ir->graph, tensor, "plx_ir_get_tensor_name"));
+    abi::copy_text(t.name, buffer, capacity, out_size);
+  });
+}
+
 }  // extern "C"

@@ -150,6 +150,12 @@ class Graph {
   /// Call sites (core/ir/call.h records them).
   int32_t add_call_site(CallSite site);
   const CallSite& call_site(int32_t id) const;
+  /// Marks input `input` of call site `id` modified after the call was added (PopXL
+  /// CallSiteInfo.set_parent_input_modified): the caller's ops that read the copy the call
+  /// made of the argument read the argument itself, so the callee's in-place writes reach
+  /// it, as if ir::call had been given the flag (the copy op stays, unread). Throws
+  /// NotFound (no such site) and InvalidArgument (no such input).
+  void set_call_input_modified(int32_t id, size_t input);
   size_t num_call_sites() const { return call_sites_.size(); }
   /// Whether graph `from` calls (or repeats) graph `to`, directly or through other graphs.
   bool calls(GraphId from, GraphId to) const;

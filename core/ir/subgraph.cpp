@@ -105,6 +105,31 @@ const CallSite& Graph::call_site(int32_t id) const {
   return call_sites_[static_cast<size_t>(id)];
 }
 
+void Graph::set_call_input_modified(int32_t id, size_t input) {
+  call_site(id);  // checks that it exists
+  CallSite& site = call_sites_[static_cast<size_t>(id)];
+  const Subgraph& callee = subgraph(site.callee);
+  if (input >= site.inputs.size()) {
+    fail(ErrorCode::InvalidArgument, "call of graph '" + callee.name + "': input " + std::to_string(input) +
+                                         " does not exist (the graph has " + std::to_string(site.inputs.size()) +
+                                         " inputs)");
+  }
+  site.modified[input] = true;
+  const TensorId arg = site.inputs[input];
+  TensorId& parent = site.graph_to_parent[callee.inputs[input]];
+  const TensorId copy = parent;
+  parent = arg;
+  if (copy == arg) return;
+  for (OpId o : graph_ops(site.caller)) {
+    std::vector<Op>& list = o >= kSubgraphOpBase ? sub_ops_ : ops_;
+    Op& op = list[static_cast<size_t>(o >= kSubgraphOpBase ? o - kSubgraphOpBase : o)];
+    std::replace(op.inputs.begin(), op.inputs.end(), copy, arg);
+  }
+  for (TensorInfo& t : tensors_) {
+    if (t.alias_of == copy) t.alias_of = arg;
+  }
+}
+
 std::vector<GraphId> Graph::callees(GraphId g) const {
   std::vector<GraphId> out;
   for (const CallSite& site : call_sites_) {

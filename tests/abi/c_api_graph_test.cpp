@@ -185,8 +185,13 @@ TEST(CApiGraph, MlpFromCalledLinearGraphsTrainsLikeTheFlatBuild) { expect_same_t
 
 TEST(CApiGraph, MlpFromCalledLinearGraphsTrainsLikeTheFlatBuildWithRts) { expect_same_training(true); }
 
-/// One scaled_add_ graph "step"(p, g): p += g, called on a variable with `modified` or not.
-std::vector<float> after_call(bool modified) {
+/// How after_call marks the variable it passes: not at all, with plx_ir_call's flag, or
+/// with plx_call_site_set_input_modified once the call is added.
+enum class Marked { No, AtTheCall, AfterTheCall };
+
+/// One scaled_add_ graph "step"(p, g): p += g, called on a variable marked as `marked` says;
+/// returns the variable after one run.
+std::vector<float> after_call(Marked marked) {
   plx::Ir ir;
   const plx::Tensor v = ir.variable<float>("v", {3}, {1, 2, 3});
   const plx::Graph step = ir.create_graph("step");
@@ -196,8 +201,16 @@ std::vector<float> after_call(bool modified) {
     plx::GraphScope scope(ir, step);
     ir.graph_output(step, ir.scaled_add_(p, g));
   }
+  EXPECT_EQ(ir.name(p), "step/p");
   const plx::Tensor ones = ir.constant<float>({3}, {10, 10, 10});
-  const plx::CallInfo call = ir.call(step, {v, ones}, {modified, false});
+  const plx::CallInfo call = ir.call(step, {v, ones}, {marked == Marked::AtTheCall, false});
+  if (marked == Marked::AfterTheCall) ir.set_input_modified(call, 0);
+  const plx_tensor parent = ir.parent(call, p).id;
+  if (marked == Marked::No) {
+    EXPECT_NE(parent, v.id) << "an input passed by value is a copy of the argument";
+  } else {
+    EXPECT_EQ(parent, v.id) << "a modified input's parent is the argument itself";
+  }
   const plx::Stream out = ir.d2h_stream("out", call.outputs[0]);
   plx::Session session(ir);
   std::vector<float> y(3);
@@ -207,8 +220,9 @@ std::vector<float> after_call(bool modified) {
 }
 
 TEST(CApiGraph, InputsArePassedByValueUnlessMarkedModified) {
-  EXPECT_EQ(after_call(false), (std::vector<float>{1, 2, 3}));
-  EXPECT_EQ(after_call(true), (std::vector<float>{11, 12, 13}));
+  EXPECT_EQ(after_call(Marked::No), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(after_call(Marked::AtTheCall), (std::vector<float>{11, 12, 13}));
+  EXPECT_EQ(after_call(Marked::AfterTheCall), (std::vector<float>{11, 12, 13}));
 }
 
 /// A scalar loss and the gradient of one [2, 3] input.
@@ -464,6 +478,32 @@ TEST_F(CApiGraphErrors, CallWithWrongArguments) {
   EXPECT_PLX_ERROR(plx_ir_call(ir_, f_, &other, 1, nullptr, &out, 1, nullptr, nullptr), PLX_ERR_DTYPE_MISMATCH,
                    "graph 'f'", "input 0 'f/x'", "int32[2,3]");
   EXPECT_EQ(out, capi_test::kSentinelId);
+}
+
+TEST_F(CApiGraphErrors, MarkingAnInputOfACallThatDoesNotHaveIt) {
+  plx_tensor out = 0;
+  plx_call_site site = 0;
+  ASSERT_PLX_OK(plx_ir_call(ir_, f_, &v_, 1, nullptr, &out, 1, nullptr, &site));
+  EXPECT_PLX_ERROR(plx_call_site_set_input_modified(ir_, site, 1), PLX_ERR_INVALID_ARGUMENT, "graph 'f'",
+                   "input 1 does not exist", "1 inputs");
+  EXPECT_PLX_ERROR(plx_call_site_set_input_modified(nullptr, site, 0), PLX_ERR_INVALID_ARGUMENT, "ir");
+  EXPECT_NE(plx_call_site_set_input_modified(ir_, site + 7, 0), PLX_OK);
+  ASSERT_PLX_OK(plx_call_site_set_input_modified(ir_, site, 0));
+  ASSERT_PLX_OK(plx_call_site_set_input_modified(ir_, site, 0));  // marking twice is harmless
+}
+
+TEST_F(CApiGraphErrors, TensorNamesAndTheirBufferProtocol) {
+  size_t size = 0;
+  EXPECT_PLX_ERROR(plx_ir_get_tensor_name(ir_, fx_, nullptr, 0, &size), PLX_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(size, 4u) << "\"f/x\" and its NUL";
+  char name[4];
+  ASSERT_PLX_OK(plx_ir_get_tensor_name(ir_, fx_, name, sizeof name, &size));
+  EXPECT_STREQ(name, "f/x");
+  ASSERT_PLX_OK(plx_ir_get_tensor_name(ir_, v_, name, 2, &size));
+  EXPECT_STREQ(name, "v");
+  EXPECT_PLX_ERROR(plx_ir_get_tensor_name(ir_, fy_, name, 2, &size), PLX_ERR_BUFFER_TOO_SMALL);
+  EXPECT_PLX_ERROR(plx_ir_get_tensor_name(ir_, fx_, nullptr, 4, &size), PLX_ERR_INVALID_ARGUMENT, "buffer");
+  EXPECT_PLX_ERROR(plx_ir_get_tensor_name(nullptr, fx_, name, 4, &size), PLX_ERR_INVALID_ARGUMENT, "ir");
 }
 
 TEST_F(CApiGraphErrors, GraphCallingItselfDirectlyOrThroughAnother) {

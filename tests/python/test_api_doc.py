@@ -13,7 +13,8 @@ from plexus.ops import catalog
 
 ROOT = pathlib.Path(os.environ.get("PLEXUS_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 # Submodules re-exported by import side effect: documented through their contents.
-MODULES = {"callbacks", "context", "data", "dtypes", "errors", "ir", "ops", "session", "tensor", "variables"}
+MODULES = {"callbacks", "context", "data", "dtypes", "errors", "graph", "ir", "module", "ops", "session", "tensor",
+           "variables"}
 
 
 def documented_words():

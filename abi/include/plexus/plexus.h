@@ -70,6 +70,8 @@
  *      scopes, calls with modified inputs (plx_ir_call, plx_call_site_get_parent), repeat
  *      (plx_ir_repeat), graph autodiff with expected connections (plx_graph_autodiff);
  *      the identity op.
+ *  15  plx_call_site_set_input_modified: an input of a call marked modified after the
+ *      call; plx_ir_get_tensor_name.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -515,6 +517,19 @@ PLX_API plx_status plx_ir_autodiff(plx_ir* ir, plx_tensor loss, const plx_tensor
 PLX_API plx_status plx_ir_get_tensor_type(const plx_ir* ir, plx_tensor tensor, plx_dtype* out_dtype,
                                           int64_t* out_shape, size_t max_rank, size_t* out_rank);
 
+/**
+ * Name of a tensor: a variable's or stream's name as given, "<graph>/<name>" for a graph
+ * input, the op's name and output index for an op's output ("" for an unnamed constant).
+ * Buffer protocol as plx_session_get_report().
+ *
+ * @return PLX_OK; PLX_ERR_NOT_FOUND; PLX_ERR_INVALID_ARGUMENT (ir NULL, id of another IR,
+ *         NULL buffer with capacity > 0); PLX_ERR_BUFFER_TOO_SMALL (out_size is still set).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 15
+ */
+PLX_API plx_status plx_ir_get_tensor_name(const plx_ir* ir, plx_tensor tensor, char* buffer, size_t capacity,
+                                          size_t* out_size);
+
 /* ---- Graphs (PopXL user guide, "Graphs" and "Autodiff") ----------------------------- */
 
 /**
@@ -689,6 +704,21 @@ PLX_API plx_status plx_ir_repeat(plx_ir* ir, plx_graph graph, int64_t count, con
  */
 PLX_API plx_status plx_call_site_get_parent(const plx_ir* ir, plx_call_site site, plx_tensor graph_tensor,
                                             plx_tensor* out_parent);
+
+/**
+ * Marks input `input` of call `site` modified after the call was added (PopXL
+ * CallSiteInfo.set_parent_input_modified): from then on the call behaves as if
+ * plx_ir_call had been given the flag, so the writes the called graph makes to that input
+ * in place reach the caller's tensor. Mark it before the calling graph is itself called
+ * (a call copies its callee's ops as they are). Marking an input twice is harmless.
+ *
+ * @param input Index of the called graph's input (0-based).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL ir, bad id, no such input: the message
+ *         names the graph); PLX_ERR_NOT_FOUND (no such call site).
+ * Thread safety: not safe on the same `ir` from several threads at once.
+ * @since 15
+ */
+PLX_API plx_status plx_call_site_set_input_modified(plx_ir* ir, plx_call_site site, size_t input);
 
 /**
  * Options of plx_graph_autodiff() (PopXL transforms.autodiff). Versions (struct_size): 40

@@ -510,6 +510,11 @@ class Ir {
     check(plx_ir_repeat(handle_, g.id, count, ins.data(), ins.size(), outs.data(), outs.size(), nullptr));
     return to_tensors(outs);
   }
+  /// Marks input `input` of `call` modified after the call
+  /// (plx_call_site_set_input_modified, PopXL CallSiteInfo.set_parent_input_modified).
+  void set_input_modified(const CallInfo& call, size_t input) {
+    check(plx_call_site_set_input_modified(handle_, call.site, input));
+  }
   /// The caller's tensor holding `graph_tensor`'s value at `call` (plx_call_site_get_parent).
   Tensor parent(const CallInfo& call, Tensor graph_tensor) const {
     Tensor t;
@@ -568,12 +573,24 @@ class Ir {
     return d;
   }
 
+  /// The shape of `t` (plx_ir_get_tensor_type).
   Shape shape(Tensor t) const {
     Shape s(PLX_MAX_RANK);
     size_t rank = 0;
     check(plx_ir_get_tensor_type(handle_, t.id, nullptr, s.data(), s.size(), &rank));
     s.resize(rank);
     return s;
+  }
+
+  /// The name of `t` (plx_ir_get_tensor_name): "<graph>/<name>" for a graph input.
+  std::string name(Tensor t) const {
+    size_t size = 0;
+    const plx_status status = plx_ir_get_tensor_name(handle_, t.id, nullptr, 0, &size);
+    if (status != PLX_ERR_BUFFER_TOO_SMALL) check(status);
+    std::string text(size, '\0');
+    check(plx_ir_get_tensor_name(handle_, t.id, text.data(), text.size(), &size));
+    text.resize(size - 1);
+    return text;
   }
 
  private:

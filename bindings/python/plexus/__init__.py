@@ -15,8 +15,10 @@
 
 The names follow PopXL (seeds 000 and 001): Ir, variable, remote_buffer, remote_variable,
 replica_sharded_variable, remote_replica_sharded_variable, constant, h2d_stream,
-d2h_stream, in_sequence, autodiff, ops.*, ops.collectives.*, Session; seed 003's Block and
-Stage. Every C status is an exception class under plexus.Error. README "From Python" and
+d2h_stream, in_sequence, autodiff, ops.*, ops.collectives.*, Session; the graphs of its
+user guide: Graph, Module, Ir.create_graph, graph_input, graph_output, ops.call,
+ops.call_with_info, ops.repeat, transforms.autodiff; seed 003's Block and Stage. Every C
+status is an exception class under plexus.Error. README "From Python" and
 docs/python.md are the guide.
 """
 from plexus._lib import lib as _lib
@@ -27,10 +29,12 @@ from plexus.errors import (Error, InvalidArgument, UnknownOp, ShapeMismatch, DTy
                            OutOfDeviceMemory, InvalidGrouping, IoError, BadFormat, RunError, PluginError, Timeout,
                            Cancelled, Unsupported, BufferTooSmall, InternalError)
 from plexus.ir import Ir, ReplicaGrouping, Block, Stage, in_sequence
+from plexus.graph import Graph, TensorByRef, graph_input, graph_output, gcg, gmg
+from plexus.module import Module
 from plexus.tensor import Tensor, HostToDeviceStream, DeviceToHostStream, RemoteBuffer
 from plexus.variables import (variable, constant, remote_buffer, remote_variable, replica_sharded_variable,
                               remote_replica_sharded_variable, h2d_stream, d2h_stream, autodiff)
-from plexus import ops
+from plexus import ops, transforms
 from plexus.session import Session, Run
 from plexus.data import Dataset, Loader, Text, TextWindows, FORTUNES_DIR
 
@@ -54,6 +58,7 @@ __all__ = [
     "InvalidGrouping", "IoError", "BadFormat", "RunError", "PluginError", "Timeout", "Cancelled", "Unsupported",
     "BufferTooSmall", "InternalError",
     "Ir", "ReplicaGrouping", "Block", "Stage", "in_sequence",
+    "Graph", "TensorByRef", "graph_input", "graph_output", "gcg", "gmg", "Module", "transforms",
     "Tensor", "HostToDeviceStream", "DeviceToHostStream", "RemoteBuffer",
     "variable", "constant", "remote_buffer", "remote_variable", "replica_sharded_variable",
     "remote_replica_sharded_variable", "h2d_stream", "d2h_stream", "autodiff",

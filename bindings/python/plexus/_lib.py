@@ -1,5 +1,6 @@
-"""The compiled cffi module and the two helpers every wrapper uses: `check` turns a C
-status into an exception, `read_text` runs the C API's buffer protocol."""
+"""The compiled cffi module and the helpers every wrapper uses: `check` turns a C status
+into an exception, `read_text` and `read_list` run the C API's buffer protocol,
+`tensor_ids` makes a plx_tensor array."""
 from plexus._plexus_ffi import ffi, lib  # noqa: F401  (re-exported)
 from plexus import errors
 
@@ -26,6 +27,24 @@ def read_text(fn, *args):
     buffer = ffi.new("char[]", size[0])
     check(fn(*args, buffer, size[0], size))
     return ffi.string(buffer).decode("utf-8")
+
+
+def read_list(fn, ctype, *args):
+    """Calls fn(*args, out, capacity, out_count) twice, first with no room (to learn the
+    count; PLX_ERR_BUFFER_TOO_SMALL is expected), then with a `ctype` array of that size;
+    returns the array's filled part as a list."""
+    count = ffi.new("size_t*")
+    status = fn(*args, ffi.NULL, 0, count)
+    if status != lib.PLX_ERR_BUFFER_TOO_SMALL:
+        check(status)
+    out = ffi.new(f"{ctype}[]", max(count[0], 1))
+    check(fn(*args, out, count[0], count))
+    return list(out[0:count[0]])
+
+
+def tensor_ids(tensors):
+    """A plx_tensor[] of the ids of `tensors` (at least one element, for cffi)."""
+    return ffi.new("plx_tensor[]", [t.id for t in tensors] or [0])
 
 
 def shape_array(shape):

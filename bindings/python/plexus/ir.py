@@ -1,8 +1,9 @@
-"""The IR (PopXL popxl.Ir), its main graph context, replica groupings (seed 001, 13.2),
+"""The IR (PopXL popxl.Ir) and its graphs, replica groupings (seed 001, 13.2),
 in_sequence scopes and blocks (seed 003's poptorch.Block)."""
 import contextlib
 
-from plexus import context
+from plexus import context, graph
+from plexus.graph import Graph
 from plexus._lib import ffi, lib, check
 
 
@@ -74,21 +75,6 @@ class ReplicaGrouping:
                 f"group_size={self.group_size})")
 
 
-class _MainGraph:
-    """`with ir.main_graph:` makes the Ir current on this thread (ops go into it)."""
-
-    def __init__(self, ir):
-        self._ir = ir
-
-    def __enter__(self):
-        context.push(self._ir)
-        return self
-
-    def __exit__(self, *exc):
-        context.pop(self._ir)
-        return False
-
-
 class Ir:
     """An IR: tensors, ops and streams (PopXL popxl.Ir). `replication` is the replication
     factor R (seed 001, 13.1; settable until the first tensor is added). Owns its plx_ir,
@@ -104,6 +90,10 @@ class Ir:
         self.h2d_streams = []
         self.d2h_streams = []
         self.replication_factor = replication
+        main = ffi.new("plx_graph*")
+        check(lib.plx_ir_get_main_graph(self._ptr, main))
+        self._main_graph_id = main[0]
+        self.by_ref_inputs = set()  # ids of subgraph inputs every call passes by reference
 
     @property
     def replication_factor(self):
@@ -119,8 +109,23 @@ class Ir:
 
     @property
     def main_graph(self):
-        """A context manager making this Ir the current graph on this thread."""
-        return _MainGraph(self)
+        """The main graph (a plexus.Graph; `with ir.main_graph:` makes it current on this
+        thread): where variables and streams live, and what a Session runs."""
+        return Graph(self, self._main_graph_id, "main")  # made per use: a Graph keeps its Ir alive
+
+    def create_empty_graph(self, name=None):
+        """A new subgraph with no inputs, ops or outputs (PopXL Ir.create_empty_graph);
+        `name` (default "graph") is made unique among the Ir's graphs."""
+        name = self.unique_name(name or "graph")
+        out = ffi.new("plx_graph*")
+        check(lib.plx_ir_create_graph(self._ptr, name.encode(), out))
+        return Graph(self, out[0], name)
+
+    def create_graph(self, fn, *args, **kwargs):
+        """A subgraph from Python callable `fn` or a plexus.Module (PopXL Ir.create_graph):
+        the Tensors among args and kwargs become its inputs, fn's result its outputs
+        (plexus.graph.create_graph gives the rules and errors)."""
+        return graph.create_graph(self, fn, *args, **kwargs)
 
     def replica_grouping(self, stride=1, group_size=None):
         """A grouping of this IR's replicas, PopXL's argument order (stride first);

@@ -44,14 +44,19 @@ def _as_tensors(schema, inputs):
     like = next((t for t in inputs if isinstance(t, Tensor)), None)
     if like is None and any(not isinstance(t, Tensor) for t in inputs):
         raise InvalidArgument(f"op '{schema.name}': at least one input must be a Tensor")
+    return [t if isinstance(t, Tensor) else constant_like(like, t) for t in inputs]
+
+
+def constant_like(like, value):
+    """`value` (a number or array) as a constant of Tensor `like`'s dtype, in the current
+    graph when it is of like's Ir (a subgraph's constant stays in the subgraph), else in
+    like's main graph."""
     from plexus.variables import constant
-    out = []
-    for t in inputs:
-        if not isinstance(t, Tensor):
-            with like.ir.main_graph:
-                t = constant(np.asarray(t, dtype=like.dtype.numpy))
-        out.append(t)
-    return out
+    array = np.asarray(value, dtype=like.dtype.numpy)
+    if context.has_graph() and context.current_ir() is like.ir:
+        return constant(array)
+    with like.ir.main_graph:
+        return constant(array)
 
 
 def _attr_value(schema, name, value):
@@ -212,6 +217,7 @@ def _install():
 _install()
 
 from plexus.ops import collectives  # noqa: E402  (needs the ops above)
+from plexus.ops.call import call, call_with_info, repeat, CallSiteInfo  # noqa: E402,F401  (replaces the "repeat" op)
 
 
 def __getattr__(name):
@@ -219,4 +225,5 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(list(catalog.schemas()) + ["host_load", "collectives", "add_op"])
+    return sorted(set(catalog.schemas()) | {"host_load", "collectives", "add_op", "call", "call_with_info",
+                                            "CallSiteInfo"})

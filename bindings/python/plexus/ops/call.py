@@ -1,0 +1,173 @@
+"""Calling graphs (PopXL ops.call, ops.call_with_info, ops.repeat; user guide "Graphs"):
+over plx_ir_call and plx_ir_repeat. A call runs the graph's ops with the caller's tensors
+in place of its inputs; repeat runs it `repeat_count` times, feeding its outputs back to
+its first inputs. Not thread-safe (neither is the Ir)."""
+from collections.abc import Iterable
+
+from plexus._lib import ffi, lib, check, tensor_ids
+from plexus.graph import Graph
+from plexus.tensor import Tensor
+
+
+def _flatten(inputs):
+    out = []
+    for x in inputs:
+        if isinstance(x, Iterable) and not isinstance(x, (str, Tensor)):
+            out.extend(x)
+        else:
+            out.append(x)
+    return out
+
+
+def _as_parent(graph_input, value):
+    """A caller tensor for `graph_input`: `value` itself, or a number or array made a
+    constant of the input's dtype in the current graph."""
+    if isinstance(value, Tensor):
+        return value
+    from plexus.ops import constant_like
+    try:
+        return constant_like(graph_input, value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"graph input '{graph_input.name or graph_input.id}' cannot take {value!r}: {e}") from None
+
+
+def _parent_inputs(graph, what, inputs, inputs_dict, check_inputs):
+    """The caller tensor of each input of `graph`, in input order, from positional `inputs`
+    (lists flattened) and `inputs_dict` {graph input: value}. Raises ValueError (too many
+    inputs, an input given twice or not at all, a key that is not an input of graph)."""
+    if not isinstance(graph, Graph) or graph.is_main:
+        raise TypeError(f"the {what} graph must be a subgraph (a plexus.Graph from Ir.create_graph), got {graph!r}")
+    graph_inputs = graph.inputs
+    inputs = _flatten(inputs)
+    if len(inputs) > len(graph_inputs):
+        raise ValueError(f"Too many inputs have been provided to the {what} graph: {len(inputs)} positional inputs "
+                         f"for {len(graph_inputs)} inputs of graph '{graph.name}'")
+    values = dict(zip(graph_inputs, inputs))
+    for key, value in (inputs_dict or {}).items():
+        if key not in graph_inputs:
+            raise ValueError(f"{key!r} in inputs_dict is not an input of the {what} graph '{graph.name}'")
+        if key in values:
+            raise ValueError(f"Graph input {key!r} of the {what} graph '{graph.name}' is given twice")
+        values[key] = value
+    missing = [t for t in graph_inputs if t not in values]
+    if missing and check_inputs:
+        raise ValueError(f"Not enough inputs have been provided to the {what} graph '{graph.name}': "
+                         f"{len(missing)} of its {len(graph_inputs)} inputs have none ({missing})")
+    return [_as_parent(t, values[t]) for t in graph_inputs]
+
+
+class CallSiteInfo:
+    """One call of a graph (PopXL ops.call_with_info's CallSiteInfo): `called_graph`, the
+    caller's `inputs` (one per graph input) and `outputs` (one per graph output), and the
+    maps between the graph's tensors and the caller's. Not thread-safe."""
+
+    def __init__(self, graph, site, inputs, outputs):
+        self._graph, self._site, self._inputs, self._outputs = graph, int(site), tuple(inputs), tuple(outputs)
+
+    @property
+    def called_graph(self):
+        """The Graph this call runs."""
+        return self._graph
+
+    @property
+    def inputs(self):
+        """The caller's tensors passed to the graph's inputs, in input order."""
+        return self._inputs
+
+    @property
+    def outputs(self):
+        """The caller's tensors the call's outputs are, in the graph's output order."""
+        return self._outputs
+
+    def parent_input(self, idx):
+        """The caller's tensor at input `idx`."""
+        return self._inputs[idx]
+
+    def parent_output(self, idx):
+        """The caller's tensor of output `idx`."""
+        return self._outputs[idx]
+
+    def graph_to_parent_input_index(self, idx):
+        """The call's input index of graph input `idx` (the same index: a call passes the
+        graph's inputs in order)."""
+        return idx
+
+    parent_to_graph_input_index = graph_to_parent_output_index = parent_to_graph_output_index = \
+        graph_to_parent_input_index
+
+    def graph_to_parent(self, graph_tensor):
+        """The caller's tensor holding `graph_tensor` at this call: an input's argument, an
+        output's result, or an intermediate's value (the forward tensors a gradient graph
+        reads). Raises ValueError for a tensor the called graph does not have."""
+        ir = self._graph.ir
+        out = ffi.new("plx_tensor*")
+        status = lib.plx_call_site_get_parent(ir._ptr, self._site, graph_tensor.id, out)
+        if status == lib.PLX_ERR_INVALID_ARGUMENT:
+            raise ValueError(f"{graph_tensor!r} is not a tensor of the called graph '{self._graph.name}'")
+        check(status)
+        return Tensor(ir, out[0])
+
+    def parent_to_graph(self, parent_tensor):
+        """The graph input that `parent_tensor` is passed to. Raises ValueError when it is
+        not an input of this call."""
+        for graph_input, parent in zip(self._graph.inputs, self._inputs):
+            if parent == parent_tensor:
+                return graph_input
+        raise ValueError(f"{parent_tensor!r} is not an input of this call of graph '{self._graph.name}'")
+
+    def set_parent_input_modified(self, parent_tensor, infer_modified_regions=False):
+        """Marks the caller's `parent_tensor`, an input of this call, modified: the writes
+        the graph makes to it in place (scaled_add_, copy_var_update_, ...) reach it
+        (PopXL CallSiteInfo.set_parent_input_modified). `infer_modified_regions` is
+        accepted for PopXL's signature: the whole tensor is marked either way. Raises
+        ValueError when it is not an input of this call."""
+        index = self._graph.inputs.index(self.parent_to_graph(parent_tensor))
+        check(lib.plx_call_site_set_input_modified(self._graph.ir._ptr, self._site, index))
+
+
+def call_with_info(graph, *inputs, inputs_dict=None, check_inputs=True):
+    """Calls `graph` from the current graph and returns its CallSiteInfo (PopXL
+    ops.call_with_info). `inputs` fill the graph's inputs in order (lists are flattened),
+    `inputs_dict` maps graph inputs to values; numbers and arrays become constants.
+    Inputs are passed by value except those made with by_ref=True (TensorByRef) and those
+    set_parent_input_modified marks later. Raises ValueError (the inputs do not match),
+    TypeError (a value that cannot be a tensor), ShapeMismatch / DTypeMismatch (an
+    argument's type), InvalidArgument (a tensor of another graph, a recursive call)."""
+    parents = _parent_inputs(graph, "called", inputs, inputs_dict, check_inputs)
+    ir = graph.ir
+    modified = ffi.new("uint8_t[]", [int(t.id in ir.by_ref_inputs) for t in graph.inputs] or [0])
+    options = ffi.new("plx_call_options*")
+    lib.plx_call_options_init(options)
+    options.modified = modified
+    num_outputs = len(graph.outputs)
+    outputs = ffi.new("plx_tensor[]", max(num_outputs, 1))
+    site = ffi.new("plx_call_site*")
+    check(lib.plx_ir_call(ir._ptr, graph.id, tensor_ids(parents), len(parents), options, outputs, num_outputs, ffi.NULL,
+                          site))
+    return CallSiteInfo(graph, site[0], parents, [Tensor(ir, outputs[i]) for i in range(num_outputs)])
+
+
+def call(graph, *inputs, inputs_dict=None, check_inputs=True):
+    """Calls `graph` (PopXL ops.call): call_with_info(...).outputs, a tuple of Tensors
+    (one per graph output; `(y,) = ops.call(g, x)`)."""
+    return call_with_info(graph, *inputs, inputs_dict=inputs_dict, check_inputs=check_inputs).outputs
+
+
+def repeat(graph, repeat_count, *inputs, inputs_dict=None, check_inputs=True):
+    """Runs `graph` repeat_count times (PopXL ops.repeat): output j of one iteration is input
+    j of the next; the other inputs are the same every iteration. Returns the last
+    iteration's outputs (a tuple; with repeat_count 0, the first inputs). Not unrolled.
+    Raises ValueError (repeat_count < 0, fewer inputs than outputs, inputs that do not
+    match as for call) and ShapeMismatch (an output of another type than its input)."""
+    if int(repeat_count) < 0:
+        raise ValueError(f"Repeat trip count for repeat of {graph.name} of {repeat_count} must be >= 0.")
+    parents = _parent_inputs(graph, "repeated", inputs, inputs_dict, check_inputs)
+    num_outputs = len(graph.outputs)
+    if len(parents) < num_outputs:
+        raise ValueError(f"To repeat the subgraph ({graph.name}) the number of inputs must be greater than or equal "
+                         f"to the number of outputs. {len(parents)} < {num_outputs}")
+    ir = graph.ir
+    outputs = ffi.new("plx_tensor[]", max(num_outputs, 1))
+    check(lib.plx_ir_repeat(ir._ptr, graph.id, int(repeat_count), tensor_ids(parents), len(parents), outputs,
+                            num_outputs, ffi.NULL))
+    return tuple(Tensor(ir, outputs[i]) for i in range(num_outputs))
