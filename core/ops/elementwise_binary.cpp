@@ -1,6 +1,7 @@
 // Binary elementwise ops with numpy broadcasting: add, sub, mul, div (float32 or int32,
 // both inputs of one dtype), add_ (in place: x <- x + y, y broadcast to x, PopXL's
-// `x += y`), and equal (any dtype, uint8 result). int32 arithmetic wraps around like two's
+// `x += y`), copy_var_update_ (in place: x <- y, PopXL's var_updates.copy_var_update_),
+// and equal (any dtype, uint8 result). int32 arithmetic wraps around like two's
 // complement hardware; int32 division by zero is a run error.
 #include <climits>
 #include <cstdint>
@@ -87,9 +88,10 @@ std::vector<TensorId> finish(ir::GradContext& ctx, TensorId da, TensorId db) {
           ctx.needs_grad[1] ? unbroadcast(ctx, db, ctx.shape(b)) : ir::kNoTensor};
 }
 
-ir::OpDef add_inplace_def() {
-  ir::OpDef def = arithmetic(
-      "add_", [](float x, float y) { return x + y; }, [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); }, {});
+/// An in-place op x <- f(x, y) with y broadcast to x's shape (no gradient rule).
+template <class FloatFn, class IntFn>
+ir::OpDef inplace_def(const char* name, FloatFn float_fn, IntFn int_fn) {
+  ir::OpDef def = arithmetic(name, float_fn, int_fn, {});
   def.inplace_inputs = {0};
   def.infer = [](const ir::InferContext& ctx) {
     ctx.expect_numeric(0);
@@ -140,7 +142,12 @@ const ir::OpRegistration div_op{arithmetic(
       return finish(ctx, ctx.needs_grad[0] ? ctx.add("div", {dy, b}) : ir::kNoTensor, db);
     })};
 
-const ir::OpRegistration add_inplace_op{add_inplace_def()};
+const ir::OpRegistration add_inplace_op{inplace_def(
+    "add_", [](float x, float y) { return x + y; }, [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); })};
+
+// PopXL's ops.var_updates.copy_var_update_: x <- y, in place.
+const ir::OpRegistration copy_var_update_op{
+    inplace_def("copy_var_update_", [](float, float y) { return y; }, [](int32_t, int32_t y) { return y; })};
 
 ir::OpDef equal_def() {
   ir::OpDef def;

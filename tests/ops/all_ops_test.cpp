@@ -23,6 +23,7 @@ const std::map<std::string, Coverage>& covered() {
       {"batch_matmul", {"batch_matmul_test.cpp", true}},
       {"add", {"elementwise_binary_test.cpp", true}},
       {"add_", {"elementwise_binary_test.cpp", false}},
+      {"copy_var_update_", {"elementwise_binary_test.cpp", false}},
       {"sub", {"elementwise_binary_test.cpp", true}},
       {"mul", {"elementwise_binary_test.cpp", true}},
       {"div", {"elementwise_binary_test.cpp", true}},

@@ -211,5 +211,18 @@ TEST(ElementwiseBinary, AddInPlaceBroadcastsYOntoX) {
   EXPECT_THAT(e.message, ::testing::HasSubstr("y must broadcast to x's shape"));
 }
 
+// copy_var_update_ (PopXL's var_updates.copy_var_update_): x <- y in place, whatever x held.
+TEST(ElementwiseBinary, CopyVarUpdateOverwritesXWithYBroadcast) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  expect_equal(run_op1("copy_var_update_", {f32({2, 2}, {nan, inf, -inf, 1}), f32({2}, {10, 20})}),
+               f32({2, 2}, {10, 20, 10, 20}), "copy_var_update_ float32 over non-finite values");
+  expect_equal(run_op1("copy_var_update_", {i32({2}, {1, 2}), i32({}, {-5})}), i32({2}, {-5, -5}),
+               "copy_var_update_ int32");
+  const OpError shape = op_error("copy_var_update_", {f32({3}, {1, 2, 3}), f32({2, 3}, {1, 2, 3, 4, 5, 6})});
+  EXPECT_EQ(shape.code, ir::ErrorCode::ShapeMismatch);
+  const OpError dtype = op_error("copy_var_update_", {f32({2}, {1, 2}), i32({2}, {1, 2})});
+  EXPECT_EQ(dtype.code, ir::ErrorCode::DTypeMismatch);
+}
+
 }  // namespace
 }  // namespace plexus::ops::test

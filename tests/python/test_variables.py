@@ -81,8 +81,9 @@ def test_a_variable_keeps_its_updates_between_runs_and_a_constant_is_read_only()
         session.run()
         session.run()
         np.testing.assert_array_equal(session.get_tensor_data(v), [8, 16, 24])
+        np.testing.assert_array_equal(session.get_tensor_data(c), [1, 2, 3])  # PopXL reads constants
         with pytest.raises(plexus.InvalidArgument, match="not a variable"):
-            session.get_tensor_data(c)
+            session.write_variable_data(c, np.zeros(3, np.float32))
 
 
 def test_replica_sharded_variable_storage_and_gather():

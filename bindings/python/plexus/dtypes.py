@@ -17,6 +17,10 @@ class DType:
     def __init__(self, name, code, numpy_dtype):
         self.name, self.code, self.numpy = name, code, np.dtype(numpy_dtype)
 
+    def as_numpy(self):
+        """The numpy dtype (PopXL's DType.as_numpy())."""
+        return self.numpy
+
     @property
     def itemsize(self):
         """Bytes per element."""

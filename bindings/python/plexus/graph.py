@@ -9,7 +9,7 @@ import typing
 
 from plexus import context, dtypes
 from plexus._lib import ffi, lib, check, read_list, read_text
-from plexus.tensor import Tensor
+from plexus.tensor import Tensor, TensorSpec
 
 
 class TensorByRef(Tensor):
@@ -128,14 +128,14 @@ def _inputs_for(name, param, arg):
     """The graph inputs standing for argument `name` (value `arg`): a Tensor, a list or
     tuple of Tensors, or the Tensors of **kwargs; the argument itself when it holds none."""
     by_ref = _is_tensor_hint(param.annotation)
-    if isinstance(arg, Tensor):
+    if isinstance(arg, (Tensor, TensorSpec)):
         return graph_input(arg.shape, arg.dtype, name, by_ref=by_ref)
     if isinstance(arg, dict) and param.kind is not inspect.Parameter.VAR_KEYWORD:
         return arg
     if not isinstance(arg, (list, tuple, dict)) or not arg:
         return arg
     items = list(arg.items()) if isinstance(arg, dict) else [(f"{name}_{i}", a) for i, a in enumerate(arg)]
-    kinds = {isinstance(a, Tensor) for _, a in items}
+    kinds = {isinstance(a, (Tensor, TensorSpec)) for _, a in items}
     if kinds == {False}:
         return arg
     if len(kinds) > 1:
@@ -147,7 +147,7 @@ def _inputs_for(name, param, arg):
 
 def create_graph(ir, fn, *args, **kwargs):
     """Ir.create_graph (PopXL): a subgraph of `ir` from Python callable `fn` or a Module's
-    build, named after its qualified name. Tensor arguments (alone, in lists or tuples, in
+    build, named after its qualified name. Tensor (or TensorSpec) arguments (alone, in lists or tuples, in
     *args or **kwargs) become graph inputs of their shape and dtype, in signature order,
     then the graph_input calls fn makes; the other arguments are passed as they are. fn's
     result (None, a Tensor or an iterable of Tensors) becomes the outputs. Raises TypeError

@@ -94,6 +94,7 @@ class Ir:
         check(lib.plx_ir_get_main_graph(self._ptr, main))
         self._main_graph_id = main[0]
         self.by_ref_inputs = set()  # ids of subgraph inputs every call passes by reference
+        self.constants = {}  # tensor id -> the constant's data (host copy), for get_tensor_data
 
     @property
     def replication_factor(self):

@@ -322,7 +322,10 @@ class Session:
     def get_tensor_data(self, tensor):
         """A variable's value as a new ndarray, in its retrieval mode's shape: [num_groups] +
         shape ("one_per_group", the group dim left out for one group) or [R] + shape
-        ("all_replicas"); replica-sharded variables are returned whole."""
+        ("all_replicas"); replica-sharded variables are returned whole. A constant's value
+        (PopXL reads constants too) is a copy of its data."""
+        if tensor.id in self.ir.constants:
+            return self.ir.constants[tensor.id].copy()
         shape = read_shape(lib.plx_session_get_variable_shape, self._live(), tensor.id)
         out = np.empty(shape, dtype=tensor.dtype.numpy)
         check(lib.plx_session_read_variable(self._live(), tensor.id, ffi.from_buffer(out), out.nbytes))

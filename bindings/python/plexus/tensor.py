@@ -1,15 +1,28 @@
 """Tensors, streams and remote buffers: handles into one Ir (ids of the C API).
 
 Every object keeps its Ir alive, so a tensor never outlives the IR it names."""
+import typing
+
 from plexus import dtypes
 from plexus._lib import ffi, lib, check
 
 
+class TensorSpec(typing.NamedTuple):
+    """The type of a tensor without the tensor (PopXL popxl.TensorSpec): `shape` (tuple of
+    ints), `dtype` (plexus.DType), `meta_shape` (a replica-sharded tensor's full shape;
+    () otherwise). Ir.create_graph takes it where it takes a Tensor."""
+
+    shape: tuple
+    dtype: dtypes.DType
+    meta_shape: tuple = ()
+
+
 class Tensor:
     """A tensor of an Ir: `id` (plx_tensor), `dtype` (plexus.DType), `shape` (tuple of ints,
-    per replica). Arithmetic operators add ops to the current graph as PopXL's do:
-    `+ - * /` (add/sub/mul/div), unary `-` (neg), `@` (matmul), `+=` (add_, in place).
-    Not thread-safe (neither is the Ir)."""
+    per replica), `spec`, and PopXL's `T`, `transpose`, `reshape`, `flatten`. Arithmetic
+    operators add ops to the current graph as PopXL's do: `+ - * /` (add/sub/mul/div),
+    unary `-` (neg), `@` (matmul), `+=` (add_, in place). Not thread-safe (neither is the
+    Ir)."""
 
     __slots__ = ("ir", "id", "_type", "name")
 
@@ -34,6 +47,28 @@ class Tensor:
     def shape(self):
         """The shape per replica (tuple of ints; () for a scalar)."""
         return self._read_type()[1]
+
+    @property
+    def spec(self):
+        """TensorSpec(shape, dtype) of this tensor (PopXL Tensor.spec)."""
+        return TensorSpec(self.shape, self.dtype)
+
+    @property
+    def T(self):
+        """The tensor with its axes reversed (PopXL Tensor.T; ops.transpose)."""
+        return self.transpose()
+
+    def transpose(self, permutation=None):
+        """ops.transpose(self, permutation); None reverses the axes (PopXL Tensor.transpose)."""
+        return _ops().transpose(self, perm=list(permutation or []))
+
+    def reshape(self, shape):
+        """ops.reshape(self, shape): a view of the same elements (PopXL Tensor.reshape)."""
+        return _ops().reshape(self, shape=list(shape))
+
+    def flatten(self):
+        """The tensor as one dim, [nelms] (PopXL Tensor.flatten)."""
+        return self.reshape([self.nelms])
 
     @property
     def rank(self):

@@ -81,6 +81,7 @@ def constant(data, dtype=None, name=None):
     dims, rank = shape_array(array.shape)
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_constant(ir._ptr, dtype.code, dims, rank, *_data_args(array), out))
+    ir.constants[out[0]] = array.copy()  # Session.get_tensor_data reads constants too (PopXL)
     return Tensor(ir, out[0], name)
 
 

@@ -1,0 +1,123 @@
+"""popxl.Session: PopXL's session (device_desc, attach / detach with `with session:`,
+run and run_with_outputs keyed by PopXL's streams) over a plexus.Session."""
+import sys
+
+import numpy as np
+
+import plexus
+
+DEVICE_DESCS = ("ipu_hw", "ipu_model", "cpu")
+_told = False
+
+
+def _tell_once(device_desc):
+    global _told
+    if not _told:
+        _told = True
+        print(f"popxl: device_desc '{device_desc}' runs on Plexus's virtual CPU devices", file=sys.stderr)
+
+
+def _to_numpy(value, downcast):
+    """A host input as PopXL converts it: lists, scalars and torch tensors to numpy arrays,
+    64-bit floats and ints to 32 bits when `downcast`."""
+    array = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
+    if downcast and array.dtype == np.float64:
+        return array.astype(np.float32)
+    if downcast and array.dtype == np.int64:
+        return array.astype(np.int32)
+    return array
+
+
+class Session:
+    """Runs a popxl.Ir (PopXL popxl.Session(ir, device_desc="cpu",
+    weights_to_host_on_exit=True)). Every device_desc runs on Plexus's virtual devices
+    (said once on stderr); replication works with each. Runs and weight transfers need the
+    session attached: inside `with session:` (re-entrant, reusable after exit); reading
+    and writing variables works at any time, the variables staying resident. Raises
+    ValueError for another device_desc, and the plexus.Session errors at creation. Not
+    thread-safe."""
+
+    def __init__(self, ir, device_desc="cpu", weights_to_host_on_exit=True):
+        if not isinstance(device_desc, str) or device_desc not in DEVICE_DESCS:
+            raise ValueError(f"Session: device_desc must be one of {', '.join(DEVICE_DESCS)}, got {device_desc!r}")
+        _tell_once(device_desc)
+        self._ir, self.weights_to_host_on_exit = ir, weights_to_host_on_exit
+        self._session = plexus.Session(ir, device_iterations=getattr(ir, "num_host_transfers", 1))
+        self._attached = 0
+
+    @property
+    def ir(self):
+        """The Ir this session runs."""
+        return self._ir
+
+    @property
+    def is_attached(self):
+        """Whether a `with session:` is open."""
+        return self._attached > 0
+
+    def __enter__(self):
+        self._attached += 1
+        return self
+
+    def __exit__(self, *exc):
+        self._attached -= 1
+        return False
+
+    def _assert_attached(self):
+        if not self.is_attached:
+            raise ValueError("Must be attached to device before calling a runtime function. Put the call inside a "
+                             "`Session` context, for example `with session: session.run()`.")
+
+    def expected_inputs(self):
+        """The Ir's host-to-device streams, which run's inputs must cover."""
+        return list(self._ir.h2d_streams)
+
+    def _run(self, inputs, downcast_inputs):
+        """{DeviceToHostStream: array} of one run."""
+        self._assert_attached()
+        arrays = {s: _to_numpy(a, downcast_inputs) for s, a in (inputs or {}).items()}
+        results = self._session.run(arrays)
+        return {s: results[s._stream] for s in self._ir.stored_d2h_streams}
+
+    def run_with_outputs(self, inputs=None, outputs=None, downcast_inputs=True):
+        """One run with `inputs` ({HostToDeviceStream: array-like}), writing each output
+        stream's data into `outputs` ({DeviceToHostStream: numpy array of its shape}).
+        Raises ValueError when not attached or for an output that is not a stored stream of
+        this Ir, and the plexus.Session.run errors (ShapeMismatch naming the stream for an
+        input of the wrong shape)."""
+        results = self._run(inputs, downcast_inputs)
+        for stream, target in (outputs or {}).items():
+            if stream not in results:
+                raise ValueError(f"run_with_outputs: {stream!r} is not a stored device-to-host stream of this Ir")
+            target[...] = results[stream]
+
+    def run(self, inputs=None, downcast_inputs=True):
+        """One run (PopXL Session.run): returns {DeviceToHostStream: numpy array} for every
+        stream ops.host_store filled, each [num_host_transfers, replicas] + shape with the
+        dims of 1 left out. Raises as run_with_outputs."""
+        return self._run(inputs, downcast_inputs)
+
+    def weights_to_host(self):
+        """PopXL's device-to-host weight copy; the variables are resident on Plexus, so this
+        only checks that the session is attached (ValueError otherwise)."""
+        self._assert_attached()
+
+    def weights_from_host(self):
+        """PopXL's host-to-device weight copy; as weights_to_host."""
+        self._assert_attached()
+
+    def get_tensor_data(self, tensor):
+        """A variable's or constant's value (plexus.Session.get_tensor_data)."""
+        return self._session.get_tensor_data(tensor)
+
+    def get_tensors_data(self, tensors):
+        """{tensor: value} for every tensor of `tensors`."""
+        return self._session.get_tensors_data(tensors)
+
+    def write_variable_data(self, tensor, data):
+        """Writes a variable (plexus.Session.write_variable_data)."""
+        self._session.write_variable_data(tensor, data)
+
+    def write_variables_data(self, values):
+        """Writes every {variable: data} of `values`."""
+        self._session.write_variables_data(values)

@@ -1,0 +1,41 @@
+"""PopXL's device-to-host streams: d2h_stream(shape, dtype, name) declares one,
+ops.host_store(stream, t) copies `t` into it at that point of the program (over
+plexus.d2h_stream, which does both at once)."""
+import plexus
+from plexus import context, dtypes
+
+
+class DeviceToHostStream:
+    """A device-to-host stream (PopXL popxl.DeviceToHostStream): `shape`, `dtype`, `name`;
+    bound to a tensor by ops.host_store. Keys Session.run's outputs. Not thread-safe."""
+
+    __slots__ = ("ir", "shape", "dtype", "name", "_stream")
+
+    def __init__(self, ir, shape, dtype, name):
+        self.ir, self.shape, self.dtype, self.name = ir, tuple(int(d) for d in shape), dtypes.of(dtype), name
+        self._stream = None
+
+    def __repr__(self):
+        return f"<popxl.DeviceToHostStream '{self.name}' {self.dtype.name}{list(self.shape)}>"
+
+
+def d2h_stream(shape, dtype, name=None):
+    """A device-to-host stream of `shape` and `dtype` in the current graph's Ir, a popxl.Ir
+    (PopXL popxl.d2h_stream); ops.host_store fills it. Raises TypeError for a plexus.Ir."""
+    ir = context.current_ir()
+    if not hasattr(ir, "stored_d2h_streams"):
+        raise TypeError("popxl.d2h_stream needs a popxl.Ir (a plexus.Ir takes plexus.d2h_stream(t))")
+    return DeviceToHostStream(ir, shape, dtype, name or ir.unique_name("d2h_stream"))
+
+
+def host_store(d2h_stream, t):
+    """Copies tensor `t` to the host through `d2h_stream` at this point of the program
+    (PopXL ops.host_store). Raises ValueError when t's shape or dtype is not the stream's,
+    or the stream already has a tensor (one host_store per stream)."""
+    if (tuple(t.shape), t.dtype) != (d2h_stream.shape, d2h_stream.dtype):
+        raise ValueError(f"host_store: tensor {t!r} does not match stream '{d2h_stream.name}' "
+                         f"({d2h_stream.dtype.name}{list(d2h_stream.shape)})")
+    if d2h_stream._stream is not None:
+        raise ValueError(f"host_store: stream '{d2h_stream.name}' already has a host_store (Plexus allows one)")
+    d2h_stream._stream = plexus.d2h_stream(t, name=d2h_stream.name)
+    d2h_stream.ir.stored_d2h_streams.append(d2h_stream)

@@ -1,0 +1,145 @@
+"""`import popxl` (bindings/python/popxl): PopXL's own spellings over plexus. Sessions with
+device_desc and attach / detach contexts, d2h_stream + host_store, num_host_transfers,
+the var_updates ops, reading constants, remote_code_load's checks, Tensor.T / spec, and
+the errors PopXL raises for each."""
+import numpy as np
+import pytest
+
+import plexus
+import popxl
+import popxl.ops as ops
+from popxl.ops.call import CallSiteInfo
+
+
+def _increment_ir(num_host_transfers=1):
+    ir = popxl.Ir()
+    ir.num_host_transfers = num_host_transfers
+    with ir.main_graph:
+        x_h2d = popxl.h2d_stream([2], popxl.float32, name="x")
+        x = ops.host_load(x_h2d, "x")
+        graph = ir.create_graph(lambda t: t + np.ones(t.shape, t.dtype.as_numpy()), x.spec)
+        (y,) = ops.call(graph, x)
+        y_d2h = popxl.d2h_stream(y.shape, y.dtype, name="y")
+        ops.host_store(y_d2h, y)
+    return ir, x_h2d, y_d2h
+
+
+@pytest.mark.parametrize("device_desc", ["cpu", "ipu_model", "ipu_hw"])
+def test_every_device_desc_runs_on_the_virtual_devices(device_desc):
+    ir, x_h2d, y_d2h = _increment_ir()
+    with popxl.Session(ir, device_desc) as session:
+        out = session.run({x_h2d: [1.5, 2.5]})  # a list and float64, converted as PopXL does
+    assert list(out) == [y_d2h]
+    np.testing.assert_array_equal(out[y_d2h], [2.5, 3.5])
+    assert out[y_d2h].dtype == np.float32
+
+
+def test_num_host_transfers_gives_the_leading_dim_of_every_stream():
+    ir, x_h2d, y_d2h = _increment_ir(num_host_transfers=3)
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    with popxl.Session(ir) as session:
+        y = session.run({x_h2d: x})[y_d2h]
+        outputs = {y_d2h: np.zeros((3, 2), np.float32)}
+        session.run_with_outputs({x_h2d: x * 2}, outputs)
+    np.testing.assert_array_equal(y, x + 1)
+    np.testing.assert_array_equal(outputs[y_d2h], x * 2 + 1)
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="num_host_transfers"):
+            ir.num_host_transfers = bad
+
+
+def test_a_session_runs_only_while_attached_and_is_reusable():
+    ir, x_h2d, y_d2h = _increment_ir()
+    session = popxl.Session(ir, "ipu_model")
+    assert not session.is_attached
+    with pytest.raises(ValueError, match="Must be attached"):
+        session.run({x_h2d: np.zeros(2, np.float32)})
+    with pytest.raises(ValueError, match="Must be attached"):
+        session.weights_to_host()
+    with session:
+        with session:
+            assert session.is_attached
+        assert session.is_attached
+        session.weights_from_host()
+    assert not session.is_attached
+    with session:  # attach again: the same session runs on
+        np.testing.assert_array_equal(session.run({x_h2d: np.ones(2, np.float32)})[y_d2h], [2, 2])
+
+
+def test_bad_device_desc_and_host_store_are_errors():
+    ir = popxl.Ir()
+    with pytest.raises(ValueError, match="device_desc.*'gpu'"):
+        popxl.Session(ir, "gpu")
+    with ir.main_graph:
+        v = popxl.variable(np.zeros(2, np.float32), name="v")
+        stream = popxl.d2h_stream((3,), popxl.float32, name="wrong_shape")
+        with pytest.raises(ValueError, match="wrong_shape"):
+            ops.host_store(stream, v)
+        ok = popxl.d2h_stream((2,), popxl.float32, name="ok")
+        ops.host_store(ok, v)
+        with pytest.raises(ValueError, match="already has a host_store"):
+            ops.host_store(ok, v)
+    plain = plexus.Ir()
+    with plain.main_graph, pytest.raises(TypeError, match="popxl.Ir"):
+        popxl.d2h_stream((2,), popxl.float32)
+
+
+def test_var_updates_write_in_place():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        f = popxl.variable(np.array([np.nan, np.inf], np.float32), name="f")
+        i = popxl.variable(np.array([1, 2], np.int32), name="i")
+        a = popxl.variable(np.array([1, 1], np.float32), name="a")
+        ops.var_updates.copy_var_update_(f, popxl.constant(np.array([3, 4], np.float32)))
+        ops.var_updates.copy_var_update_(i, popxl.constant(np.array([-7, 9], np.int32)))
+        ops.var_updates.accumulate_(a, popxl.constant(np.array([1, 2], np.float32)))
+        ops.var_updates.accumulate_(a, popxl.constant(np.array([1, 2], np.float32)), 0.5)
+        ops.var_updates.accumulate_(a, popxl.constant(np.array([2, 2], np.float32)),
+                                    popxl.constant(np.float32(-1)))
+        c = popxl.constant(np.array([5, 6], np.int32), name="c")
+    with popxl.Session(ir) as session:
+        session.run()
+    np.testing.assert_array_equal(session.get_tensor_data(f), [3, 4])  # whatever f held
+    np.testing.assert_array_equal(session.get_tensor_data(i), [-7, 9])
+    np.testing.assert_array_equal(session.get_tensor_data(a), [0.5, 2])  # 1 + 1 + 0.5 - 2, 1 + 2 + 1 - 2
+    np.testing.assert_array_equal(session.get_tensor_data(c), [5, 6])  # constants read too
+
+
+def test_remote_code_load_has_no_effect_and_checks_its_arguments():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.float32(2), name="x")
+    graph = ir.create_graph(lambda t: t.T.T * 3, x.spec)  # made outside any `with`
+    with ir.main_graph, popxl.in_sequence():
+        ops.remote_code_load(graph, destination="executable")
+        info = ops.call_with_info(graph, x)
+        assert isinstance(info, CallSiteInfo)
+        y_d2h = popxl.d2h_stream((), popxl.float32, "y")
+        ops.host_store(y_d2h, info.outputs[0])
+        with pytest.raises(NotImplementedError, match="io_buffer"):
+            ops.remote_code_load(graph, "io_buffer")
+        with pytest.raises(ValueError, match="destination"):
+            ops.remote_code_load(graph, "elsewhere")
+        with pytest.raises(TypeError, match="Graph"):
+            ops.remote_code_load("graph", "executable")
+    with graph, pytest.raises(ValueError, match="resides in"):
+        ops.remote_code_load(graph, "executable")
+    with popxl.Session(ir) as session:
+        assert session.run()[y_d2h] == 6
+
+
+def test_tensor_methods_follow_popxl():
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="x")
+        assert x.spec == popxl.TensorSpec((2, 3), popxl.float32)
+        assert x.T.shape == (3, 2) and x.transpose([1, 0]).shape == (3, 2)
+        assert x.reshape((3, 2)).shape == (3, 2) and x.flatten().shape == (6,)
+        assert popxl.float32.as_numpy() == np.float32
+        d2h = [popxl.d2h_stream(t.shape, t.dtype) for t in (x.T, x.flatten())]
+        for stream, t in zip(d2h, (x.T, x.flatten())):
+            ops.host_store(stream, t)
+    with popxl.Session(ir) as session:
+        out = session.run()
+    np.testing.assert_array_equal(out[d2h[0]], np.arange(6).reshape(2, 3).T)
+    np.testing.assert_array_equal(out[d2h[1]], np.arange(6))
