@@ -1,9 +1,10 @@
 // Unary elementwise ops and their gradient ops: relu, gelu (tanh approximation, as
-// PyTorch's gelu(approximate="tanh") and PopXL's gelu), exp, sqrt, tanh (torch.exp,
-// torch.sqrt, torch.tanh), all float32 of any shape, and neg (float32 or int32).
+// PyTorch's gelu(approximate="tanh") and PopXL's gelu), exp, log, sqrt, tanh (torch.exp,
+// torch.log, torch.sqrt, torch.tanh), all float32 of any shape, and neg (float32 or int32).
 //   relu_grad(x, dy) = dy * (x > 0)
 //   gelu_grad(x, dy) = dy * d/dx gelu(x)
 //   exp_grad(x, dy)  = dy * exp(x)
+//   log_grad(x, dy)  = dy / x              (dy * inf at x = 0, as PyTorch)
 //   sqrt_grad(x, dy) = dy / (2 sqrt(x))   (dy * inf at x = 0, NaN for x < 0, as PyTorch)
 //   tanh_grad(x, dy) = dy * (1 - tanh(x)^2)
 #include <cmath>
@@ -104,6 +105,8 @@ ir::OpDef activation_grad(const char* name) {
 float relu_derivative(float x) { return relu_active(x) ? 1.0f : 0.0f; }
 
 float exp_fn(float x) { return std::exp(x); }
+float log_fn(float x) { return std::log(x); }
+float log_derivative(float x) { return 1.0f / x; }
 float sqrt_fn(float x) { return std::sqrt(x); }
 float sqrt_derivative(float x) { return 0.5f / std::sqrt(x); }
 // The tanh op uses std::tanh, not tanh_via_exp: 1 - 2/(e^2x + 1) loses relative precision
@@ -138,6 +141,8 @@ const ir::OpRegistration gelu_op{activation<gelu>("gelu")};
 const ir::OpRegistration gelu_grad_op{activation_grad<gelu_derivative>("gelu_grad")};
 const ir::OpRegistration exp_op{activation<exp_fn>("exp")};
 const ir::OpRegistration exp_grad_op{activation_grad<exp_fn>("exp_grad")};
+const ir::OpRegistration log_op{activation<log_fn>("log")};
+const ir::OpRegistration log_grad_op{activation_grad<log_derivative>("log_grad")};
 const ir::OpRegistration sqrt_op{activation<sqrt_fn>("sqrt")};
 const ir::OpRegistration sqrt_grad_op{activation_grad<sqrt_derivative>("sqrt_grad")};
 const ir::OpRegistration tanh_op{activation<tanh_fn>("tanh")};

@@ -35,6 +35,8 @@ const std::map<std::string, Coverage>& covered() {
       {"gelu_grad", {"elementwise_unary_test.cpp", false}},
       {"exp", {"elementwise_unary_test.cpp", true}},
       {"exp_grad", {"elementwise_unary_test.cpp", false}},
+      {"log", {"elementwise_unary_test.cpp", true}},
+      {"log_grad", {"elementwise_unary_test.cpp", false}},
       {"sqrt", {"elementwise_unary_test.cpp", true}},
       {"sqrt_grad", {"elementwise_unary_test.cpp", false}},
       {"tanh", {"elementwise_unary_test.cpp", true}},

@@ -1,6 +1,6 @@
 // Unary elementwise ops (core/ops/elementwise_unary.cpp): relu, gelu (tanh approximation,
-// PyTorch's gelu(approximate='tanh')), exp, sqrt, tanh, neg, and the gradient ops
-// relu_grad, gelu_grad, exp_grad, sqrt_grad and tanh_grad.
+// PyTorch's gelu(approximate='tanh')), exp, log, sqrt, tanh, neg, and the gradient ops
+// relu_grad, gelu_grad, exp_grad, log_grad, sqrt_grad and tanh_grad.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -105,6 +105,8 @@ TEST(GeluGrad, DerivativeReferenceAgreesWithFiniteDifferences) {
 }
 
 double exp_fn(double x) { return std::exp(x); }
+double log_fn(double x) { return std::log(x); }
+double log_derivative(double x) { return 1.0 / x; }
 double sqrt_fn(double x) { return std::sqrt(x); }
 double sqrt_derivative(double x) { return 0.5 / std::sqrt(x); }
 double tanh_fn(double x) { return std::tanh(x); }
@@ -116,6 +118,19 @@ TEST(Exp, ValuesByHand) {
   const double inf = std::numeric_limits<double>::infinity();
   // exp(89) overflows float32 (max 3.4e38 = exp(88.7)).
   expect_equal(run_op1("exp", {f32({5}, {0, -0.0, -inf, inf, 89})}), f32({5}, {1, 1, 0, inf, inf}), "exp");
+}
+
+TEST(Log, ForwardAndGradient) {
+  // x >= 0.2: the derivative 1/x stays <= 5, so the finite differences are accurate.
+  expect_gradients("log", {random_f32({3, 5}, 26, 0.2, 5.0)}, {}, unary(log_fn));
+}
+
+TEST(Log, ValuesByHand) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  expect_equal(run_op1("log", {f32({6}, {1, 0, -0.0, inf, -1, nan})}), f32({6}, {0, -inf, -inf, inf, nan, nan}),
+               "log");
+  expect_equal(run_op1("log_grad", {f32({3}, {0, 0.5, -4}), f32({3}, {1, 3, 2})}), f32({3}, {inf, 6, -0.5}),
+               "log_grad");
 }
 
 TEST(Sqrt, ForwardAndGradient) {
@@ -151,6 +166,7 @@ TEST(Tanh, SaturatesAndKeepsSignedZero) {
 TEST(UnaryGradOps, ForwardMatchesReference) {
   const Value x = random_f32({3, 6}, 24, 0.05, 3.0), dy = random_f32({3, 6}, 25);
   expect_forward("exp_grad", {x, dy}, {}, unary_grad(exp_fn));
+  expect_forward("log_grad", {x, dy}, {}, unary_grad(log_derivative));
   expect_forward("sqrt_grad", {x, dy}, {}, unary_grad(sqrt_derivative));
   expect_forward("tanh_grad", {x, dy}, {}, unary_grad(tanh_derivative));
 }
@@ -170,7 +186,7 @@ TEST(Unary, ScalarInput) {
 }
 
 TEST(Unary, ActivationsRejectNonFloat) {
-  for (const char* op : {"relu", "gelu", "exp", "sqrt", "tanh"}) {
+  for (const char* op : {"relu", "gelu", "exp", "log", "sqrt", "tanh"}) {
     SCOPED_TRACE(op);
     const OpError e = op_error(op, {i32({2}, {1, 2})});
     EXPECT_EQ(e.stage, Stage::Build);
@@ -185,7 +201,7 @@ TEST(Unary, ActivationsRejectNonFloat) {
 }
 
 TEST(Unary, GradOpsNeedMatchingShapes) {
-  for (const char* op : {"relu_grad", "gelu_grad", "exp_grad", "sqrt_grad", "tanh_grad"}) {
+  for (const char* op : {"relu_grad", "gelu_grad", "exp_grad", "log_grad", "sqrt_grad", "tanh_grad"}) {
     SCOPED_TRACE(op);
     const OpError e = op_error(op, {random_f32({2, 3}, 1), random_f32({3, 2}, 2)});
     EXPECT_EQ(e.stage, Stage::Build);

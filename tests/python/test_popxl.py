@@ -143,3 +143,45 @@ def test_tensor_methods_follow_popxl():
         out = session.run()
     np.testing.assert_array_equal(out[d2h[0]], np.arange(6).reshape(2, 3).T)
     np.testing.assert_array_equal(out[d2h[1]], np.arange(6))
+
+
+def _nll_reference(logits, labels, ignore_index, reduction):
+    """numpy: the loss and d(loss)/d(logits) of nll(softmax(logits))."""
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    kept = (labels != ignore_index).astype(np.float64)
+    safe = np.where(kept > 0, labels, 0)
+    per_row = -np.log(p[np.arange(len(labels)), safe]) * kept
+    onehot = np.eye(p.shape[-1])[safe]
+    scale = kept / kept.sum() if reduction == "mean" else kept
+    loss = {"mean": per_row.sum() / kept.sum(), "sum": per_row.sum(), "none": per_row}[reduction]
+    return loss, (p - onehot) * scale[:, None]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_with_softmax_grad_matches_numpy(reduction):
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(6, 4)).astype(np.float32)
+    labels = np.array([0, 3, 1, -100, 2, 3], np.int32)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        x = popxl.variable(logits, name="logits")
+        t = popxl.variable(labels, name="labels")
+        probs = ops.softmax(x, axis=-1)
+        loss, dx = ops.nll_loss_with_softmax_grad(probs, t, ignore_index=-100, reduction=reduction)
+        plain = ops.nll_loss(probs, t, ignore_index=-100, reduction=reduction)
+        logged = ops.nll_loss(ops.log_softmax(x, axis=-1), t, ignore_index=-100, reduction=reduction, log_prob=True)
+        streams = [popxl.d2h_stream(v.shape, v.dtype) for v in (loss, dx, plain, logged)]
+        for stream, v in zip(streams, (loss, dx, plain, logged)):
+            ops.host_store(stream, v)
+        with pytest.raises(ValueError, match="Not a valid reduction"):
+            ops.nll_loss(probs, t, reduction="max")
+        with pytest.raises(ValueError, match="leading|without its last"):
+            ops.nll_loss(probs, x, reduction="mean")
+    with popxl.Session(ir) as session:
+        out = session.run()
+    want_loss, want_dx = _nll_reference(logits.astype(np.float64), labels, -100, reduction)
+    for stream in (streams[0], streams[2], streams[3]):
+        np.testing.assert_allclose(out[stream], want_loss, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(out[streams[1]], want_dx, rtol=2e-6, atol=1e-7)
+    assert not np.any(out[streams[1]][3]), "the ignored row has no gradient"
