@@ -408,3 +408,24 @@ def test_collectives_take_popxls_positional_orders_and_reduction_names():
         np.testing.assert_array_equal(out["pair_max"][r], pair.max(axis=0))
         np.testing.assert_array_equal(out["pair_gather"][r], pair)
         np.testing.assert_allclose(out["scatter_mean"][r], base.mean(axis=0)[r:r + 1], rtol=1e-6)
+
+
+def test_matmul_follows_numpys_rank_rules():
+    rng = np.random.default_rng(11)
+    arrays = {"m": rng.normal(size=(3, 4)), "v": rng.normal(size=4), "w": rng.normal(size=3),
+              "b": rng.normal(size=(2, 3, 4)), "n": rng.normal(size=(4, 5))}
+    cases = [("m", "v"), ("w", "m"), ("v", "v"), ("b", "n"), ("b", "v"), ("m", "n")]
+    ir = plexus.Ir()
+    with ir.main_graph:
+        t = {k: plexus.variable(a.astype(np.float32), name=k) for k, a in arrays.items()}
+        outs = [plexus.d2h_stream(t[a] @ t[b]) for a, b in cases]
+        with pytest.raises(plexus.ShapeMismatch):
+            ops.matmul(t["v"], t["m"])
+        with pytest.raises(plexus.InvalidArgument, match="rank >= 1"):
+            ops.matmul(plexus.constant(np.float32(2)), t["v"])
+    with plexus.Session(ir) as session:
+        got = session.run()
+    for (a, b), out in zip(cases, outs):
+        want = arrays[a] @ arrays[b]
+        assert got[out].shape == want.shape, (a, b)
+        np.testing.assert_allclose(got[out], want, rtol=1e-5, atol=1e-6)

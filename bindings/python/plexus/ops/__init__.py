@@ -152,15 +152,23 @@ def add_op(name, inputs, attrs, ir=None):
     return None if not result else result[0] if len(result) == 1 else result
 
 
+def _checked_inputs(schema, args):
+    """(input Tensors, remaining positional args) of a call of op `schema` with `args`;
+    numbers and arrays among the inputs become constants. Raises InvalidArgument naming
+    the first missing input."""
+    inputs, rest = _split_args(schema, args)
+    if len(inputs) < schema.min_inputs:
+        got = repr(rest[0]) if rest else "nothing"
+        raise InvalidArgument(f"op '{schema.name}': input {len(inputs)} must be a Tensor (or a number or array), "
+                              f"got {got}")
+    return _as_tensors(schema, inputs), rest
+
+
 def _make(schema):
     def op(*args, **kwargs):
         """Replaced by the op's docstring (catalog.docstring) below."""
-        inputs, rest = _split_args(schema, args)
-        if len(inputs) < schema.min_inputs:
-            got = repr(rest[0]) if rest else "nothing"
-            raise InvalidArgument(f"op '{schema.name}': input {len(inputs)} must be a Tensor (or a number or array), "
-                                  f"got {got}")
-        return add_op(schema.name, _as_tensors(schema, inputs), _attributes(schema, rest, kwargs))
+        inputs, rest = _checked_inputs(schema, args)
+        return add_op(schema.name, inputs, _attributes(schema, rest, kwargs))
 
     op.__name__ = op.__qualname__ = schema.name
     op.__doc__ = catalog.docstring(schema)
@@ -204,7 +212,31 @@ def cast(t, dtype):
     return add_op("cast", [t], {"dtype": dtypes.of(dtype)})
 
 
-_SPECIAL = {"host_load": host_load, "remote_load": remote_load, "remote_store": remote_store, "cast": cast}
+def matmul(a, b, **attributes):
+    """a @ b with numpy's rank rules (PopXL ops.matmul, numpy.matmul): two matrices give
+    the "matmul" op; a rank-1 operand is a row (a) or a column (b) whose dim is dropped
+    from the result; ranks above 2 give "batch_matmul" (leading dims broadcast).
+    `attributes` (transpose_a, transpose_b) go to the op. Raises ShapeMismatch (the
+    contracted dims differ), DTypeMismatch, InvalidArgument (a rank-0 operand)."""
+    (a, b), _ = _checked_inputs(catalog.schemas()["matmul"], [a, b])
+    if a.rank == 0 or b.rank == 0:
+        raise InvalidArgument(f"matmul: operands must have rank >= 1, got {list(a.shape)} and {list(b.shape)}")
+    row, column = a.rank == 1, b.rank == 1
+    a2 = reshape(a, [1, a.shape[0]]) if row else a
+    b2 = reshape(b, [b.shape[0], 1]) if column else b
+    op = "batch_matmul" if max(a2.rank, b2.rank) > 2 else "matmul"
+    y = add_op(op, [a2, b2], attributes)
+    if not (row or column):
+        return y
+    shape = list(y.shape)
+    del shape[-1 if column else -2]
+    if row and column:
+        shape = []
+    return reshape(y, shape)
+
+
+_SPECIAL = {"host_load": host_load, "remote_load": remote_load, "remote_store": remote_store, "cast": cast,
+            "matmul": matmul}
 
 
 def _install():
