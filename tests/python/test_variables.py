@@ -167,3 +167,23 @@ def test_remote_buffers_and_their_slots():
         # Reading returns one value per group (all replicas one group): replica 0's slot.
         np.testing.assert_array_equal(session.get_tensor_data(b), [20, 40, 60])
         np.testing.assert_array_equal(session.get_tensor_data(a), [1, 2, 3])
+
+
+def test_positional_arguments_are_popxls():
+    """PopXL's positional orders: (data, dtype, name, downcast, replica_grouping,
+    retrieval_mode) for variable and replica_sharded_variable (shard_over after the
+    grouping), (data, dtype, name, downcast) for constant."""
+    ir = plexus.Ir(replication=2)
+    with ir.main_graph:
+        pairs = ir.replica_grouping(1, 1)
+        v = plexus.variable(np.array([[1, 2], [3, 4]], np.float32), None, "v", True, pairs, "all_replicas")
+        c = plexus.constant(np.int64(7), None, "c", True)
+        s, _ = plexus.replica_sharded_variable(np.arange(4, dtype=np.float32), None, "s", True, None, 2)
+        with pytest.raises(plexus.DTypeMismatch):
+            plexus.constant(np.float64(1.5), None, "wide", False)  # no downcast: float64 has no Plexus dtype
+        with pytest.raises(plexus.InvalidArgument, match="float8"):
+            plexus.variable(np.zeros(2, np.float32), log2_scale=0)
+    assert c.dtype == plexus.int32
+    with plexus.Session(ir) as session:
+        np.testing.assert_array_equal(session.get_tensor_data(v), [[1, 2], [3, 4]])  # all_replicas: [R] + shape
+        np.testing.assert_array_equal(session.get_tensor_data(s), np.arange(4))

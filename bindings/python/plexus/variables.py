@@ -1,6 +1,8 @@
 """Variables, constants, remote buffers, replica-sharded variables, streams and autodiff:
 PopXL's tensor-creating functions (seed 000 17.2; seed 001 13.2-13.4), added to the
 current graph (`with ir.main_graph:`)."""
+import numpy as np
+
 from plexus import context, dtypes
 from plexus.errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from plexus._lib import ffi, lib, check, shape_array
@@ -13,6 +15,7 @@ def _options(ir, replica_grouping, retrieval_mode, shard_over=None):
     """plx_variable_options for a grouping (default: all replicas), a retrieval mode and
     shard_over; returns (options, grouping or None) and keeps the grouping alive through
     the options' owner."""
+    retrieval_mode = retrieval_mode or "one_per_group"
     if retrieval_mode not in _RETRIEVAL_MODES:
         raise InvalidArgument(f"retrieval_mode must be 'one_per_group' or 'all_replicas', not {retrieval_mode!r}")
     options = ffi.new("plx_variable_options*")
@@ -28,9 +31,18 @@ def _options(ir, replica_grouping, retrieval_mode, shard_over=None):
     return options
 
 
-def _grouped_value(data, dtype, replica_grouping, what):
+def _no_float8(what, log2_scale, nan_on_overflow):
+    """PopXL's float8 arguments: Plexus has no float8, so only None is accepted."""
+    if log2_scale is not None or nan_on_overflow is not None:
+        raise InvalidArgument(f"{what}: log2_scale and nan_on_overflow are for float8 data, which Plexus does not have")
+
+
+def _grouped_value(data, dtype, replica_grouping, what, downcast=True):
     """(array, per-group shape): the host value with its group dim when there are several
-    groups ([num_groups] + shape, seed 001 13.2)."""
+    groups ([num_groups] + shape, seed 001 13.2). Without `downcast`, 64-bit data keeps its
+    dtype (and is refused: Plexus has no 64-bit dtypes)."""
+    if dtype is None and not downcast:
+        dtype = np.asarray(data).dtype
     try:
         array, dtype = dtypes.host_array(data, dtype)
     except (DTypeMismatch, InvalidArgument) as e:
@@ -48,20 +60,22 @@ def _data_args(array):
     return ffi.from_buffer(array), array.nbytes
 
 
-def variable(data, dtype=None, name=None, replica_grouping=None, retrieval_mode="one_per_group", downcast=True):
-    """A variable initialised from `data` (PopXL popxl.variable; seed 001 13.2-13.4).
+def variable(data, dtype=None, name=None, downcast=True, replica_grouping=None, retrieval_mode=None,
+             log2_scale=None, nan_on_overflow=None):
+    """A variable initialised from `data` (PopXL popxl.variable, its positional order; seed
+    001 13.2-13.4).
 
     data: array-like, [num_groups] + shape when `replica_grouping` has several groups, else
       shape; copied. dtype: plexus.float32/int32/uint8 or a numpy dtype; default the data's,
       64-bit types downcast to 32 (`downcast`). name: unique in the IR (default "variable",
       numbered). replica_grouping: from ir.replica_grouping() (default: one group of all
-      replicas). retrieval_mode: "one_per_group" (reads give [num_groups] + shape, the group
-      dim left out for one group) or "all_replicas" ([R] + shape).
-    Returns the Tensor. Raises InvalidArgument, InvalidGrouping, ShapeMismatch."""
+      replicas). retrieval_mode: "one_per_group" (None, the default: reads give
+      [num_groups] + shape, the group dim left out for one group) or "all_replicas" ([R] +
+      shape). log2_scale, nan_on_overflow: PopXL's float8 arguments, None only.
+    Returns the Variable. Raises InvalidArgument, InvalidGrouping, ShapeMismatch."""
+    _no_float8("variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    if dtype is None and not downcast:
-        dtype = dtypes.of(getattr(data, "dtype", None) or type(data))
-    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "variable")
+    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "variable", downcast)
     name = name or ir.unique_name("variable")
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode)
@@ -73,11 +87,13 @@ def variable(data, dtype=None, name=None, replica_grouping=None, retrieval_mode=
     return t
 
 
-def constant(data, dtype=None, name=None):
-    """A read-only tensor resident on every device (PopXL popxl.constant). data: array-like,
-    copied; dtype as for variable(). `name` is for display only. Returns the Tensor."""
+def constant(data, dtype=None, name=None, downcast=True, log2_scale=None, nan_on_overflow=None):
+    """A read-only tensor resident on every device (PopXL popxl.constant, its positional
+    order). data: array-like, copied; dtype and downcast as for variable(). `name` is for
+    display only. Returns the Constant. Raises InvalidArgument, DTypeMismatch."""
+    _no_float8("constant", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype = dtypes.host_array(data, dtype)
+    array, dtype, _ = _grouped_value(data, dtype, None, "constant", downcast)
     dims, rank = shape_array(array.shape)
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_constant(ir._ptr, dtype.code, dims, rank, *_data_args(array), out))
@@ -97,13 +113,16 @@ def remote_buffer(shape, dtype, entries=1):
     return RemoteBuffer(ir, out[0], shape, dtype, int(entries))
 
 
-def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, replica_grouping=None,
-                    retrieval_mode="one_per_group"):
-    """A variable kept in slot `offset` of `remote_buffer` (PopXL popxl.remote_variable; seed
-    001 listing 13.2). data: [num_groups] + the slot shape. Ops reach it through
-    ops.remote_load / ops.remote_store. Returns the variable Tensor (for reads and writes)."""
+def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, downcast=True, replica_grouping=None,
+                    retrieval_mode=None, log2_scale=None, nan_on_overflow=None):
+    """A variable kept in slot `offset` of `remote_buffer` (PopXL popxl.remote_variable, its
+    positional order; seed 001 listing 13.2). data: [num_groups] + the slot shape. Ops
+    reach it through ops.remote_load / ops.remote_store. The other arguments as for
+    variable(). Returns the Variable (for reads and writes)."""
+    _no_float8("remote_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping, "remote_variable")
+    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping, "remote_variable",
+                                         downcast)
     name = name or ir.unique_name("remote_variable")
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode)
@@ -115,15 +134,17 @@ def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, replic
     return t
 
 
-def replica_sharded_variable(data, dtype=None, name=None, replica_grouping=None, shard_over=None,
-                             retrieval_mode="one_per_group"):
-    """A replica-sharded variable (RTS; PopXL popxl.replica_sharded_variable; seed 000 17.2
-    lines 83-88): the full value `data` is split over `shard_over` replicas (default the
-    group size), each keeping [ceil(numel / shard_over)] elements. Returns (variable, shard):
-    read and write the variable (full tensors), use the shard in ops (e.g.
+def replica_sharded_variable(data, dtype=None, name=None, downcast=True, replica_grouping=None, shard_over=None,
+                             retrieval_mode=None, log2_scale=None, nan_on_overflow=None):
+    """A replica-sharded variable (RTS; PopXL popxl.replica_sharded_variable, its positional
+    order; seed 000 17.2 lines 83-88): the full value `data` is split over `shard_over`
+    replicas (default the group size), each keeping [ceil(numel / shard_over)] elements.
+    The other arguments as for variable(). Returns (variable, shard): read and write the
+    variable (full tensors), use the shard in ops (e.g.
     ops.collectives.replicated_all_gather(shard))."""
+    _no_float8("replica_sharded_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "replica_sharded_variable")
+    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "replica_sharded_variable", downcast)
     name = name or ir.unique_name("replica_sharded_variable")
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode, shard_over)
@@ -135,15 +156,18 @@ def replica_sharded_variable(data, dtype=None, name=None, replica_grouping=None,
     return t, Tensor(ir, shard[0], name)
 
 
-def remote_replica_sharded_variable(data, remote_buffer, offset=0, dtype=None, name=None, replica_grouping=None,
-                                    shard_over=None, retrieval_mode="one_per_group"):
+def remote_replica_sharded_variable(data, remote_buffer, offset=0, dtype=None, name=None, downcast=True,
+                                    replica_grouping=None, retrieval_mode=None, log2_scale=None,
+                                    nan_on_overflow=None, shard_over=None):
     """A replica-sharded variable kept in slot `offset` of `remote_buffer`, whose slot shape
-    is the shard's [ceil(numel / shard_over)] (PopXL popxl.remote_replica_sharded_variable;
-    seed 000 17.2 lines 101-113). Returns the variable Tensor; ops.remote_load(buffer,
-    offset) gives this replica's shard."""
+    is the shard's [ceil(numel / shard_over)] (PopXL popxl.remote_replica_sharded_variable,
+    its positional order; seed 000 17.2 lines 101-113; `shard_over`, last, is Plexus's:
+    default the group size). The other arguments as for variable(). Returns the Variable;
+    ops.remote_load(buffer, offset) gives this replica's shard."""
+    _no_float8("remote_replica_sharded_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
     array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping,
-                                         "remote_replica_sharded_variable")
+                                         "remote_replica_sharded_variable", downcast)
     name = name or ir.unique_name("remote_replica_sharded_variable")
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode, shard_over)
