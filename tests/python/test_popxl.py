@@ -2,6 +2,11 @@
 device_desc and attach / detach contexts, d2h_stream + host_store, num_host_transfers,
 the var_updates ops, reading constants, remote_code_load's checks, Tensor.T / spec, and
 the errors PopXL raises for each."""
+import os
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -185,3 +190,46 @@ def test_nll_loss_with_softmax_grad_matches_numpy(reduction):
         np.testing.assert_allclose(out[stream], want_loss, rtol=2e-6, atol=1e-7)
     np.testing.assert_allclose(out[streams[1]], want_dx, rtol=2e-6, atol=1e-7)
     assert not np.any(out[streams[1]][3]), "the ignored row has no gradient"
+
+
+POPDIST_PROGRAM = """
+import numpy as np, popxl, popxl.ops as ops
+ir = popxl.Ir(replication="popdist")
+with ir.main_graph:
+    buffer = popxl.replica_sharded_buffer((6,), popxl.float32)
+    v = popxl.remote_replica_sharded_variable(np.arange(6, dtype=np.float32), buffer, 0)
+    shard = ops.remote_load(buffer, 0)
+    doubled = ops.collectives.replica_sharded_slice(ops.collectives.replicated_all_gather(shard) * 2)
+    ops.remote_store(buffer, 0, doubled)
+with popxl.Session(ir, "ipu_hw") as session:
+    session.run()
+print("worker", ir.workers, "R", ir.replication_factor, "shard", buffer.shape, list(session.get_tensor_data(v)))
+"""
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun is not installed")
+def test_popdist_spreads_the_replicas_over_the_processes_of_mpirun(tmp_path):
+    program = tmp_path / "popdist_program.py"
+    program.write_text(POPDIST_PROGRAM)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("PLEXUS_COLLECTIVES", None)
+    if "ASAN_OPTIONS" in env:  # the sanitizer pass: Open MPI keeps its allocations until exit
+        env["ASAN_OPTIONS"] += ":detect_leaks=0"
+    done = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "-x", "PYTHONPATH", "-x", "PLEXUS_PLUGIN_PATH",
+                           sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = sorted(line for line in done.stdout.splitlines() if line.startswith("worker"))
+    want = "R 2 shard (3,) [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+    assert lines == [f"worker (2, 0) {want}", f"worker (2, 1) {want}"], done.stdout
+
+
+def test_replication_other_than_an_int_or_popdist_is_an_error(monkeypatch):
+    with pytest.raises(ValueError, match="'popdist'"):
+        popxl.Ir(replication="mpi")
+    monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "zero")
+    with pytest.raises(ValueError, match="POPDIST_NUM_LOCAL_REPLICAS"):
+        popxl.Ir(replication="popdist")
+    monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "4")
+    ir = popxl.Ir(replication="popdist")  # no launcher: one process of 4 replicas
+    assert (ir.workers, ir.replication_factor) == ((1, 0), 4)

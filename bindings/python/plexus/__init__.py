@@ -32,8 +32,9 @@ from plexus.ir import Ir, ReplicaGrouping, Block, Stage, in_sequence
 from plexus.graph import Graph, TensorByRef, graph_input, graph_output, gcg, gmg
 from plexus.module import Module
 from plexus.tensor import Tensor, TensorSpec, Variable, Constant, HostToDeviceStream, DeviceToHostStream, RemoteBuffer
-from plexus.variables import (variable, constant, remote_buffer, remote_variable, replica_sharded_variable,
-                              remote_replica_sharded_variable, h2d_stream, d2h_stream, autodiff)
+from plexus.variables import (variable, constant, remote_buffer, replica_sharded_buffer, remote_variable,
+                              replica_sharded_variable, remote_replica_sharded_variable, h2d_stream, d2h_stream,
+                              autodiff)
 from plexus import ops, transforms
 from plexus.session import Session, Run
 from plexus.data import Dataset, Loader, Text, TextWindows, FORTUNES_DIR
@@ -60,7 +61,7 @@ __all__ = [
     "Ir", "ReplicaGrouping", "Block", "Stage", "in_sequence",
     "Graph", "TensorByRef", "graph_input", "graph_output", "gcg", "gmg", "Module", "transforms",
     "Tensor", "TensorSpec", "Variable", "Constant", "HostToDeviceStream", "DeviceToHostStream", "RemoteBuffer",
-    "variable", "constant", "remote_buffer", "remote_variable", "replica_sharded_variable",
+    "variable", "constant", "remote_buffer", "replica_sharded_buffer", "remote_variable", "replica_sharded_variable",
     "remote_replica_sharded_variable", "h2d_stream", "d2h_stream", "autodiff",
     "ops", "Session", "Run", "Dataset", "Loader", "Text", "TextWindows", "FORTUNES_DIR", "runtime_info", "api_version",
 ]

@@ -113,6 +113,20 @@ def remote_buffer(shape, dtype, entries=1):
     return RemoteBuffer(ir, out[0], shape, dtype, int(entries))
 
 
+def replica_sharded_buffer(shape, dtype, replica_grouping=None, shard_over=None, entries=1):
+    """A remote buffer for replica-sharded variables of full shape `shape` (PopXL
+    popxl.replica_sharded_buffer): each slot holds one replica's shard,
+    [ceil(numel / shard_over)] elements, shard_over defaulting to the grouping's group size
+    (all R replicas without a grouping). Returns a RemoteBuffer for
+    remote_replica_sharded_variable. Raises InvalidArgument (shard_over < 1)."""
+    ir = context.current_ir()
+    shard_over = int(shard_over or (replica_grouping.group_size if replica_grouping else ir.replication_factor))
+    if shard_over < 1:
+        raise InvalidArgument(f"replica_sharded_buffer: shard_over must be >= 1, got {shard_over}")
+    numel = int(np.prod(shape, dtype=np.int64))
+    return remote_buffer([-(-numel // shard_over)], dtype, entries)
+
+
 def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, downcast=True, replica_grouping=None,
                     retrieval_mode=None, log2_scale=None, nan_on_overflow=None):
     """A variable kept in slot `offset` of `remote_buffer` (PopXL popxl.remote_variable, its

@@ -2,13 +2,13 @@
 over the `plexus` package, so that PopXL programs run on Plexus's virtual CPU devices.
 
 Everything is the `plexus` implementation under PopXL's names; what PopXL spells
-differently lives here: Ir.num_host_transfers (popxl.ir), d2h_stream(shape, dtype, name)
-with ops.host_store (popxl.streams), and Session(ir, device_desc) with PopXL's attach /
-detach context (popxl.session). docs/python.md, "import popxl", lists what is covered and
-every remaining difference."""
-from plexus import (Graph, Module, TensorByRef, Tensor, TensorSpec, ReplicaGrouping, constant, variable, remote_buffer,
-                    remote_variable, replica_sharded_variable, remote_replica_sharded_variable, graph_input,
-                    graph_output, gcg, gmg, in_sequence, h2d_stream)
+differently lives here: Ir.num_host_transfers and replication="popdist" (popxl.ir),
+d2h_stream(shape, dtype, name) with ops.host_store (popxl.streams), and Session(ir,
+device_desc) with PopXL's attach / detach context (popxl.session). docs/python.md,
+"import popxl", lists what is covered and every remaining difference."""
+from plexus import (Graph, Module, TensorByRef, Tensor, TensorSpec, ReplicaGrouping, constant, variable,
+                    remote_buffer, replica_sharded_buffer, remote_variable, replica_sharded_variable,
+                    remote_replica_sharded_variable, graph_input, graph_output, gcg, gmg, in_sequence, h2d_stream)
 from plexus.tensor import HostToDeviceStream
 from popxl import dtypes
 from popxl.dtypes import dtype, float32, int32, uint8
@@ -18,8 +18,9 @@ from popxl.session import Session
 from popxl import ops, tensor, transforms
 
 __all__ = [
-    "Graph", "Module", "TensorByRef", "Tensor", "TensorSpec", "ReplicaGrouping", "constant", "variable", "remote_buffer",
-    "remote_variable", "replica_sharded_variable", "remote_replica_sharded_variable", "graph_input",
-    "graph_output", "gcg", "gmg", "in_sequence", "h2d_stream", "HostToDeviceStream", "DeviceToHostStream",
-    "d2h_stream", "dtypes", "dtype", "float32", "int32", "uint8", "Ir", "Session", "ops", "tensor", "transforms",
+    "Graph", "Module", "TensorByRef", "Tensor", "TensorSpec", "ReplicaGrouping", "constant", "variable",
+    "remote_buffer", "replica_sharded_buffer", "remote_variable", "replica_sharded_variable",
+    "remote_replica_sharded_variable", "graph_input", "graph_output", "gcg", "gmg", "in_sequence", "h2d_stream",
+    "HostToDeviceStream", "DeviceToHostStream", "d2h_stream", "dtypes", "dtype", "float32", "int32", "uint8", "Ir",
+    "Session", "ops", "tensor", "transforms",
 ]

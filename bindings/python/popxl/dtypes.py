@@ -2,4 +2,6 @@
 `DType.as_numpy()` gives the numpy dtype."""
 from plexus.dtypes import DType as dtype, float32, int32, uint8  # noqa: F401
 
-__all__ = ["dtype", "float32", "int32", "uint8"]
+float = float32  # PopXL's alias  # noqa: A001
+
+__all__ = ["dtype", "float32", "int32", "uint8", "float"]

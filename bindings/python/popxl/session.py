@@ -1,5 +1,6 @@
 """popxl.Session: PopXL's session (device_desc, attach / detach with `with session:`,
 run and run_with_outputs keyed by PopXL's streams) over a plexus.Session."""
+import os
 import sys
 
 import numpy as np
@@ -28,6 +29,19 @@ def _to_numpy(value, downcast):
     return array
 
 
+def _worker_options(workers):
+    """plexus.Session options of a "popdist" Ir spread over `workers` (num, index): the
+    workers, and the collectives plugin between them unless PLEXUS_COLLECTIVES names one:
+    gloo for workers started by hand (PLEXUS_CLUSTER, TF_CONFIG), else mpi."""
+    if workers is None or workers[0] == 1:
+        return {}
+    options = dict(num_workers=workers[0], worker_index=workers[1])
+    if "PLEXUS_COLLECTIVES" not in os.environ:
+        by_hand = "PLEXUS_CLUSTER" in os.environ or "TF_CONFIG" in os.environ
+        options["collectives_plugin"] = "gloo" if by_hand else "mpi"
+    return options
+
+
 class Session:
     """Runs a popxl.Ir (PopXL popxl.Session(ir, device_desc="cpu",
     weights_to_host_on_exit=True)). Every device_desc runs on Plexus's virtual devices
@@ -42,7 +56,8 @@ class Session:
             raise ValueError(f"Session: device_desc must be one of {', '.join(DEVICE_DESCS)}, got {device_desc!r}")
         _tell_once(device_desc)
         self._ir, self.weights_to_host_on_exit = ir, weights_to_host_on_exit
-        self._session = plexus.Session(ir, device_iterations=getattr(ir, "num_host_transfers", 1))
+        self._session = plexus.Session(ir, device_iterations=getattr(ir, "num_host_transfers", 1),
+                                       **_worker_options(getattr(ir, "workers", None)))
         self._attached = 0
 
     @property
