@@ -193,6 +193,7 @@ def test_nll_loss_with_softmax_grad_matches_numpy(reduction):
 
 
 POPDIST_PROGRAM = """
+import sys
 import numpy as np, popxl, popxl.ops as ops
 ir = popxl.Ir(replication="popdist")
 with ir.main_graph:
@@ -203,7 +204,9 @@ with ir.main_graph:
     ops.remote_store(buffer, 0, doubled)
 with popxl.Session(ir, "ipu_hw") as session:
     session.run()
-print("worker", ir.workers, "R", ir.replication_factor, "shard", buffer.shape, list(session.get_tensor_data(v)))
+line = f"worker {ir.workers} R {ir.replication_factor} shard {buffer.shape} {list(session.get_tensor_data(v))}"
+with open(f"{sys.argv[1]}/worker{ir.workers[1]}.txt", "w") as out:  # one file each: stdout interleaves
+    out.write(line)
 """
 
 
@@ -217,9 +220,10 @@ def test_popdist_spreads_the_replicas_over_the_processes_of_mpirun(tmp_path):
     if "ASAN_OPTIONS" in env:  # the sanitizer pass: Open MPI keeps its allocations until exit
         env["ASAN_OPTIONS"] += ":detect_leaks=0"
     done = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "-x", "PYTHONPATH", "-x", "PLEXUS_PLUGIN_PATH",
-                           sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=300)
+                           sys.executable, str(program), str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = sorted(line for line in done.stdout.splitlines() if line.startswith("worker"))
+    lines = [(tmp_path / f"worker{i}.txt").read_text() for i in range(2)]
     want = "R 2 shard (3,) [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
     assert lines == [f"worker (2, 0) {want}", f"worker (2, 1) {want}"], done.stdout
 
