@@ -237,3 +237,24 @@ def test_replication_other_than_an_int_or_popdist_is_an_error(monkeypatch):
     monkeypatch.setenv("POPDIST_NUM_LOCAL_REPLICAS", "4")
     ir = popxl.Ir(replication="popdist")  # no launcher: one process of 4 replicas
     assert (ir.workers, ir.replication_factor) == ((1, 0), 4)
+
+
+def test_write_variable_data_follows_popxls_rules():
+    ir = popxl.Ir(replication=2)
+    with ir.main_graph:
+        v = popxl.variable(np.zeros(3, np.float32), name="v")
+        c = popxl.constant(np.zeros(3, np.float32), name="c")
+        pairs = popxl.variable(np.zeros((1, 3), np.float32), name="pairs", replica_grouping=ir.replica_grouping(),
+                               retrieval_mode="all_replicas")
+    session = popxl.Session(ir)
+    assert pairs.retrieval_mode == "all_replicas" and pairs.replica_grouping.group_size == 2
+    session.write_variable_data(v, np.arange(3, dtype=np.float32))  # not attached: allowed, as PopXL
+    np.testing.assert_array_equal(session.get_tensor_data(v), [0, 1, 2])
+    with pytest.raises(TypeError, match="not of type Variable"):
+        session.write_variable_data(c, np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="float64.*v : float32"):
+        session.write_variable_data(v, np.ones(3))
+    with pytest.raises(ValueError, match="v"):
+        session.write_variable_data(v, np.ones(4, np.float32))
+    with pytest.raises(NotImplementedError, match="pairs.*all_replicas"):
+        session.write_variable_data(pairs, np.ones((2, 3), np.float32))

@@ -95,6 +95,7 @@ class Ir:
         self._main_graph_id = main[0]
         self.by_ref_inputs = set()  # ids of subgraph inputs every call passes by reference
         self.constants = {}  # tensor id -> the constant's data (host copy), for get_tensor_data
+        self.variable_info = {}  # tensor id -> (ReplicaGrouping, retrieval mode) of each variable
 
     @property
     def replication_factor(self):

@@ -130,9 +130,20 @@ class Tensor:
 
 class Variable(Tensor):
     """A variable (PopXL popxl.tensor.Variable): what plexus.variable and its remote and
-    replica-sharded forms return (a replica-sharded variable's shard is a plain Tensor)."""
+    replica-sharded forms return (a replica-sharded variable's shard is a plain Tensor),
+    with its `replica_grouping` and `retrieval_mode`."""
 
     __slots__ = ()
+
+    @property
+    def replica_grouping(self):
+        """The ReplicaGrouping it was made with (all replicas by default)."""
+        return self.ir.variable_info[self.id][0]
+
+    @property
+    def retrieval_mode(self):
+        """"one_per_group" or "all_replicas" (seed 001 13.4)."""
+        return self.ir.variable_info[self.id][1]
 
 
 class Constant(Tensor):

@@ -37,6 +37,15 @@ def _no_float8(what, log2_scale, nan_on_overflow):
         raise InvalidArgument(f"{what}: log2_scale and nan_on_overflow are for float8 data, which Plexus does not have")
 
 
+def _register(ir, tensor_id, name, replica_grouping, retrieval_mode):
+    """The Variable of a new variable, listed in ir.variables with its grouping and
+    retrieval mode (Variable.replica_grouping, Variable.retrieval_mode)."""
+    t = Variable(ir, tensor_id, name)
+    ir.variables.append(t)
+    ir.variable_info[t.id] = (replica_grouping or ir.replica_grouping(), retrieval_mode or "one_per_group")
+    return t
+
+
 def _grouped_value(data, dtype, replica_grouping, what, downcast=True):
     """(array, per-group shape): the host value with its group dim when there are several
     groups ([num_groups] + shape, seed 001 13.2). Without `downcast`, 64-bit data keeps its
@@ -82,8 +91,7 @@ def variable(data, dtype=None, name=None, downcast=True, replica_grouping=None, 
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_variable_with_options(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
                                                options, out))
-    t = Variable(ir, out[0], name)
-    ir.variables.append(t)
+    t = _register(ir, out[0], name, replica_grouping, retrieval_mode)
     return t
 
 
@@ -143,8 +151,7 @@ def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, downca
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_remote_variable(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
                                          remote_buffer.id, int(offset), options, out))
-    t = Variable(ir, out[0], name)
-    ir.variables.append(t)
+    t = _register(ir, out[0], name, replica_grouping, retrieval_mode)
     return t
 
 
@@ -165,8 +172,7 @@ def replica_sharded_variable(data, dtype=None, name=None, downcast=True, replica
     var, shard = ffi.new("plx_tensor*"), ffi.new("plx_tensor*")
     check(lib.plx_ir_add_replica_sharded_variable(ir._ptr, name.encode(), dtype.code, dims, rank, *_data_args(array),
                                                   options, var, shard))
-    t = Variable(ir, var[0], name)
-    ir.variables.append(t)
+    t = _register(ir, var[0], name, replica_grouping, retrieval_mode)
     return t, Tensor(ir, shard[0], name)
 
 
@@ -189,8 +195,7 @@ def remote_replica_sharded_variable(data, remote_buffer, offset=0, dtype=None, n
     check(lib.plx_ir_add_remote_replica_sharded_variable(ir._ptr, name.encode(), dtype.code, dims, rank,
                                                          *_data_args(array), remote_buffer.id, int(offset), options,
                                                          out))
-    t = Variable(ir, out[0], name)
-    ir.variables.append(t)
+    t = _register(ir, out[0], name, replica_grouping, retrieval_mode)
     return t
 
 

@@ -1,11 +1,13 @@
 """popxl.Session: PopXL's session (device_desc, attach / detach with `with session:`,
 run and run_with_outputs keyed by PopXL's streams) over a plexus.Session."""
+import numbers
 import os
 import sys
 
 import numpy as np
 
 import plexus
+from plexus.tensor import Variable
 
 DEVICE_DESCS = ("ipu_hw", "ipu_model", "cpu")
 _told = False
@@ -130,9 +132,27 @@ class Session:
         return self._session.get_tensors_data(tensors)
 
     def write_variable_data(self, tensor, data):
-        """Writes a variable (plexus.Session.write_variable_data)."""
-        self._session.write_variable_data(tensor, data)
+        """Writes a variable from `data` with PopXL's rules (write_variables_data)."""
+        self.write_variables_data({tensor: data})
 
     def write_variables_data(self, values):
-        """Writes every {variable: data} of `values`."""
-        self._session.write_variables_data(values)
+        """Writes every {Variable: data} of `values` (PopXL Session.write_variables_data): a
+        number is converted to the variable's dtype, an array must have it. Raises
+        TypeError (not a Variable, another dtype), ValueError (another shape than
+        get_tensor_data gives: ShapeMismatch) and NotImplementedError ("all_replicas"
+        with groups of more than one replica, which PopXL refuses too)."""
+        checked = {}
+        for tensor, data in values.items():
+            if not isinstance(tensor, Variable):
+                raise TypeError(f"Tensor {tensor!r} is not of type Variable. write_variable_data is not supported "
+                                "for this type.")
+            if isinstance(data, numbers.Number):
+                data = np.array(data).astype(tensor.dtype.numpy)
+            if np.asarray(data).dtype != tensor.dtype.numpy:
+                raise TypeError(f"The dtype of the input array {np.asarray(data).dtype} must match the equivalent "
+                                f"type of the tensor {tensor.name} : {tensor.dtype.name}")
+            if tensor.retrieval_mode == "all_replicas" and tensor.replica_grouping.group_size > 1:
+                raise NotImplementedError(f'Copying to tensor {tensor.name} with "all_replicas" retrieval mode is '
+                                          "not yet supported.")
+            checked[tensor] = data
+        self._session.write_variables_data(checked)
