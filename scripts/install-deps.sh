@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Plexus's build, test and run dependencies from Debian 12 packages.
 # Idempotent: only packages that are missing are installed. Runs as root or via sudo.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers: PyTorch, numpy)
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers: PyTorch, torchvision, tqdm, numpy)
 set -euo pipefail
 
 packages=(
@@ -17,7 +17,7 @@ packages=(
   python3-venv python3-wheel
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-torchvision python3-tqdm python3-numpy)
 elif [[ $# -gt 0 ]]; then
   echo "install-deps.sh: unknown argument '$1' (expected --bench or nothing)" >&2
   exit 2
