@@ -39,3 +39,18 @@ def test_errors_are_raised_at_the_call():
 def test_no_current_graph_is_a_clear_error():
     with pytest.raises(plexus.InvalidArgument, match="ir.main_graph"):
         plexus.variable(np.zeros(3, np.float32))
+
+
+def test_in_place_add_keeps_the_name_on_the_updated_tensor():
+    """PopXL's `v += 1`: add_ in place, and `v` still names the variable, whose later reads
+    see the update."""
+    ir = plexus.Ir()
+    with ir.main_graph:
+        v = plexus.variable(np.zeros(2, np.float32), name="v")
+        before = v
+        v += 1
+        assert v is before and isinstance(v, plexus.Variable)
+        out = plexus.d2h_stream(v * 2)
+    with plexus.Session(ir) as session:
+        np.testing.assert_array_equal(session.run()[out], [2, 2])
+        np.testing.assert_array_equal(session.get_tensor_data(v), [1, 1])

@@ -59,7 +59,7 @@ def _counting_ir(replication):
         x = plexus.h2d_stream((2,), plexus.float32, name="x")
         count = plexus.variable(np.zeros((), np.float32), name="count")
         counted = count
-        counted += 1.0          # PopXL's `+=`: add_ in place; `counted` names its output
+        counted += 1.0          # PopXL's `+=`: add_ in place; `counted` still names the variable
         y = plexus.d2h_stream(ops.mul(ops.host_load(x), counted), name="y")
     return ir, x, y, count
 

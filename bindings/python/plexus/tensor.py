@@ -21,8 +21,8 @@ class Tensor:
     """A tensor of an Ir: `id` (plx_tensor), `dtype` (plexus.DType), `shape` (tuple of ints,
     per replica), `spec`, and PopXL's `T`, `transpose`, `reshape`, `flatten`. Arithmetic
     operators add ops to the current graph as PopXL's do: `+ - * /` (add/sub/mul/div),
-    unary `-` (neg), `@` (matmul), `+=` (add_, in place). Not thread-safe (neither is the
-    Ir)."""
+    unary `-` (neg), `@` (matmul), `+=` (add_, in place; the name keeps naming this
+    tensor, as in PopXL). Not thread-safe (neither is the Ir)."""
 
     __slots__ = ("ir", "id", "_type", "name")
 
@@ -125,7 +125,8 @@ class Tensor:
         return _ops().matmul(self, other)
 
     def __iadd__(self, other):
-        return _ops().add_(self, other)
+        _ops().add_(self, other)
+        return self  # PopXL's `+=`: the name keeps the tensor, updated in place
 
 
 class Variable(Tensor):
