@@ -258,3 +258,21 @@ def test_write_variable_data_follows_popxls_rules():
         session.write_variable_data(v, np.ones(4, np.float32))
     with pytest.raises(NotImplementedError, match="pairs.*all_replicas"):
         session.write_variable_data(pairs, np.ones((2, 3), np.float32))
+
+
+def test_init_makes_a_writable_zero_tensor_each_run():
+    ir = popxl.Ir()
+    with ir.main_graph, popxl.in_sequence():
+        t = ops.init((2, 3), popxl.float32, "acc")
+        u = ops.init([2], popxl.int32, init_type="undef")
+        ops.var_updates.accumulate_(t, popxl.constant(np.ones((2, 3), np.float32)))
+        d2h = [popxl.d2h_stream(x.shape, x.dtype) for x in (t, u)]
+        for stream, x in zip(d2h, (t, u)):
+            ops.host_store(stream, x)
+        with pytest.raises(ValueError, match="init_type"):
+            ops.init((2,), popxl.float32, init_type="ones")
+    with popxl.Session(ir) as session:
+        for _ in range(2):  # zero again at every run: not a variable
+            out = session.run()
+            np.testing.assert_array_equal(out[d2h[0]], np.ones((2, 3)))
+            np.testing.assert_array_equal(out[d2h[1]], [0, 0])

@@ -1,12 +1,13 @@
 """popxl.ops: every op of plexus.ops under its PopXL name, plus PopXL's host_store,
 remote_code_load (no effect on a CPU: popxl.ops.code_loading), nll_loss and
-nll_loss_with_softmax_grad (popxl.ops.losses),
+nll_loss_with_softmax_grad (popxl.ops.losses), init (popxl.ops.init),
 ops.call / call_with_info / repeat (popxl.ops.call), ops.collectives and ops.var_updates.
 An unknown name raises plexus.UnknownOp with close names suggested."""
 from plexus import ops as _plexus_ops
 from popxl.streams import host_store
 from popxl.ops.code_loading import remote_code_load
 from popxl.ops.losses import nll_loss, nll_loss_with_softmax_grad
+from popxl.ops.init import init
 from popxl.ops import call as _call_module, collectives, var_updates  # noqa: F401
 from popxl.ops.call import call, call_with_info, repeat, CallSiteInfo  # noqa: F401,E402
 
@@ -24,6 +25,6 @@ def __getattr__(name):
     return getattr(_plexus_ops, name)
 
 
-__all__ = sorted(set(dir(_plexus_ops)) | {"host_store", "remote_code_load", "nll_loss",
+__all__ = sorted(set(dir(_plexus_ops)) | {"host_store", "remote_code_load", "init", "nll_loss",
                                           "nll_loss_with_softmax_grad", "call", "call_with_info", "repeat", "CallSiteInfo",
                                           "collectives", "var_updates"})
