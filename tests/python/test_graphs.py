@@ -179,7 +179,7 @@ def test_calls_that_do_not_match_the_graph_are_errors():
         graph = ir.create_graph(lambda t: ops.tanh(t), x)
         with pytest.raises(ValueError, match="Too many inputs"):
             ops.call(graph, x, x)
-        with pytest.raises(ValueError, match="Not enough inputs"):
+        with pytest.raises(ValueError, match="Not enough inputs.*'t'"):
             ops.call(graph)
         with pytest.raises(ValueError, match="given twice"):
             ops.call(graph, x, inputs_dict={graph.inputs[0]: x})

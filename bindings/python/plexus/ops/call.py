@@ -52,7 +52,8 @@ def _parent_inputs(graph, what, inputs, inputs_dict, check_inputs):
     missing = [t for t in graph_inputs if t not in values]
     if missing and check_inputs:
         raise ValueError(f"Not enough inputs have been provided to the {what} graph '{graph.name}': "
-                         f"{len(missing)} of its {len(graph_inputs)} inputs have none ({missing})")
+                         f"{len(missing)} of its {len(graph_inputs)} inputs have none "
+                         f"({', '.join(repr(t.name) for t in missing)})")
     return [_as_parent(t, values[t]) for t in graph_inputs]
 
 
