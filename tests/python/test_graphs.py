@@ -108,6 +108,36 @@ def test_repeat_feeds_the_outputs_back_to_the_first_inputs():
         np.testing.assert_array_equal(y, np.full((2, 2), want))
 
 
+def test_repeat_with_info_maps_the_inputs_and_the_last_iterations_outputs():
+    ir = plexus.Ir()
+    with ir.main_graph:
+        x = plexus.variable(np.ones(2, np.float32), name="x")
+        k = plexus.variable(np.full(2, 3, np.float32), name="k")
+        graph = ir.create_graph(lambda c, step: c + step, x, k)
+        info = ops.repeat_with_info(graph, 4, x, k)
+        assert info.called_graph == graph and info.inputs == (x, k)
+        assert info.graph_to_parent(graph.inputs[1]) == k and info.parent_to_graph(x) == graph.inputs[0]
+        assert info.graph_to_parent(graph.outputs[0]) == info.outputs[0]
+        with pytest.raises(NotImplementedError, match="passed by value"):
+            info.set_parent_input_modified(k)
+        out = plexus.d2h_stream(info.outputs[0])
+    (y,), _ = _run(ir, out)
+    np.testing.assert_array_equal(y, [13, 13])  # 1 + 4 * 3
+
+
+def test_a_repeated_graph_with_a_by_ref_input_is_refused():
+    def bump(c, p: plexus.TensorByRef):
+        ops.scaled_add_(p, plexus.constant(np.ones(2, np.float32)))
+        return c + p
+
+    ir = plexus.Ir()
+    with ir.main_graph:
+        v = plexus.variable(np.zeros(2, np.float32), name="v")
+        graph = ir.create_graph(bump, v, v)
+        with pytest.raises(NotImplementedError, match="TensorByRef"):
+            ops.repeat(graph, 2, v, v)
+
+
 def _updated(mark):
     """v after one run of a graph doing p += 10 on input p, called on variable v, with the
     input marked as `mark` says ("by_ref", "after" the call, or "no")."""
@@ -181,6 +211,8 @@ def test_calls_that_do_not_match_the_graph_are_errors():
             ops.call(graph, x, x)
         with pytest.raises(ValueError, match="Not enough inputs.*'t'"):
             ops.call(graph)
+        with pytest.raises(ValueError, match="Not enough inputs.*'t'.*check_inputs=False"):
+            ops.call(graph, check_inputs=False)
         with pytest.raises(ValueError, match="given twice"):
             ops.call(graph, x, inputs_dict={graph.inputs[0]: x})
         with pytest.raises(ValueError, match="not an input"):

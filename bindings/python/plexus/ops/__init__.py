@@ -249,7 +249,7 @@ def _install():
 _install()
 
 from plexus.ops import collectives  # noqa: E402  (needs the ops above)
-from plexus.ops.call import call, call_with_info, repeat, CallSiteInfo  # noqa: E402,F401  (replaces the "repeat" op)
+from plexus.ops.call import call, call_with_info, repeat, repeat_with_info, CallSiteInfo  # noqa: E402,F401  (replaces the "repeat" op)
 
 
 def __getattr__(name):
@@ -258,4 +258,4 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(catalog.schemas()) | {"host_load", "collectives", "add_op", "call", "call_with_info",
-                                            "CallSiteInfo"})
+                                            "repeat_with_info", "CallSiteInfo"})

@@ -34,7 +34,9 @@ def _as_parent(graph_input, value):
 def _parent_inputs(graph, what, inputs, inputs_dict, check_inputs):
     """The caller tensor of each input of `graph`, in input order, from positional `inputs`
     (lists flattened) and `inputs_dict` {graph input: value}. Raises ValueError (too many
-    inputs, an input given twice or not at all, a key that is not an input of graph)."""
+    inputs, an input given twice or not at all, a key that is not an input of graph).
+    `check_inputs` False is accepted, but every input must still be given: a graph input
+    without a caller tensor has no value on Plexus (docs/python.md)."""
     if not isinstance(graph, Graph) or graph.is_main:
         raise TypeError(f"the {what} graph must be a subgraph (a plexus.Graph from Ir.create_graph), got {graph!r}")
     graph_inputs = graph.inputs
@@ -50,20 +52,24 @@ def _parent_inputs(graph, what, inputs, inputs_dict, check_inputs):
             raise ValueError(f"Graph input {key!r} of the {what} graph '{graph.name}' is given twice")
         values[key] = value
     missing = [t for t in graph_inputs if t not in values]
-    if missing and check_inputs:
+    if missing:
+        unchecked = "" if check_inputs else " (check_inputs=False: a Plexus call still needs every input)"
         raise ValueError(f"Not enough inputs have been provided to the {what} graph '{graph.name}': "
                          f"{len(missing)} of its {len(graph_inputs)} inputs have none "
-                         f"({', '.join(repr(t.name) for t in missing)})")
+                         f"({', '.join(repr(t.name) for t in missing)}){unchecked}")
     return [_as_parent(t, values[t]) for t in graph_inputs]
 
 
 class CallSiteInfo:
     """One call of a graph (PopXL ops.call_with_info's CallSiteInfo): `called_graph`, the
     caller's `inputs` (one per graph input) and `outputs` (one per graph output), and the
-    maps between the graph's tensors and the caller's. Not thread-safe."""
+    maps between the graph's tensors and the caller's. Of a repeat (repeat_with_info) the
+    outputs are the last iteration's, and only inputs and outputs map to the caller. Not
+    thread-safe."""
 
     def __init__(self, graph, site, inputs, outputs):
-        self._graph, self._site, self._inputs, self._outputs = graph, int(site), tuple(inputs), tuple(outputs)
+        self._graph, self._inputs, self._outputs = graph, tuple(inputs), tuple(outputs)
+        self._site = None if site is None else int(site)  # None: a repeat (no call site in the C API)
 
     @property
     def called_graph(self):
@@ -101,12 +107,21 @@ class CallSiteInfo:
         output's result, or an intermediate's value (the forward tensors a gradient graph
         reads). Raises ValueError for a tensor the called graph does not have."""
         ir = self._graph.ir
+        if self._site is None:
+            return self._repeat_parent(graph_tensor)
         out = ffi.new("plx_tensor*")
         status = lib.plx_call_site_get_parent(ir._ptr, self._site, graph_tensor.id, out)
         if status == lib.PLX_ERR_INVALID_ARGUMENT:
             raise ValueError(f"{graph_tensor!r} is not a tensor of the called graph '{self._graph.name}'")
         check(status)
         return Tensor(ir, out[0])
+
+    def _repeat_parent(self, graph_tensor):
+        for graph_tensors, parents in ((self._graph.inputs, self._inputs), (self._graph.outputs, self._outputs)):
+            if graph_tensor in graph_tensors:
+                return parents[graph_tensors.index(graph_tensor)]
+        raise ValueError(f"{graph_tensor!r} is not an input or output of the repeated graph '{self._graph.name}': "
+                         "a repeat keeps no intermediate tensor of its iterations")
 
     def parent_to_graph(self, parent_tensor):
         """The graph input that `parent_tensor` is passed to. Raises ValueError when it is
@@ -121,8 +136,12 @@ class CallSiteInfo:
         the graph makes to it in place (scaled_add_, copy_var_update_, ...) reach it
         (PopXL CallSiteInfo.set_parent_input_modified). `infer_modified_regions` is
         accepted for PopXL's signature: the whole tensor is marked either way. Raises
-        ValueError when it is not an input of this call."""
+        ValueError when it is not an input of this call, NotImplementedError on a repeat's
+        (its inputs are passed by value)."""
         index = self._graph.inputs.index(self.parent_to_graph(parent_tensor))
+        if self._site is None:
+            raise NotImplementedError(f"{parent_tensor!r}: the inputs of a repeat are passed by value on Plexus; "
+                                      f"graph '{self._graph.name}' cannot write to the caller's tensor")
         check(lib.plx_call_site_set_input_modified(self._graph.ir._ptr, self._site, index))
 
 
@@ -159,7 +178,15 @@ def repeat(graph, repeat_count, *inputs, inputs_dict=None, check_inputs=True):
     j of the next; the other inputs are the same every iteration. Returns the last
     iteration's outputs (a tuple; with repeat_count 0, the first inputs). Not unrolled.
     Raises ValueError (repeat_count < 0, fewer inputs than outputs, inputs that do not
-    match as for call) and ShapeMismatch (an output of another type than its input)."""
+    match as for call), ShapeMismatch (an output of another type than its input) and
+    NotImplementedError (an input made with TensorByRef: a repeat passes inputs by value)."""
+    return repeat_with_info(graph, repeat_count, *inputs, inputs_dict=inputs_dict, check_inputs=check_inputs).outputs
+
+
+def repeat_with_info(graph, repeat_count, *inputs, inputs_dict=None, check_inputs=True):
+    """ops.repeat returning a CallSiteInfo (PopXL ops.repeat_with_info): `called_graph` is
+    `graph`, `inputs` the caller's tensors, `outputs` the last iteration's. Raises as
+    repeat does."""
     if int(repeat_count) < 0:
         raise ValueError(f"Repeat trip count for repeat of {graph.name} of {repeat_count} must be >= 0.")
     parents = _parent_inputs(graph, "repeated", inputs, inputs_dict, check_inputs)
@@ -168,7 +195,11 @@ def repeat(graph, repeat_count, *inputs, inputs_dict=None, check_inputs=True):
         raise ValueError(f"To repeat the subgraph ({graph.name}) the number of inputs must be greater than or equal "
                          f"to the number of outputs. {len(parents)} < {num_outputs}")
     ir = graph.ir
+    by_ref = [t.name for t in graph.inputs if t.id in ir.by_ref_inputs]
+    if by_ref:
+        raise NotImplementedError(f"inputs {by_ref} of graph '{graph.name}' are TensorByRef: the inputs of a repeat "
+                                  "are passed by value on Plexus")
     outputs = ffi.new("plx_tensor[]", max(num_outputs, 1))
     check(lib.plx_ir_repeat(ir._ptr, graph.id, int(repeat_count), tensor_ids(parents), len(parents), outputs,
                             num_outputs, ffi.NULL))
-    return tuple(Tensor(ir, outputs[i]) for i in range(num_outputs))
+    return CallSiteInfo(graph, None, parents, [Tensor(ir, outputs[i]) for i in range(num_outputs)])

@@ -9,7 +9,7 @@ from popxl.ops.code_loading import remote_code_load
 from popxl.ops.losses import nll_loss, nll_loss_with_softmax_grad
 from popxl.ops.init import init
 from popxl.ops import call as _call_module, collectives, var_updates  # noqa: F401
-from popxl.ops.call import call, call_with_info, repeat, CallSiteInfo  # noqa: F401,E402
+from popxl.ops.call import call, call_with_info, repeat, repeat_with_info, CallSiteInfo  # noqa: F401,E402
 
 
 def _install():
@@ -26,5 +26,6 @@ def __getattr__(name):
 
 
 __all__ = sorted(set(dir(_plexus_ops)) | {"host_store", "remote_code_load", "init", "nll_loss",
-                                          "nll_loss_with_softmax_grad", "call", "call_with_info", "repeat", "CallSiteInfo",
+                                          "nll_loss_with_softmax_grad", "call", "call_with_info", "repeat",
+                                          "repeat_with_info", "CallSiteInfo",
                                           "collectives", "var_updates"})
