@@ -75,6 +75,8 @@ def test_bad_device_desc_and_host_store_are_errors():
     ir = popxl.Ir()
     with pytest.raises(ValueError, match="device_desc.*'gpu'"):
         popxl.Session(ir, "gpu")
+    with pytest.raises(TypeError, match="popxl.Ir"):
+        popxl.Session(plexus.Ir(), "cpu")
     with ir.main_graph:
         v = popxl.variable(np.zeros(2, np.float32), name="v")
         stream = popxl.d2h_stream((3,), popxl.float32, name="wrong_shape")

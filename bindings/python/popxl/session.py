@@ -7,7 +7,9 @@ import sys
 import numpy as np
 
 import plexus
+from plexus.dtypes import host_array
 from plexus.tensor import Variable
+from popxl.ir import Ir
 
 DEVICE_DESCS = ("ipu_hw", "ipu_model", "cpu")
 _told = False
@@ -22,13 +24,10 @@ def _tell_once(device_desc):
 
 def _to_numpy(value, downcast):
     """A host input as PopXL converts it: lists, scalars and torch tensors to numpy arrays,
-    64-bit floats and ints to 32 bits when `downcast`."""
-    array = np.asarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
-    if downcast and array.dtype == np.float64:
-        return array.astype(np.float32)
-    if downcast and array.dtype == np.int64:
-        return array.astype(np.int32)
-    return array
+    with PopXL's downcast of 64-bit floats and ints to 32 bits (plexus.dtypes.host_array)
+    when `downcast`."""
+    array = value.detach().cpu().numpy() if hasattr(value, "detach") else value
+    return host_array(array)[0] if downcast else np.asarray(array)
 
 
 def _worker_options(workers):
@@ -50,16 +49,18 @@ class Session:
     (said once on stderr); replication works with each. Runs and weight transfers need the
     session attached: inside `with session:` (re-entrant, reusable after exit); reading
     and writing variables works at any time, the variables staying resident. Raises
-    ValueError for another device_desc, and the plexus.Session errors at creation. Not
+    TypeError for an ir that is not a popxl.Ir, ValueError for another device_desc, and
+    the plexus.Session errors at creation. Not
     thread-safe."""
 
     def __init__(self, ir, device_desc="cpu", weights_to_host_on_exit=True):
+        if not isinstance(ir, Ir):
+            raise TypeError(f"Session: ir must be a popxl.Ir, got {type(ir).__name__}")
         if not isinstance(device_desc, str) or device_desc not in DEVICE_DESCS:
             raise ValueError(f"Session: device_desc must be one of {', '.join(DEVICE_DESCS)}, got {device_desc!r}")
         _tell_once(device_desc)
         self._ir, self.weights_to_host_on_exit = ir, weights_to_host_on_exit
-        self._session = plexus.Session(ir, device_iterations=getattr(ir, "num_host_transfers", 1),
-                                       **_worker_options(getattr(ir, "workers", None)))
+        self._session = plexus.Session(ir, device_iterations=ir.num_host_transfers, **_worker_options(ir.workers))
         self._attached = 0
 
     @property
