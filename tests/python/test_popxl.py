@@ -278,3 +278,23 @@ def test_init_makes_a_writable_zero_tensor_each_run():
             out = session.run()
             np.testing.assert_array_equal(out[d2h[0]], np.ones((2, 3)))
             np.testing.assert_array_equal(out[d2h[1]], [0, 0])
+
+
+def test_every_popxl_dtype_is_named_and_classified_and_the_host_only_ones_are_refused_on_a_device():
+    assert popxl.half is popxl.float16 and popxl.double is popxl.float64 and popxl.float is popxl.float32
+    kinds = {d.name: (d.is_int, d.is_floating_point, d.is_signed, d.is_complex)
+             for d in (popxl.bool, popxl.int8, popxl.uint32, popxl.float16, popxl.complex64)}
+    assert kinds == {"bool": (False, False, False, False), "int8": (True, False, True, False),
+                     "uint32": (True, False, False, False), "float16": (False, True, True, False),
+                     "complex64": (False, False, True, True)}
+    assert popxl.dtype.from_name("uint32").as_numpy() == np.uint32
+    assert popxl.dtype.as_dtype(np.float64) is popxl.float64 and popxl.dtype.as_dtype(float) is popxl.float32
+    assert popxl.dtype.as_dtype(bool) is popxl.bool and popxl.dtype.as_dtype("int8") is popxl.int8
+    with pytest.raises(ValueError, match="'float7'"):
+        popxl.dtype.from_name("float7")
+    ir = popxl.Ir()
+    with ir.main_graph:
+        with pytest.raises(plexus.DTypeMismatch, match="variable_a.*int8 tensors are not supported"):
+            popxl.variable(3, dtype=popxl.int8, name="variable_a")
+        with pytest.raises(plexus.DTypeMismatch, match="float16 tensors are not supported"):
+            popxl.h2d_stream((2,), popxl.float16, name="x")

@@ -9,8 +9,10 @@ from plexus.errors import DTypeMismatch, InvalidArgument
 
 
 class DType:
-    """One element type: `name`, `code` (PLX_DTYPE_*), `numpy` (np.dtype), `itemsize` (bytes).
-    Immutable; compare with ==."""
+    """One element type: `name`, `code` (PLX_DTYPE_*; None for a type PopXL names that
+    Plexus's devices do not hold), `numpy` (np.dtype), `itemsize` (bytes), and PopXL's
+    classification (`is_int`, `is_floating_point`, `is_signed`, `is_complex`). Immutable;
+    compare with ==."""
 
     __slots__ = ("name", "code", "numpy")
 
@@ -21,10 +23,62 @@ class DType:
         """The numpy dtype (PopXL's DType.as_numpy())."""
         return self.numpy
 
+    def as_torch(self):
+        """The torch dtype of the same name (PopXL's DType.as_torch()). Raises ImportError
+        without torch, TypeError for a type torch does not have (uint32)."""
+        import torch
+        if not hasattr(torch, self.name):
+            raise TypeError(f"{self!r} has no torch dtype")
+        return getattr(torch, self.name)
+
     @property
     def itemsize(self):
         """Bytes per element."""
         return self.numpy.itemsize
+
+    @property
+    def is_int(self):
+        """True for the integer types (not bool), as PopXL's dtype.is_int."""
+        return self.numpy.kind in "iu"
+
+    @property
+    def is_floating_point(self):
+        """True for float16, float32, float64."""
+        return self.numpy.kind == "f"
+
+    @property
+    def is_signed(self):
+        """True for the signed integer, floating-point and complex types."""
+        return self.numpy.kind in "ifc"
+
+    @property
+    def is_complex(self):
+        """True for complex64 and complex128."""
+        return self.numpy.kind == "c"
+
+    @classmethod
+    def from_name(cls, name):
+        """The DType called `name` (PopXL dtype.from_name). Raises ValueError for another."""
+        found = _BY_NAME.get(name)
+        if found is None:
+            raise ValueError(f"not a dtype name: {name!r} (one of {', '.join(sorted(_BY_NAME))})")
+        return found
+
+    @classmethod
+    def as_dtype(cls, type_value):
+        """The DType of a DType, a name, a numpy dtype or type, or a Python type (float ->
+        float32, int -> int32, bool -> bool) (PopXL dtype.as_dtype). Raises ValueError."""
+        if isinstance(type_value, DType):
+            return type_value
+        if isinstance(type_value, str):
+            return cls.from_name(type_value)
+        python_types = {float: float32, int: int32, bool: bool_}
+        if type_value in python_types:
+            return python_types[type_value]
+        try:
+            return cls.from_name(np.dtype(type_value).name)
+        except TypeError:
+            raise ValueError(f"not a dtype: {type_value!r}") from None
 
     def __repr__(self):
         return f"plexus.{self.name}"
@@ -33,6 +87,13 @@ class DType:
 float32 = DType("float32", 1, np.float32)
 int32 = DType("int32", 2, np.int32)
 uint8 = DType("uint8", 3, np.uint8)
+# PopXL's other types: named, converted on the host, refused on a device (no kernels hold them).
+bool_ = DType("bool", None, np.bool_)
+HOST_ONLY = (bool_, DType("int8", None, np.int8), DType("int16", None, np.int16), DType("int64", None, np.int64),
+             DType("uint16", None, np.uint16), DType("uint32", None, np.uint32), DType("uint64", None, np.uint64),
+             DType("float16", None, np.float16), DType("float64", None, np.float64),
+             DType("complex64", None, np.complex64), DType("complex128", None, np.complex128))
+_BY_NAME = {d.name: d for d in (float32, int32, uint8) + HOST_ONLY}
 
 _BY_CODE = {d.code: d for d in (float32, int32, uint8)}
 _BY_NUMPY = {d.numpy: d for d in (float32, int32, uint8)}
@@ -46,8 +107,12 @@ def from_code(code):
 
 
 def of(value):
-    """The DType named by `value`: a DType, a numpy dtype or type, or a name ("float32")."""
+    """The device DType named by `value`: a DType, a numpy dtype or type, or a name
+    ("float32"). Raises DTypeMismatch for a type the devices do not hold (int8, float16, ...)."""
     if isinstance(value, DType):
+        if value.code is None:
+            raise DTypeMismatch(f"{value.name} tensors are not supported on Plexus's devices (float32, int32 or "
+                                f"uint8; docs/python.md)")
         return value
     if isinstance(value, str) and value in globals() and isinstance(globals()[value], DType):
         return globals()[value]

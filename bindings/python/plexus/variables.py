@@ -84,8 +84,8 @@ def variable(data, dtype=None, name=None, downcast=True, replica_grouping=None, 
     Returns the Variable. Raises InvalidArgument, InvalidGrouping, ShapeMismatch."""
     _no_float8("variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "variable", downcast)
     name = name or ir.unique_name("variable")
+    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, f"variable '{name}'", downcast)
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode)
     out = ffi.new("plx_tensor*")
@@ -101,7 +101,7 @@ def constant(data, dtype=None, name=None, downcast=True, log2_scale=None, nan_on
     display only. Returns the Constant. Raises InvalidArgument, DTypeMismatch."""
     _no_float8("constant", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype, _ = _grouped_value(data, dtype, None, "constant", downcast)
+    array, dtype, _ = _grouped_value(data, dtype, None, f"constant '{name}'" if name else "constant", downcast)
     dims, rank = shape_array(array.shape)
     out = ffi.new("plx_tensor*")
     check(lib.plx_ir_add_constant(ir._ptr, dtype.code, dims, rank, *_data_args(array), out))
@@ -143,9 +143,9 @@ def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, downca
     variable(). Returns the Variable (for reads and writes)."""
     _no_float8("remote_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping, "remote_variable",
-                                         downcast)
     name = name or ir.unique_name("remote_variable")
+    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping,
+                                         f"remote_variable '{name}'", downcast)
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode)
     out = ffi.new("plx_tensor*")
@@ -165,8 +165,8 @@ def replica_sharded_variable(data, dtype=None, name=None, downcast=True, replica
     ops.collectives.replicated_all_gather(shard))."""
     _no_float8("replica_sharded_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, "replica_sharded_variable", downcast)
     name = name or ir.unique_name("replica_sharded_variable")
+    array, dtype, shape = _grouped_value(data, dtype, replica_grouping, f"replica_sharded_variable '{name}'", downcast)
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode, shard_over)
     var, shard = ffi.new("plx_tensor*"), ffi.new("plx_tensor*")
@@ -186,9 +186,9 @@ def remote_replica_sharded_variable(data, remote_buffer, offset=0, dtype=None, n
     ops.remote_load(buffer, offset) gives this replica's shard."""
     _no_float8("remote_replica_sharded_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping,
-                                         "remote_replica_sharded_variable", downcast)
     name = name or ir.unique_name("remote_replica_sharded_variable")
+    array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping,
+                                         f"remote_replica_sharded_variable '{name}'", downcast)
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode, shard_over)
     out = ffi.new("plx_tensor*")

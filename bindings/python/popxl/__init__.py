@@ -11,7 +11,8 @@ from plexus import (Graph, Module, TensorByRef, Tensor, TensorSpec, ReplicaGroup
                     remote_replica_sharded_variable, graph_input, graph_output, gcg, gmg, in_sequence, h2d_stream)
 from plexus.tensor import HostToDeviceStream
 from popxl import dtypes
-from popxl.dtypes import dtype, float32, int32, uint8
+from popxl.dtypes import (dtype, bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,  # noqa: A004
+                          half, float16, float, float32, double, float64, complex64, complex128)
 from popxl.ir import Ir
 from popxl.streams import DeviceToHostStream, d2h_stream
 from popxl.session import Session
@@ -21,6 +22,6 @@ __all__ = [
     "Graph", "Module", "TensorByRef", "Tensor", "TensorSpec", "ReplicaGrouping", "constant", "variable",
     "remote_buffer", "replica_sharded_buffer", "remote_variable", "replica_sharded_variable",
     "remote_replica_sharded_variable", "graph_input", "graph_output", "gcg", "gmg", "in_sequence", "h2d_stream",
-    "HostToDeviceStream", "DeviceToHostStream", "d2h_stream", "dtypes", "dtype", "float32", "int32", "uint8", "Ir",
+    "HostToDeviceStream", "DeviceToHostStream", "d2h_stream", "dtypes", *dtypes.__all__, "Ir",
     "Session", "ops", "tensor", "transforms",
 ]
