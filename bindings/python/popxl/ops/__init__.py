@@ -10,6 +10,8 @@ from popxl.ops.losses import nll_loss, nll_loss_with_softmax_grad
 from popxl.ops.init import init
 from popxl.ops import call as _call_module, collectives, var_updates  # noqa: F401
 from popxl.ops.call import call, call_with_info, repeat, repeat_with_info, CallSiteInfo  # noqa: F401,E402
+from popxl.ops.inplace_activations import relu_, gelu_  # noqa: F401,E402
+from popxl.ops.var_updates import lamb_square  # noqa: F401,E402
 
 
 def _install():
@@ -28,4 +30,4 @@ def __getattr__(name):
 __all__ = sorted(set(dir(_plexus_ops)) | {"host_store", "remote_code_load", "init", "nll_loss",
                                           "nll_loss_with_softmax_grad", "call", "call_with_info", "repeat",
                                           "repeat_with_info", "CallSiteInfo",
-                                          "collectives", "var_updates"})
+                                          "collectives", "var_updates", "relu_", "gelu_", "lamb_square"})
