@@ -9,7 +9,7 @@ import typing
 
 from plexus import context, dtypes
 from plexus._lib import ffi, lib, check, read_list, read_text
-from plexus.tensor import Tensor, TensorSpec
+from plexus.tensor import Constant, Tensor, TensorSpec, Variable, note_graph, tensors_of_graph
 
 
 class TensorByRef(Tensor):
@@ -53,7 +53,10 @@ class Graph:
         if self.is_main:
             return ()
         ids = read_list(getter, "plx_tensor", self.ir._ptr, self.id)
-        return tuple(Tensor(self.ir, i, self._local_name(i)) for i in ids)
+        tensors = tuple(Tensor(self.ir, i, self._local_name(i)) for i in ids)
+        for t in tensors:
+            note_graph(t, self.id)  # a gradient graph's inputs are first seen here
+        return tensors
 
     def _local_name(self, tensor_id):
         """A tensor's name without this graph's "<graph>/" prefix (PopXL's Tensor.name)."""
@@ -69,6 +72,35 @@ class Graph:
     def outputs(self):
         """The graph's outputs, in order (tuple of Tensors; () for the main graph)."""
         return self._tensors(lib.plx_graph_get_outputs)
+
+    def _seen(self, cls):
+        return tuple(kind(self.ir, i, name) for i, kind, name in tensors_of_graph(self.ir, self.id)
+                     if issubclass(kind, cls))
+
+    @property
+    def tensors(self):
+        """Every tensor of this graph that the Python API has made or returned, in that
+        order (PopXL Graph.tensors): inputs, variables, constants, stream tensors, op and
+        call outputs, autodiff's gradients; each a Tensor, Variable or Constant as first
+        returned. Not listed: tensors the runtime makes without returning them (autodiff's
+        intermediate gradients, a call's copies of its callee's intermediates, a gradient
+        graph's inner tensors), as the C API has no call listing a graph's tensors. A
+        tuple."""
+        return self._seen(Tensor)
+
+    @property
+    def variables(self):
+        """The Variables of this graph, in creation order (PopXL Graph.variables): those of
+        the Ir for the main graph (plexus.variable and its remote and replica-sharded
+        forms), () for a subgraph, which cannot hold variables. A tuple."""
+        return self._seen(Variable)
+
+    @property
+    def constants(self):
+        """The Constants made in this graph (plexus.constant, and the constants numbers and
+        arrays among op inputs become), in creation order (PopXL Graph.constants). A
+        tuple."""
+        return self._seen(Constant)
 
     def __eq__(self, other):
         return isinstance(other, Graph) and other.ir is self.ir and other.id == self.id
