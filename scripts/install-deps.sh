@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Plexus's build, test and run dependencies from Debian 12 packages.
 # Idempotent: only packages that are missing are installed. Runs as root or via sudo.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers: PyTorch, torchvision, tqdm, numpy)
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers' tqdm; PyTorch and
+# torchvision are always installed: `import poptorch` runs over them)
 set -euo pipefail
 
 packages=(
@@ -14,10 +15,10 @@ packages=(
   nlohmann-json3-dev zlib1g-dev
   npm dataset-fashion-mnist fortunes
   python3 python3-dev python3-cffi python3-numpy python3-pytest python3-setuptools python3-pip
-  python3-venv python3-wheel
+  python3-venv python3-wheel python3-torch python3-torchvision
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-torchvision python3-tqdm python3-numpy)
+  packages+=(python3-tqdm)
 elif [[ $# -gt 0 ]]; then
   echo "install-deps.sh: unknown argument '$1' (expected --bench or nothing)" >&2
   exit 2

@@ -32,7 +32,7 @@ setup(
     name="plexus",
     version="0.1.0",
     description="Plexus: the IPU programming model (PopXL) on CPUs, over Plexus's C ABI",
-    packages=["plexus", "plexus.ops", "popxl", "popxl.ops"],
+    packages=["plexus", "plexus.ops", "popxl", "popxl.ops", "poptorch"],
     python_requires=">=3.9",
     install_requires=["numpy", "cffi>=1.15"],
     setup_requires=["cffi>=1.15"],
