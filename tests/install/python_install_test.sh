@@ -74,9 +74,9 @@ if [[ -n ${PLEXUS_PYTHON_PRELOAD:-} ]]; then
 fi
 
 step "where the package comes from"
-(cd "$tmp" && "${run_env[@]}" "$py" -c 'import plexus, plexus._plexus_ffi as f, popxl, popxl.ops as o
-for m in (plexus, f, popxl, o): print(m.__file__)') \
-  > "$tmp/where.txt" || fail "import plexus and popxl from the installed package"
+(cd "$tmp" && "${run_env[@]}" "$py" -c 'import plexus, plexus._plexus_ffi as f, popxl, popxl.ops as o, poptorch
+for m in (plexus, f, popxl, o, poptorch): print(m.__file__)') \
+  > "$tmp/where.txt" || fail "import plexus, popxl and poptorch from the installed package"
 cat "$tmp/where.txt"
 while read -r file; do
   [[ $file == "$expected_home"* ]] || fail "$file is not in the installed package under $expected_home"

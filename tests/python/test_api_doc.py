@@ -9,6 +9,7 @@ import re
 
 import plexus
 import popxl
+import poptorch
 import popxl.ops.var_updates
 from plexus import ops
 from plexus.ops import catalog
@@ -16,7 +17,7 @@ from plexus.ops import catalog
 ROOT = pathlib.Path(os.environ.get("PLEXUS_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 # Submodules re-exported by import side effect: documented through their contents.
 MODULES = {"callbacks", "context", "data", "dtypes", "errors", "graph", "ir", "module", "ops", "session", "streams",
-           "tensor", "variables"}
+           "tensor", "variables", "blocks", "capture", "executor", "lowering", "options", "update"}
 
 
 def documented_words():
@@ -31,8 +32,8 @@ def public_names(module=plexus):
     return names
 
 
-# The popxl package's own modules; popxl.ops also holds every catalog op (docs/ops.md).
-POPXL = (popxl, popxl.ops.var_updates)
+# The popxl and poptorch packages' own modules; popxl.ops also holds every catalog op (docs/ops.md).
+POPXL = (popxl, popxl.ops.var_updates, poptorch, poptorch.optim)
 POPXL_OPS_OWN = {"host_store", "remote_code_load", "call", "call_with_info", "repeat", "CallSiteInfo"}
 
 

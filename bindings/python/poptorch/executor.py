@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 import plexus
-from poptorch import capture, optim
+from poptorch import capture, update
 from poptorch.options import Options, OutputMode
 
 _trainers = weakref.WeakSet()  # training executors whose device weights may be newer than the module's
@@ -37,7 +37,7 @@ class PoplarExecutor:
         if training and optimizer is None:
             self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
         if training:
-            optim._check(self.optimizer)
+            update.check(self.optimizer)
         self._session, self._dirty, self._attached = None, False, True
         self._names = {}
 
@@ -79,7 +79,7 @@ class PoplarExecutor:
         grads = plexus.autodiff(loss, [lowered.params[p] for p in trainable])
         if self.options.replication_factor > 1:
             grads = [plexus.ops.collectives.replicated_all_reduce_(g, op="mean") for g in grads]
-        self._rates = optim.lower(self.optimizer, {p: (lowered.params[p], g) for p, g in zip(trainable, grads)},
+        self._rates = update.lower(self.optimizer, {p: (lowered.params[p], g) for p, g in zip(trainable, grads)},
                                   self._names)
         self._written = [g["lr"] for g in self.optimizer.param_groups]
 
@@ -108,7 +108,7 @@ class PoplarExecutor:
         if self._session is None:
             self._compile(args)
         elif self.training:
-            optim.write_rates(self._session, self.optimizer, self._rates, self._written)
+            update.write_rates(self._session, self.optimizer, self._rates, self._written)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         inputs = {s: _host(t, self._session.host_shape(s), s) for s, t in zip(self._in.values(), tensors)}
         results = self._session.run(inputs)
@@ -140,7 +140,7 @@ class PoplarExecutor:
     def setOptimizer(self, optimizer):
         """Uses `optimizer`'s hyper-parameters from the next call (PopTorch setOptimizer): its
         learning rates are written to the device; other hyper-parameters must match."""
-        optim._check(optimizer)
+        update.check(optimizer)
         self.optimizer = optimizer
 
     def detachFromDevice(self):

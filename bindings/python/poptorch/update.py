@@ -1,0 +1,81 @@
+"""The weight update of a poptorch.trainingModel: its optimizer lowered to Plexus's
+optimizer ops (SGD -> sgd_momentum_, Adam / AdamW -> adamw_; docs/ops.md, PyTorch's
+definitions, bias correction included). Each parameter's learning rate is a variable
+read at run time, so a change between calls (`optimizer.param_groups[0]["lr"] = ...`, a
+torch LR scheduler, setOptimizer) takes effect without recompiling. torch.optim instances
+of those classes are converted (said once on stderr)."""
+import sys
+
+import numpy as np
+import torch
+
+import plexus
+from plexus import ops
+
+_told = set()
+
+
+def check(optimizer):
+    """Raises plexus.Unsupported for an optimizer or option with no lowering; says once
+    when a torch.optim instance is converted."""
+    if not isinstance(optimizer, (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)):
+        raise plexus.Unsupported(f"poptorch: optimizer {type(optimizer).__name__} is not supported "
+                                 "(SGD, Adam, AdamW)")
+    if not type(optimizer).__module__.startswith("poptorch") and type(optimizer) not in _told:
+        _told.add(type(optimizer))
+        print(f"poptorch: torch.optim.{type(optimizer).__name__} converted to poptorch.optim."
+              f"{type(optimizer).__name__}", file=sys.stderr)
+    for group in optimizer.param_groups:
+        for flag in ("amsgrad", "maximize"):
+            if group.get(flag):
+                raise plexus.Unsupported(f"poptorch: {type(optimizer).__name__}({flag}=True) is not supported")
+
+
+def _state(name, shape):
+    return plexus.variable(np.zeros(shape, np.float32), plexus.float32, name=name)
+
+
+def _step(w, g, group, lr, name, optimizer):
+    if isinstance(optimizer, torch.optim.SGD):
+        buf = _state(f"{name}.momentum_buffer", w.shape)
+        ops.sgd_momentum_(w, g, buf, _state(f"{name}.step", ()), lr, momentum=float(group["momentum"]),
+                          dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
+                          nesterov=int(bool(group["nesterov"])))
+        return
+    decay = float(group["weight_decay"])
+    if not isinstance(optimizer, torch.optim.AdamW) and decay:
+        g = ops.add(g, ops.mul(w, decay))  # Adam's L2 term, before the moments
+        decay = 0.0
+    beta1, beta2 = group["betas"]
+    ops.adamw_(w, g, _state(f"{name}.exp_avg", w.shape), _state(f"{name}.exp_avg_sq", w.shape),
+               _state(f"{name}.step", ()), lr, beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
+               weight_decay=decay)
+
+
+def lower(optimizer, grads, names):
+    """Adds the update of every parameter of `optimizer` that has a gradient: `grads`
+    {torch Parameter: (Variable, gradient Tensor)}, `names` {Parameter: name}. Returns the
+    learning-rate variables as [(group index, Variable)]: one per parameter, since a
+    variable lives on one pipeline stage. Raises plexus.Unsupported for another optimizer
+    or option."""
+    check(optimizer)
+    rates = []
+    for i, group in enumerate(optimizer.param_groups):
+        for p in group["params"]:
+            if p in grads:
+                w, g = grads[p]
+                lr = plexus.variable(np.float32(group["lr"]), plexus.float32, name=f"{names[p]}.lr")
+                rates.append((i, lr))
+                _step(w, g, group, lr, names[p], optimizer)
+    return rates
+
+
+def write_rates(session, optimizer, rates, written):
+    """Writes each group's lr to its variables when it changed since `written` (a list of
+    one lr per group, updated in place)."""
+    for i, group in enumerate(optimizer.param_groups):
+        if written[i] == group["lr"]:
+            continue
+        for var in [var for j, var in rates if j == i]:
+            session.write_variable_data(var, np.float32(group["lr"]))
+        written[i] = group["lr"]
