@@ -4,8 +4,9 @@
 // A run executes `device_iterations` iterations. Training: each iteration processes
 // `gradient_accumulation` micro-batches (forward and backward), then one weight update
 // with the gradients summed and scaled once to their mean (seed 003). Inference: the
-// device_iterations x gradient_accumulation micro-batches flow through the stages as one
-// pipeline. Every device of a replica runs its list of steps from the execution strategy
+// device_iterations x gradient_accumulation micro-batches flow through the stages as
+// pipelines of at most 4096 micro-batches, repeated (so that creating a session takes the
+// same time and memory at any device_iterations). Every device of a replica runs its list of steps from the execution strategy
 // (strategy_plugin.h; the trivial schedule for one device); activations and gradients
 // cross stages through bounded channels; replicas meet in collectives through the
 // collectives plugin (one communicator per device index).
@@ -149,6 +150,9 @@ class Session {
   void compile_program();
   void make_schedule();
   void check_memory() const;
+  /// Refuses options whose host arrays cannot exist: more bytes than int64 counts or than
+  /// the host's physical memory (ir::Error InvalidArgument naming the stream).
+  void check_host_arrays() const;
   /// The device collectives (R > 1 and a graph with collective ops) and the host update.
   void open_plugins();
   /// The stream binding and every stream's host array layout.

@@ -63,6 +63,27 @@ int64_t HostArrayLayout::output_row(int64_t item, int64_t replica) const {
   return replica;
 }
 
+int64_t HostArrayLayout::host_bytes(const std::string& what, int64_t limit) const {
+  const ir::Shape shape = host_shape();
+  const auto explain = [&] {
+    return what + ": its host array would be " + ir::shape_string(shape) + " " + std::string(ir::dtype_name(dtype_)) +
+           " (device_iterations=" + std::to_string(dims_.device_iterations) +
+           ", gradient_accumulation=" + std::to_string(dims_.gradient_accumulation) + ")";
+  };
+  auto bytes = static_cast<int64_t>(ir::dtype_size(dtype_));
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      ir::fail(ir::ErrorCode::InvalidArgument, explain() + ", more bytes than int64 counts");
+    }
+  }
+  if (bytes > limit) {
+    ir::fail(ir::ErrorCode::InvalidArgument,
+             explain() + ", " + std::to_string(bytes) + " bytes, more than this host's memory (" +
+                 std::to_string(limit) + " bytes)");
+  }
+  return bytes;
+}
+
 void HostArrayLayout::check(const std::string& what, ir::DType dtype, const ir::Shape& shape) const {
   if (dtype != dtype_) {
     ir::fail(ir::ErrorCode::DTypeMismatch, what + ": host array is " + std::string(ir::dtype_name(dtype)) +

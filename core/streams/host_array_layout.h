@@ -66,6 +66,9 @@ class HostArrayLayout {
   /// Outputs: values add into their row (sum) instead of overwriting it.
   bool accumulates() const { return !input_ && dims_.output_mode == OutputMode::Sum; }
 
+  /// Bytes of the array; throws ir::Error(InvalidArgument) naming `what` when the count
+  /// overflows int64 or exceeds `limit` (the host's memory: such an array cannot exist).
+  int64_t host_bytes(const std::string& what, int64_t limit) const;
   /// Checks a caller's array of `dtype` and `shape` for this stream; `what` names it
   /// ("input stream 'x'"). Throws ir::Error DTypeMismatch or ShapeMismatch naming `what`,
   /// both values, and for a shape the run's figures.

@@ -55,6 +55,40 @@ TEST(Session, DeviceIterationsConsumeLeadingDimOfHostArrays) {
   EXPECT_EQ(read(s, m.acc, 2), (std::vector<float>{18, 24}));   // variables persist across runs
 }
 
+// Inference runs device_iterations as repeats of a program of at most 4096 micro-batches
+// (10000 = 4 x 2500), so the program does not grow with them; the rows keep their order.
+TEST(Session, ManyInferenceIterationsRepeatABoundedProgram) {
+  Accumulator m;
+  SessionOptions opts;
+  opts.device_iterations = 10000;
+  Session s(m.graph, opts);
+  EXPECT_EQ(s.micro_batches(), 2500);
+  std::vector<float> x(20000), y(20000, -1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7);
+  const HostArray in{m.x_stream, x.data(), ir::DType::Float32, {10000, 2}};
+  const HostArray out{m.y_stream, y.data(), ir::DType::Float32, {10000, 2}};
+  s.run(std::span(&in, 1), std::span(&out, 1));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], 2 * x[i]) << "row " << i / 2;
+  float even = 0, odd = 0;
+  for (size_t i = 0; i < x.size(); i += 2) even += x[i], odd += x[i + 1];
+  EXPECT_EQ(read(s, m.acc, 2), (std::vector<float>{even, odd}));
+  opts.device_iterations = 4099;  // prime: one micro-batch per repeat
+  EXPECT_EQ(Session(m.graph, opts).micro_batches(), 1);
+}
+
+// Host arrays that cannot exist are refused when the session is created, naming the stream.
+TEST(Session, DeviceIterationsWhoseHostArraysCannotExistAreRefused) {
+  Accumulator m;
+  SessionOptions opts;
+  opts.device_iterations = int64_t{1} << 40;  // 2^40 x 2 floats: 8 TiB per stream
+  std::string msg = error_of([&] { Session s(m.graph, opts); }, ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(msg, HasSubstr("its host array would be [1099511627776,2] float32 (device_iterations=1099511627776"));
+  EXPECT_THAT(msg, HasSubstr("more than this host's memory"));
+  opts.device_iterations = int64_t{1} << 62;
+  msg = error_of([&] { Session s(m.graph, opts); }, ir::ErrorCode::InvalidArgument);
+  EXPECT_THAT(msg, HasSubstr("more bytes than int64 counts"));
+}
+
 TEST(Session, LeadingDimIsLeftOutForOneIteration) {
   Accumulator m;
   Session s(m.graph, {});

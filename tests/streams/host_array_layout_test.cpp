@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "core/ir/error.h"
@@ -99,6 +100,28 @@ TEST(HostArrayLayout, BadArraysAreNamedWithTheRunsFigures) {
   } catch (const ir::Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("replicas hosted by this worker=3"));
   }
+}
+
+TEST(HostArrayLayout, HostBytesCountTheArrayAndRefuseOnesThatCannotExist) {
+  const HostArrayLayout l = HostArrayLayout::input(dims(OutputMode::All), ir::DType::Float32, {5});
+  EXPECT_EQ(l.host_bytes("input stream 'x'", 480), 480);  // [8, 3, 5] floats
+  try {
+    (void)l.host_bytes("input stream 'x'", 479);
+    ADD_FAILURE() << "no error";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("input stream 'x': its host array would be [8,3,5] float32 (device_iterations=4, "
+                                    "gradient_accumulation=2), 480 bytes, more than this host's memory (479 bytes)"));
+  }
+  const RunDims huge{int64_t{1} << 61, 2, 3, OutputMode::All, 1, false};
+  try {
+    (void)HostArrayLayout::input(huge, ir::DType::Float32, {5}).host_bytes("input stream 'x'", INT64_MAX);
+    ADD_FAILURE() << "no error";
+  } catch (const ir::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("more bytes than int64 counts"));
+  }
+  const RunDims final_only{int64_t{1} << 61, 2, 3, OutputMode::Final, 1, false};
+  EXPECT_EQ(HostArrayLayout::output(final_only, false, ir::DType::Float32, {5}).host_bytes("y", 60), 60);
 }
 
 }  // namespace
