@@ -103,6 +103,13 @@ PLX_API plx_status plx_run_wait(plx_run* run, int64_t timeout_ms) {
   });
 }
 
+PLX_API plx_status plx_run_cancel(plx_run* run) {
+  return guarded([&] {
+    require(run, "plx_run_cancel", "run");
+    run->handle->cancel();
+  });
+}
+
 PLX_API void plx_run_destroy(plx_run* run) {
   if (run == nullptr) return;
   try {

@@ -24,6 +24,7 @@ void RunHandle::complete(std::exception_ptr error) {
     code_ = code;
     message_ = std::move(message);
     done_ = true;
+    canceller_ = nullptr;
   }
   finished_.notify_all();
 }
@@ -43,6 +44,21 @@ bool RunHandle::wait_for(std::chrono::milliseconds timeout) {
   if (!finished_.wait_for(lock, timeout, [&] { return done_; })) return false;
   throw_if_failed();
   return true;
+}
+
+void RunHandle::cancel() {
+  cancel_requested_.store(true, std::memory_order_release);
+  std::function<void()> canceller;
+  {
+    std::lock_guard lock(mutex_);
+    canceller = canceller_;  // called unlocked: cancelling a queued run completes this handle
+  }
+  if (canceller) canceller();
+}
+
+void RunHandle::set_canceller(std::function<void()> canceller) {
+  std::lock_guard lock(mutex_);
+  if (!done_) canceller_ = std::move(canceller);
 }
 
 bool RunHandle::done() const {

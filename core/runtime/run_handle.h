@@ -1,10 +1,12 @@
 // A run started with Session::run_async (the C API's plx_run): its completion, waited for
-// or polled, and its error.
+// or polled, its error, and the cancellation of this run alone (plx_run_cancel).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <atomic>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -24,6 +26,14 @@ class RunHandle {
   /// Waits at most `timeout`; false when the run is still going. Throws the run's error.
   bool wait_for(std::chrono::milliseconds timeout);
   bool done() const;
+  /// Cancels this run only (RunQueue::cancel(handle)): through the canceller its queue
+  /// set; nothing once the run has ended. Must not race with the destruction of the
+  /// run's session.
+  void cancel();
+  /// Whether cancel() was called.
+  bool cancel_requested() const { return cancel_requested_.load(std::memory_order_acquire); }
+  /// Set by the run's queue while the run has not ended; complete() clears it.
+  void set_canceller(std::function<void()> canceller);
 
  private:
   void throw_if_failed() const;
@@ -34,6 +44,8 @@ class RunHandle {
   bool failed_ = false;
   ir::ErrorCode code_ = ir::ErrorCode::Internal;
   std::string message_;
+  std::function<void()> canceller_;  ///< guarded by mutex_
+  std::atomic<bool> cancel_requested_{false};
 };
 
 }  // namespace plexus::runtime

@@ -1,8 +1,9 @@
 // The run queue of a session: runs execute one at a time, in the order they were started,
 // on the queue's controller thread, or on the caller's thread when run() finds the queue
 // idle (sparing two thread hand-overs). cancel() ends the running run and every queued one
-// with ir::Error(Cancelled) (PopXL has no asynchronous runs; this is the C API's
-// plx_run / plx_session_cancel, abi/include/plexus/plexus.h).
+// with ir::Error(Cancelled); cancel(handle) ends one run, queued or running, and leaves the
+// others (PopXL has no asynchronous runs; this is the C API's plx_run, plx_run_cancel and
+// plx_session_cancel, abi/include/plexus/plexus.h).
 #pragma once
 
 #include <condition_variable>
@@ -51,6 +52,9 @@ class RunQueue {
   std::shared_ptr<RunHandle> submit(RunRequest request);
   /// Ends the running and queued runs with cancelled_run(); later runs are not affected.
   void cancel();
+  /// Ends `handle`'s run with cancelled_run(): a queued one at once, the running one by
+  /// waking its devices (abort); a finished one is left as it was. Other runs go on.
+  void cancel(const std::shared_ptr<RunHandle>& handle);
 
  private:
   struct Job {
@@ -63,6 +67,10 @@ class RunQueue {
   void execute(Job& job, bool run_it);
   /// Marks the queue idle and completes `job` with `error` (null: success).
   void finish(Job& job, std::exception_ptr error);
+  /// Completes `job` with `error`: its on_complete, then its handle.
+  static void complete(Job& job, std::exception_ptr error);
+  /// Job for `handle`, its canceller set to cancel(handle).
+  Job make_job(RunRequest request, std::shared_ptr<RunHandle> handle);
 
   Execute execute_;
   Abort abort_;
@@ -71,6 +79,7 @@ class RunQueue {
   std::deque<Job> jobs_;
   uint64_t cancel_generation_ = 0;  ///< runs started before the last cancel() carry a lower one
   bool running_ = false;
+  std::shared_ptr<RunHandle> running_handle_;  ///< the running job's, while running_
   bool stopping_ = false;
   std::thread controller_;
 };

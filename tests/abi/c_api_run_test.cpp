@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +139,66 @@ TEST(CApiRun, CancelAndTimeoutsAreStatuses) {
   ASSERT_PLX_OK(plx_session_cancel(m.session.get()));
   EXPECT_PLX_ERROR(plx_run_wait(run, 2000), PLX_ERR_CANCELLED, "cancelled");
   plx_run_destroy(run);
+}
+
+// A fill callback that holds its run until the test opens the gate, and says it has begun.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool entered = false, open = false;
+  void wait_entered() {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return entered; });
+  }
+  void release() {
+    std::lock_guard lock(mutex);
+    open = true;
+    changed.notify_all();
+  }
+};
+plx_status fill_at_gate(void* user, plx_stream, int64_t, int64_t, void* buffer, size_t bytes) {
+  auto* gate = static_cast<Gate*>(user);
+  std::unique_lock lock(gate->mutex);
+  gate->entered = true;
+  gate->changed.notify_all();
+  gate->changed.wait(lock, [&] { return gate->open; });
+  std::memset(buffer, 0, bytes);
+  return PLX_OK;
+}
+
+plx_run* start(plx_session* session, const plx_stream_callback* callbacks, size_t n) {
+  plx_run_options o;
+  plx_run_options_init(&o);
+  o.callbacks = callbacks;
+  o.num_callbacks = n;
+  plx_run* run = nullptr;
+  EXPECT_EQ(plx_session_run_async(session, &o, &run), PLX_OK) << plx_last_error();
+  return run;
+}
+
+// plx_run_cancel ends one run: a queued one at once, the running one when it wakes; the
+// run queued behind both still runs, with every value.
+TEST(CApiRun, CancellingOneRunLeavesTheOthersRunning) {
+  Negate m(0);
+  Gate gate;
+  Sink sink;
+  const plx_stream_callback held[] = {{m.x, fill_at_gate, nullptr, &gate}};
+  const plx_stream_callback normal[] = {{m.x, fill_step, nullptr, nullptr}, {m.y, nullptr, deliver, &sink}};
+  plx_run* running = start(m.session.get(), held, 1);
+  gate.wait_entered();
+  plx_run* queued = start(m.session.get(), normal, 2);
+  plx_run* last = start(m.session.get(), normal, 2);
+  ASSERT_PLX_OK(plx_run_cancel(queued));
+  EXPECT_PLX_ERROR(plx_run_wait(queued, 0), PLX_ERR_CANCELLED, "plx_run_cancel");  // ended at once
+  ASSERT_PLX_OK(plx_run_cancel(running));
+  gate.release();
+  EXPECT_PLX_ERROR(plx_run_wait(running, -1), PLX_ERR_CANCELLED, "cancelled");
+  EXPECT_EQ(plx_run_wait(last, -1), PLX_OK) << plx_last_error();
+  EXPECT_EQ(sink.values, (std::vector<float>{-0.f, -1, -1, -1, -2, -1, -3, -1}));  // only the last run's
+  ASSERT_PLX_OK(plx_run_cancel(last));  // ended: keeps its status
+  EXPECT_EQ(plx_run_wait(last, 0), PLX_OK);
+  EXPECT_EQ(plx_run_cancel(nullptr), PLX_ERR_INVALID_ARGUMENT);
+  for (plx_run* r : {running, queued, last}) plx_run_destroy(r);
 }
 
 TEST(CApiRun, BadRunOptionsAreRefusedNamingTheField) {

@@ -269,3 +269,32 @@ def test_session_options_are_checked():
         plexus.Session(ir, colour="red")
     with plexus.Session(ir, device_iterations=4, output_mode="every_n", output_return_period=2) as session:
         assert session.host_shape(y) == (2, 4, 3)
+
+
+def test_cancelling_one_run_leaves_the_next_one_running():
+    """Run.cancel ends that run only (plx_run_cancel): the held run raises Cancelled once let
+    go, the run queued behind it returns its outputs."""
+    ir = plexus.Ir()
+    with ir.main_graph:
+        gate = plexus.h2d_stream((1,), plexus.float32, name="gate")
+        x = plexus.h2d_stream((4,), plexus.float32, name="x")
+        y = plexus.d2h_stream(ops.add(ops.host_load(gate), ops.host_load(x)), name="y")
+    entered, release = threading.Event(), threading.Event()
+
+    def fill_gate(step, replica, buffer):
+        entered.set()
+        assert release.wait(30)
+        buffer[:] = 0.0
+
+    def fill_zero(step, replica, buffer):
+        buffer[:] = 0.0
+
+    with plexus.Session(ir, prefetch_depth=0) as session:
+        held = session.run_async({x: np.zeros(4, np.float32)}, callbacks={gate: fill_gate})
+        assert entered.wait(30)
+        after = session.run_async({x: np.arange(4, dtype=np.float32)}, callbacks={gate: fill_zero})
+        held.cancel()
+        release.set()
+        with pytest.raises(plexus.Cancelled, match="plx_run_cancel"):
+            held.wait(30)
+        np.testing.assert_array_equal(after.wait(30)[y], [0, 1, 2, 3])

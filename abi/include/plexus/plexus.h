@@ -72,6 +72,7 @@
  *      the identity op.
  *  15  plx_call_site_set_input_modified: an input of a call marked modified after the
  *      call; plx_ir_get_tensor_name.
+ *  16  plx_run_cancel: one run cancelled, the others left running or queued.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -1080,6 +1081,19 @@ PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_opt
  * @since 5
  */
 PLX_API plx_status plx_run_wait(plx_run* run, int64_t timeout_ms);
+
+/**
+ * Cancels this run only: a queued run ends at once, the running one as soon as its devices
+ * wake (a stream callback in progress returns first); both with PLX_ERR_CANCELLED, which
+ * plx_run_wait() then returns. The session's other runs go on, and the session stays
+ * usable. A run that has ended keeps its status (PLX_OK is returned), and so does a
+ * checkpoint save's plx_run (plx_session_save_checkpoint_async), which is not cancelled.
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL run).
+ * Thread safety: safe from any thread, but not concurrently with plx_session_destroy() of
+ *   the run's session, nor with plx_run_destroy() of `run`.
+ * @since 16
+ */
+PLX_API plx_status plx_run_cancel(plx_run* run);
 
 /**
  * Waits for `run` to end (without a limit) and releases it; NULL is ignored.

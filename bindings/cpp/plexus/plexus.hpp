@@ -749,9 +749,9 @@ class Run {
   }
   /// Waits without a limit; throws Error with the operation's status when it failed.
   void wait() { check(plx_run_wait(handle_, -1)); }
-  /// Cancels the session's running and queued runs, this one included (plx_session_cancel:
-  /// the C API cancels per session). A checkpoint save is not cancelled.
-  void cancel() { check(plx_session_cancel(session_)); }
+  /// Cancels this run only (plx_run_cancel): wait() then throws Error(PLX_ERR_CANCELLED);
+  /// the session's other runs go on. A checkpoint save is not cancelled.
+  void cancel() { check(plx_run_cancel(handle_)); }
   plx_run* get() const { return handle_; }
 
  private:

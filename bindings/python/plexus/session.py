@@ -209,6 +209,11 @@ class Run:
         self._request.raise_for(status)
         return self._request.outputs
 
+    def cancel(self):
+        """Cancels this run only (plx_run_cancel): wait() then raises plexus.Cancelled; the
+        session's other runs go on and the session stays usable."""
+        check(lib.plx_run_cancel(self._ptr))
+
 
 class Session:
     """A compiled Ir on its devices (PopXL popxl.Session): R replicas x the stages' devices,
