@@ -5,6 +5,7 @@ and buffers become variables; the forward's tensor arguments become host-to-devi
 streams of one micro-batch. An operation with no lowering is poptorch.Unsupported... as
 an error naming the op, the module path and the source line."""
 import inspect
+import os
 
 import numpy as np
 import torch
@@ -53,11 +54,18 @@ def trace(module, args):
     return torch.fx.GraphModule(module, graph), list(bound.arguments)
 
 
+# Frames of torch and of this package are not the model's source line.
+_NOT_USER = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep for m in (torch, blocks))
+
+
 def where(node):
-    """'<op> in module <path> at <file:line>' for errors."""
+    """"module '<path>', File "<file>", line <n>, in <function>" for errors: the innermost
+    frame of the trace that is neither torch's nor poptorch's (fx records innermost first),
+    i.e. the model's line that made the node."""
     path = node.meta.get("poptorch_path") or "<top>"
-    line = (node.stack_trace or "").strip().splitlines()
-    at = next((l.strip() for l in reversed(line) if l.strip().startswith("File ")), "unknown source line")
+    frames = [l.strip() for l in (node.stack_trace or "").splitlines() if l.strip().startswith("File ")]
+    user = [l for l in frames if not os.path.realpath(l.split('"')[1] if '"' in l else "").startswith(_NOT_USER)]
+    at = (user or frames or ["unknown source line"])[0]
     return f"module '{path}', {at}"
 
 

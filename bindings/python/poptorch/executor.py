@@ -39,7 +39,7 @@ class PoplarExecutor:
         if training:
             update.check(self.optimizer)
         self._session, self._dirty, self._attached = None, False, True
-        self._names = {}
+        self._names, self._states, self._saved_states = {}, [], {}
 
     # ---- shapes
     def _micro_batches(self):
@@ -72,6 +72,10 @@ class PoplarExecutor:
             if self.training:
                 self._add_update(lowered)
         self._session = plexus.Session(ir, **self._session_options(lowered.blocks))
+        for var in self._states:  # the optimizer state kept by detachFromDevice
+            if var.name in self._saved_states:
+                self._session.write_variable_data(var, self._saved_states[var.name])
+        self._saved_states = {}
 
     def _add_update(self, lowered):
         loss = _loss_of(lowered.outputs)
@@ -79,8 +83,9 @@ class PoplarExecutor:
         grads = plexus.autodiff(loss, [lowered.params[p] for p in trainable])
         if self.options.replication_factor > 1:
             grads = [plexus.ops.collectives.replicated_all_reduce_(g, op="mean") for g in grads]
+        self._states = []
         self._rates = update.lower(self.optimizer, {p: (lowered.params[p], g) for p, g in zip(trainable, grads)},
-                                  self._names)
+                                  self._names, self._states)
         self._written = [g["lr"] for g in self.optimizer.param_groups]
 
     def _session_options(self, blocks):
@@ -145,9 +150,12 @@ class PoplarExecutor:
 
     def detachFromDevice(self):
         """Copies the weights to the module and releases the devices (the session); the
-        next call compiles again, from the module's weights."""
+        next call compiles again, from the module's weights and the optimizer state
+        (momentum, moments, step counts) kept here."""
         if self.training:
             self.copyWeightsToHost()
+            if self._session is not None:
+                self._saved_states = {v.name: np.array(self._session.get_tensor_data(v)) for v in self._states}
         if self._session is not None:
             self._session.close()
         self._session, self._attached = None, False

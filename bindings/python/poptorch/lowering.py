@@ -102,7 +102,7 @@ MODULES = {
     torch.nn.Softmax: lambda m, ctx, x: ops.softmax(x, axis=m.dim if m.dim is not None else -1),
     torch.nn.LogSoftmax: lambda m, ctx, x: ops.log_softmax(x, axis=m.dim if m.dim is not None else -1),
     torch.nn.Flatten: lambda m, ctx, x: _flatten(x, m.start_dim, m.end_dim),
-    torch.nn.Dropout: lambda m, ctx, x: _dropout(ctx, x, m.p),
+    torch.nn.Dropout: lambda m, ctx, x: _dropout(ctx, x, m.p if m.training else 0.0),  # eval(): identity
     torch.nn.Identity: lambda m, ctx, x: x,
     torch.nn.CrossEntropyLoss: lambda m, ctx, a, b: _cross_entropy(a, b, m.reduction, m.ignore_index,
                                                                    getattr(m, "label_smoothing", 0.0)),
@@ -116,6 +116,7 @@ FUNCTIONS = {
     operator.mul: ops.mul, torch.mul: ops.mul, operator.truediv: ops.div, torch.div: ops.div,
     operator.neg: ops.neg, operator.matmul: ops.matmul, torch.matmul: ops.matmul,
     operator.getitem: lambda x, key: x[key],
+    F.linear: linear,  # a bare nn.Linear as the model: fx traces its forward, F.linear
     torch.flatten: _flatten, torch.relu: ops.relu, F.relu: lambda x, inplace=False: ops.relu(x),
     torch.tanh: ops.tanh, torch.sigmoid: _sigmoid, torch.exp: ops.exp, torch.log: ops.log, torch.sqrt: ops.sqrt,
     F.gelu: lambda x, approximate="none": ops.gelu(x),

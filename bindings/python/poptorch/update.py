@@ -31,11 +31,11 @@ def check(optimizer):
                 raise plexus.Unsupported(f"poptorch: {type(optimizer).__name__}({flag}=True) is not supported")
 
 
-def _state(name, shape):
-    return plexus.variable(np.zeros(shape, np.float32), plexus.float32, name=name)
+def _step(w, g, group, lr, name, optimizer, states):
+    def _state(name, shape):
+        states.append(plexus.variable(np.zeros(shape, np.float32), plexus.float32, name=name))
+        return states[-1]
 
-
-def _step(w, g, group, lr, name, optimizer):
     if isinstance(optimizer, torch.optim.SGD):
         buf = _state(f"{name}.momentum_buffer", w.shape)
         ops.sgd_momentum_(w, g, buf, _state(f"{name}.step", ()), lr, momentum=float(group["momentum"]),
@@ -52,12 +52,14 @@ def _step(w, g, group, lr, name, optimizer):
                weight_decay=decay)
 
 
-def lower(optimizer, grads, names):
+def lower(optimizer, grads, names, states=None):
     """Adds the update of every parameter of `optimizer` that has a gradient: `grads`
     {torch Parameter: (Variable, gradient Tensor)}, `names` {Parameter: name}. Returns the
     learning-rate variables as [(group index, Variable)]: one per parameter, since a
-    variable lives on one pipeline stage. Raises plexus.Unsupported for another optimizer
-    or option."""
+    variable lives on one pipeline stage. The optimizer state's variables (momentum,
+    moments, step counts) are appended to `states` when given. Raises plexus.Unsupported
+    for another optimizer or option."""
+    states = [] if states is None else states
     check(optimizer)
     rates = []
     for i, group in enumerate(optimizer.param_groups):
@@ -66,7 +68,7 @@ def lower(optimizer, grads, names):
                 w, g = grads[p]
                 lr = plexus.variable(np.float32(group["lr"]), plexus.float32, name=f"{names[p]}.lr")
                 rates.append((i, lr))
-                _step(w, g, group, lr, names[p], optimizer)
+                _step(w, g, group, lr, names[p], optimizer, states)
     return rates
 
 
