@@ -107,9 +107,14 @@ OPTIMIZERS = {
                                                                         nesterov=True, weight_decay=0.01),
     "AdamW": lambda params, cls: cls(params, lr=0.03, weight_decay=0.01),
     "Adam(weight_decay)": lambda params, cls: cls(params, lr=0.03, weight_decay=0.01),
+    "RMSprop": lambda params, cls: cls(params, lr=0.01),
+    "RMSprop(momentum, centered, weight_decay)": lambda params, cls: cls(params, lr=0.005, momentum=0.5,
+                                                                        centered=True, weight_decay=0.01),
 }
-_TORCH = {"SGD": torch.optim.SGD, "AdamW": torch.optim.AdamW, "Adam": torch.optim.Adam}
-_POPTORCH = {"SGD": poptorch.optim.SGD, "AdamW": poptorch.optim.AdamW, "Adam": poptorch.optim.Adam}
+_TORCH = {"SGD": torch.optim.SGD, "AdamW": torch.optim.AdamW, "Adam": torch.optim.Adam,
+          "RMSprop": torch.optim.RMSprop}
+_POPTORCH = {"SGD": poptorch.optim.SGD, "AdamW": poptorch.optim.AdamW, "Adam": poptorch.optim.Adam,
+             "RMSprop": poptorch.optim.RMSprop}
 
 
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
@@ -129,6 +134,49 @@ def test_mlp_training_matches_pytorch(name):
     torch.testing.assert_close(torch.tensor(got), torch.tensor(expected), rtol=LOSS_RTOL, atol=LOSS_ATOL)
     assert sum(expected[-5:]) < 0.8 * sum(expected[:5])  # it learns: the curves are not flat
     assert _max_diff(training.state_dict(), reference.state_dict()) < WEIGHT_ATOL
+
+
+def _lamb_reference(model, data, lr, weight_decay, max_weight_norm, betas=(0.9, 0.999), eps=1e-8):
+    """Losses of LAMB steps on `model` in plain PyTorch, from the definition (You et al.
+    2019; PopTorch's LAMB): bias-corrected moments, r = m / (sqrt(v) + eps) + wd w, w -= lr
+    min(||w||, cap) / ||r|| r (ratio 1 when a norm is 0)."""
+    state = {p: (torch.zeros_like(p), torch.zeros_like(p)) for p in model.parameters()}
+    losses = []
+    for t, (x, y) in enumerate(data, start=1):
+        model.zero_grad()
+        loss = model(x, y)[1]
+        loss.backward()
+        losses.append(float(loss))
+        with torch.no_grad():
+            for p, (m, v) in state.items():
+                m.mul_(betas[0]).add_(p.grad, alpha=1 - betas[0])
+                v.mul_(betas[1]).addcmul_(p.grad, p.grad, value=1 - betas[1])
+                r = (m / (1 - betas[0] ** t)) / ((v / (1 - betas[1] ** t)).sqrt() + eps) + weight_decay * p
+                w_norm, r_norm = p.norm(), r.norm()
+                if max_weight_norm is not None:
+                    w_norm = w_norm.clamp(max=max_weight_norm)
+                ratio = 1.0 if w_norm == 0 or r_norm == 0 else w_norm / r_norm
+                p.sub_(lr * ratio * r)
+    return losses
+
+
+@pytest.mark.parametrize("max_weight_norm", [None, 0.5])
+def test_lamb_matches_its_definition(max_weight_norm):
+    """20 LAMB steps (with and without a weight-norm cap): the loss curve and weights of the
+    definition's plain-PyTorch steps."""
+    torch.manual_seed(2)
+    model = MLP()
+    reference = copy.deepcopy(model)
+    data = _data(STEPS, 8)
+    expected = _lamb_reference(reference, data, lr=0.1, weight_decay=0.01, max_weight_norm=max_weight_norm)
+    optimizer = poptorch.optim.LAMB(model.parameters(), lr=0.1, weight_decay=0.01, max_weight_norm=max_weight_norm)
+    training = poptorch.trainingModel(model, optimizer=optimizer)
+    got = [float(training(x, y)[1]) for x, y in data]
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(expected), rtol=LOSS_RTOL, atol=LOSS_ATOL)
+    assert sum(expected[-5:]) < 0.8 * sum(expected[:5])
+    assert _max_diff(training.state_dict(), reference.state_dict()) < WEIGHT_ATOL
+    with pytest.raises(TypeError, match="unexpected arguments"):
+        poptorch.optim.LAMB(model.parameters(), lr=0.1, nesterov=True)
 
 
 def test_torch_optimizer_is_converted():
