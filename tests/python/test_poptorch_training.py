@@ -487,6 +487,35 @@ def test_dataloader_combined_batch():
     torch.testing.assert_close(batches[1][1], torch.arange(24, 48))
 
 
+def test_asynchronous_data_accessor_yields_the_loaders_batches_in_order():
+    """The accessor gives the loader's batches, in order, every pass; a dataset error is
+    raised by the iteration; terminate() ends an iteration in progress."""
+    opts = poptorch.Options().deviceIterations(2)
+    data = torch.utils.data.TensorDataset(torch.arange(40.0).reshape(20, 2), torch.arange(20))
+    loader = poptorch.DataLoader(opts, data, batch_size=2)
+    accessor = poptorch.AsynchronousDataAccessor(loader, buffer_size=1)
+    assert len(accessor) == len(loader) == 5
+    for _ in range(2):
+        got = list(accessor)
+        assert [b[1].tolist() for b in got] == [list(range(i, i + 4)) for i in range(0, 20, 4)]
+
+    def failing():
+        yield torch.zeros(1)
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"):
+        list(poptorch.AsynchronousDataAccessor(failing()))
+    endless = poptorch.AsynchronousDataAccessor(iter(lambda: torch.zeros(1), None), buffer_size=2)
+    taken = 0
+    for _ in endless:
+        taken += 1
+        if taken == 3:
+            endless.terminate()
+    assert 3 <= taken <= 3 + 2 + 1  # the batches already loaded, then the end
+    with pytest.raises(ValueError, match="buffer_size"):
+        poptorch.AsynchronousDataAccessor(loader, buffer_size=0)
+
+
 # ---------------------------------------------------------------- bad input
 
 class WithLSTM(torch.nn.Module):

@@ -8,7 +8,7 @@ from poptorch import optim  # noqa: F401
 from poptorch.blocks import (AutoStage, BeginBlock, Block, BlockFunction, PipelinedExecution,  # noqa: F401
                              ShardedExecution, Stage)
 from poptorch.capture import UnsupportedOp  # noqa: F401
-from poptorch.data import DataLoader, DataLoaderMode  # noqa: F401
+from poptorch.data import AsynchronousDataAccessor, DataLoader, DataLoaderMode  # noqa: F401
 from poptorch.executor import PoplarExecutor, inferenceModel, trainingModel  # noqa: F401
 from poptorch.options import AnchorMode, Options, OutputMode, TensorLocationSettings  # noqa: F401
 
@@ -43,6 +43,7 @@ def ipuHardwareIsAvailable(num_ipus=1):
 
 
 __all__ = ["optim", "AutoStage", "BeginBlock", "Block", "BlockFunction", "PipelinedExecution", "ShardedExecution",
-           "Stage", "UnsupportedOp", "DataLoader", "DataLoaderMode", "PoplarExecutor", "inferenceModel",
+           "Stage", "UnsupportedOp", "AsynchronousDataAccessor", "DataLoader", "DataLoaderMode", "PoplarExecutor",
+           "inferenceModel",
            "trainingModel", "AnchorMode", "Options", "OutputMode", "TensorLocationSettings", "identity_loss",
            "setLogLevel", "ipuHardwareIsAvailable"]

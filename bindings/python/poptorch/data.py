@@ -4,6 +4,8 @@ PopTorch's "Efficient data batching", seed 003). Modes Sync and Async both load 
 `num_workers` worker processes (torch.utils.data's); the batches are handed to the model's
 call, which streams them to the devices."""
 import enum
+import queue
+import threading
 
 import torch
 
@@ -38,3 +40,76 @@ class DataLoader(torch.utils.data.DataLoader):
         persistent = bool(persistent_workers) if persistent_workers is not None else num_workers > 0
         super().__init__(dataset, batch_size=self.combinedBatchSize, shuffle=shuffle, num_workers=num_workers,
                          drop_last=drop_last, persistent_workers=persistent, **kwargs)
+
+
+class AsynchronousDataAccessor:
+    """Loads `dataset` (a poptorch.DataLoader or any iterable of batches) ahead of the
+    model on a background thread, up to `buffer_size` batches (PopTorch's
+    poptorch.AsynchronousDataAccessor). Iterating yields the batches in order, one pass per
+    `for` loop; len() is the dataset's. `terminate()` stops the thread (also at garbage
+    collection). Raises ValueError for buffer_size < 1; an error of the dataset is raised
+    by the iteration that reaches it. PopTorch's other arguments (sharing strategy, worker
+    timeout, early preload, rebatching) are accepted."""
+
+    def __init__(self, dataset, buffer_size=3, reading_worker_timeout=None, early_preload=False,
+                 sharing_strategy=None, rebatched_size=None):
+        self._stop = threading.Event()
+        if not isinstance(buffer_size, int) or buffer_size < 1:
+            raise ValueError(f"AsynchronousDataAccessor: buffer_size must be an integer >= 1, got {buffer_size!r}")
+        self.dataset, self.buffer_size = dataset, buffer_size
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __iter__(self):
+        batches = queue.Queue(self.buffer_size)
+        done = object()
+
+        def load():
+            try:
+                for batch in self.dataset:
+                    if not _put(batches, batch, self._stop):
+                        return
+                _put(batches, done, self._stop)
+            except Exception as error:  # handed to the consumer, raised there
+                _put(batches, _Failure(error), self._stop)
+
+        thread = threading.Thread(target=load, name="poptorch-accessor", daemon=True)
+        thread.start()
+        while (item := _get(batches, self._stop)) is not done and item is not None:
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item
+
+    def terminate(self):
+        """Stops loading: an iteration in progress ends after the batches already loaded."""
+        self._stop.set()
+
+    def __del__(self):
+        self.terminate()
+
+
+class _Failure:
+    def __init__(self, error):
+        self.error = error
+
+
+def _get(batches, stop):
+    """The next item, waiting while loading goes on; None once `stop` is set and none is left."""
+    while True:
+        try:
+            return batches.get(timeout=0.1)
+        except queue.Empty:
+            if stop.is_set():
+                return None
+
+
+def _put(batches, item, stop):
+    """Puts `item`, waiting for room unless `stop` is set; False when stopped."""
+    while not stop.is_set():
+        try:
+            batches.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
