@@ -17,86 +17,9 @@ import torch
 import torch.nn.functional as F
 
 poptorch = pytest.importorskip("poptorch")
+from poptorch_check import ATOL, RTOL, ConvThen, Lin, LinMod, Loss, Weighted, compare, weighted  # noqa: E402
 
-ATOL = 1e-5
-RTOL = 1e-5
 GELU_EXACT_GAP = 1e-3  # bound on |Plexus gelu (tanh form) - torch's exact gelu| (docs: about 5e-4)
-
-
-def _max_rel_excess(a, b):
-    """max |a - b| and whether |a - b| <= ATOL + RTOL |b| everywhere."""
-    a, b = a.detach().double(), b.detach().double()
-    assert a.shape == b.shape, (a.shape, b.shape)
-    d = (a - b).abs()
-    return float(d.max()) if d.numel() else 0.0, bool((d <= ATOL + RTOL * b.abs()).all())
-
-
-def _leaves(x):
-    if isinstance(x, (tuple, list)):
-        for v in x:
-            yield from _leaves(v)
-    elif x is not None:
-        yield x
-
-
-class Weighted(torch.nn.Module):
-    """y = body(x) and the scalar loss sum(y * w) (poptorch.identity_loss "none"): its
-    gradient reaches the body's parameters through the op under test."""
-
-    def __init__(self, body):
-        super().__init__()
-        self.body = body
-
-    def forward(self, x, w):
-        y = self.body(x)
-        return y, poptorch.identity_loss((y * w).sum(), "none")
-
-
-class Lin(torch.nn.Module):
-    """A Linear, then `fn` (a parameter-free op)."""
-
-    def __init__(self, fn, n_in=6, n_out=6):
-        super().__init__()
-        self.lin = torch.nn.Linear(n_in, n_out)
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(self.lin(x))
-
-
-class LinMod(torch.nn.Module):
-    """A Linear, then the module `op`."""
-
-    def __init__(self, op, n_in=6, n_out=6):
-        super().__init__()
-        self.lin = torch.nn.Linear(n_in, n_out)
-        self.op = op
-
-    def forward(self, x):
-        return self.op(self.lin(x))
-
-
-class ConvThen(torch.nn.Module):
-    def __init__(self, op, c_in=2, c_out=3):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(c_in, c_out, 3, padding=1)
-        self.op = op
-
-    def forward(self, x):
-        return self.op(self.conv(x))
-
-
-class Loss(torch.nn.Module):
-    """y = Linear(x), loss = `loss`(y, target): the loss module's own gradient."""
-
-    def __init__(self, loss, n_in=6, n_out=5):
-        super().__init__()
-        self.lin = torch.nn.Linear(n_in, n_out)
-        self.loss = loss
-
-    def forward(self, x, target):
-        y = self.lin(x)
-        return y, self.loss(y, target)
 
 
 class TwoLin(torch.nn.Module):
@@ -233,54 +156,14 @@ CASES = {
 }
 
 
-def _torch_reference(model, inputs, reference=None):
-    """(outputs, {param name: grad}) of torch on a copy of `model` (its own mode)."""
-    ref = copy.deepcopy(model)
-    if reference is not None:
-        ref = reference(ref)
-    outputs = ref(*inputs)
-    loss = list(_leaves(outputs))[-1]
-    loss.backward()
-    grads = {n: p.grad.detach().clone() for n, p in ref.named_parameters()}
-    return outputs, grads
-
-
 @functools.lru_cache(maxsize=None)
 def result(name):
     """{"forward": (max diff, ok), "gradient": (max diff, ok)} of CASES[name], computed once."""
     factory, make_inputs, kind, *reference = CASES[name]
     torch.manual_seed(sum(map(ord, name)))
     body = factory()
-    if kind == "weighted":
-        x = make_inputs()
-        with torch.no_grad():
-            y0 = body(x)
-        model, inputs = Weighted(body), (x, torch.randn_like(y0))
-    else:
-        model, inputs = body, make_inputs()
-    expected, grads = _torch_reference(model, inputs, *reference)
-
-    # forward, inference model of a copy (outputs of the same structure)
-    fwd = []
-    inference = poptorch.inferenceModel(copy.deepcopy(model))
-    got = inference(*inputs)
-    inference.detachFromDevice()
-    for g, e in zip(_leaves(got), _leaves(expected)):
-        fwd.append(_max_rel_excess(g.reshape(e.shape), e))
-
-    # one training step of SGD(lr=1): the parameter change is -grad
-    trained = copy.deepcopy(model)
-    before = {n: p.detach().clone() for n, p in trained.named_parameters()}
-    training = poptorch.trainingModel(trained, optimizer=poptorch.optim.SGD(trained.parameters(), lr=1.0))
-    got = training(*inputs)
-    for g, e in zip(_leaves(got), _leaves(expected)):
-        fwd.append(_max_rel_excess(g.reshape(e.shape), e))
-    after = training.state_dict()
-    training.detachFromDevice()
-    assert set(grads) == set(before)
-    grad = [_max_rel_excess(before[n] - after[n], grads[n]) for n in grads]
-    return {"forward": (max(d for d, _ in fwd), all(ok for _, ok in fwd)),
-            "gradient": (max(d for d, _ in grad), all(ok for _, ok in grad))}
+    model, inputs = weighted(body, make_inputs()) if kind == "weighted" else (body, make_inputs())
+    return compare(model, inputs, *reference)
 
 
 @functools.lru_cache(maxsize=None)

@@ -71,8 +71,7 @@ def _mse(a, b, reduction="mean"):
 
 
 def _l1(a, b, reduction="mean"):
-    d = ops.sub(a, b)
-    return _reduce(ops.where(ops.equal(ops.relu(d), d), d, ops.neg(d)), reduction)
+    return _reduce(_abs(ops.sub(a, b)), reduction)
 
 
 def _reduce(x, reduction):
@@ -89,6 +88,104 @@ def _sigmoid(x):
 
 def _dropout(ctx, x, p):
     return ops.dropout(x, p=float(p), seed=ctx.seed) if ctx.training and p > 0 else x
+
+
+def _abs(x):
+    return ops.where(ops.equal(ops.relu(x), x), x, ops.neg(x))
+
+
+def _const(array):
+    return plexus.constant(np.asarray(array, np.float32), plexus.float32)
+
+
+def _leading(x, fn):
+    """fn(x as [prod(leading dims), 1, H, W]) -> [L, 1, OH, OW], back to [leading..., OH, OW]."""
+    lead = list(x.shape[:-2])
+    y = fn(ops.reshape(x, shape=[int(np.prod(lead))] + [1] + list(x.shape[-2:])))
+    return ops.reshape(y, shape=lead + list(y.shape[-2:]))
+
+
+def _window_counts(size, kernel, stride, pad):
+    """Per output position along one dim: how many of its window's positions are inside."""
+    starts = np.arange((size + 2 * pad - kernel) // stride + 1) * stride - pad
+    return np.minimum(starts + kernel, size) - np.maximum(starts, 0)
+
+
+def _avg_pool2d(m, ctx, x):
+    if m.ceil_mode or m.divisor_override is not None or x.rank not in (3, 4):
+        raise Unsupported(f"AvgPool2d with ceil_mode={m.ceil_mode}, divisor_override={m.divisor_override} "
+                          f"or an input of rank {x.rank}: only ceil_mode=False, no divisor_override, [N,]C,H,W")
+    (kh, kw), stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
+    ones = _const(np.ones((1, 1, kh, kw)))
+    y = _leading(x, lambda t: ops.conv2d(t, ones, stride=stride, padding=pad))
+    if m.count_include_pad or pad == [0, 0]:
+        return ops.mul(y, 1.0 / (kh * kw))
+    counts = np.outer(*(_window_counts(int(x.shape[-2 + i]), (kh, kw)[i], stride[i], pad[i]) for i in range(2)))
+    return ops.div(y, _const(counts))
+
+
+def _adaptive_avg_pool2d(m, ctx, x):
+    h, w = (int(d) for d in x.shape[-2:])
+    size = m.output_size
+    oh, ow = (size, size) if isinstance(size, int) else size
+    oh, ow = oh or h, ow or w  # None keeps the input's size
+    if x.rank not in (3, 4) or h % oh or w % ow:
+        raise Unsupported(f"AdaptiveAvgPool2d to {m.output_size} from {h}x{w}: only output sizes that divide "
+                          "the input's are lowered")
+    lead = list(x.shape[:-2])
+    windows = ops.reshape(x, shape=lead + [oh, h // oh, ow, w // ow])
+    return ops.reduce_mean(windows, axes=[len(lead) + 1, len(lead) + 3])
+
+
+def _embedding(m, ctx, indices):
+    """Rows of the weight; padding_idx only with a frozen weight (Plexus has no op to keep
+    the padding row's gradient out)."""
+    if m.max_norm is not None or (m.padding_idx is not None and m.weight.requires_grad):
+        raise Unsupported("Embedding with max_norm, or padding_idx with a trainable weight "
+                          "(freeze it: weight.requires_grad_(False))")
+    return ops.gather(ctx.param(m.weight), ops.cast(indices, plexus.int32))
+
+
+def _nll(logp, target, weight=None, ignore_index=-100, reduction="mean"):
+    if weight is not None or logp.rank != 2:
+        raise Unsupported(f"NLLLoss with a class weight or an input of rank {logp.rank}: only [N, C] without")
+    target = ops.cast(target, plexus.int32)
+    classes = plexus.constant(np.arange(int(logp.shape[1]), dtype=np.int32).reshape(1, -1), plexus.int32)
+    onehot = ops.cast(ops.equal(ops.reshape(target, shape=[-1, 1]), classes), plexus.float32)
+    keep = ops.sub(1.0, ops.cast(ops.equal(target, ops.constant_like(target, int(ignore_index))), plexus.float32))
+    picked = ops.mul(ops.reduce_sum(ops.mul(logp, onehot), axes=[1]), keep)
+    if reduction == "mean":
+        return ops.neg(ops.div(ops.reduce_sum(picked), ops.reduce_sum(keep)))
+    return ops.neg(_reduce(picked, reduction))
+
+
+def _bce_with_logits(x, y, weight=None, pos_weight=None, reduction="mean"):
+    if weight is not None or pos_weight is not None:
+        raise Unsupported("BCEWithLogitsLoss with weight or pos_weight")
+    # max(x, 0) - x y + log(1 + exp(-|x|)): no overflow
+    soft = ops.log(ops.add(ops.exp(ops.neg(_abs(x))), 1.0))
+    return _reduce(ops.add(ops.sub(ops.relu(x), ops.mul(x, y)), soft), reduction)
+
+
+def _argmax(x, dim=None, keepdim=False):
+    if dim is None:
+        return ops.argmax(ops.reshape(x, shape=[-1]), axis=0)
+    return ops.argmax(x, axis=_axis(dim, x.rank), keepdims=int(keepdim))
+
+
+def _max(x, dim=None, keepdim=False):
+    """torch.max(x) (the largest value) or torch.max(x, dim) (values, indices); the gradient
+    goes to the first maximum, as torch's."""
+    if not isinstance(dim, int):
+        if dim is not None:
+            raise Unsupported("torch.max of two tensors (elementwise)")
+        return _max(ops.reshape(x, shape=[-1]), 0)[0]
+    axis = _axis(dim, x.rank)
+    index = ops.argmax(x, axis=axis, keepdims=1)
+    classes = np.arange(int(x.shape[axis]), dtype=np.int32).reshape([-1] + [1] * (x.rank - axis - 1))
+    hit = ops.cast(ops.equal(index, plexus.constant(classes, plexus.int32)), plexus.float32)
+    values = ops.reduce_sum(ops.mul(x, hit), axes=[axis], keepdims=int(keepdim))
+    return values, (index if keepdim else ops.reshape(index, shape=list(values.shape)))
 
 
 MODULES = {
@@ -108,6 +205,11 @@ MODULES = {
                                                                    getattr(m, "label_smoothing", 0.0)),
     torch.nn.MSELoss: lambda m, ctx, a, b: _mse(a, b, m.reduction),
     torch.nn.L1Loss: lambda m, ctx, a, b: _l1(a, b, m.reduction),
+    torch.nn.AvgPool2d: _avg_pool2d,
+    torch.nn.AdaptiveAvgPool2d: _adaptive_avg_pool2d,
+    torch.nn.Embedding: _embedding,
+    torch.nn.NLLLoss: lambda m, ctx, a, b: _nll(a, b, m.weight, m.ignore_index, m.reduction),
+    torch.nn.BCEWithLogitsLoss: lambda m, ctx, a, b: _bce_with_logits(a, b, m.weight, m.pos_weight, m.reduction),
 }
 
 FUNCTIONS = {
@@ -128,6 +230,11 @@ FUNCTIONS = {
     torch.cat: lambda tensors, dim=0: ops.concat(*tensors, axis=dim),
     torch.mean: lambda x, dim=None, keepdim=False: _reduce_dims(ops.reduce_mean, x, dim, keepdim),
     torch.sum: lambda x, dim=None, keepdim=False: _reduce_dims(ops.reduce_sum, x, dim, keepdim),
+    torch.max: _max, torch.argmax: _argmax,
+    F.nll_loss: lambda a, b, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean":
+    _nll(a, b, weight, ignore_index, reduction),
+    F.binary_cross_entropy_with_logits: lambda a, b, weight=None, size_average=None, reduce=None, reduction="mean",
+    pos_weight=None: _bce_with_logits(a, b, weight, pos_weight, reduction),
 }
 
 
@@ -165,4 +272,9 @@ METHODS = {
     "size": _size, "dim": lambda x: x.rank,
     "contiguous": lambda x: x,
     "float": lambda x: ops.cast(x, plexus.float32),
+    "max": _max, "argmax": _argmax,
 }
+
+from poptorch import lowering_norm  # noqa: E402  (imports Unsupported from here)
+
+MODULES.update(lowering_norm.MODULES)
