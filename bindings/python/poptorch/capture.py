@@ -2,8 +2,8 @@
 the first call (PopTorch traces it too), each node is tagged with the Block it was traced
 in, and each node is lowered (lowering.py) inside that block's plexus.Block. Parameters
 and buffers become variables; the forward's tensor arguments become host-to-device
-streams of one micro-batch. An operation with no lowering is poptorch.Unsupported... as
-an error naming the op, the module path and the source line."""
+streams of one micro-batch. An operation with no lowering raises UnsupportedOp naming
+the op, the module path and the model's source line."""
 import inspect
 import os
 

@@ -63,7 +63,8 @@ class PoplarExecutor:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         ir = plexus.Ir(replication=self.options.replication_factor)
         with ir.main_graph:
-            self._in = {n: plexus.h2d_stream(self._micro_batch(n, t), _dtype(t), name=n) for n, t in zip(names, tensors)}
+            self._in = {n: plexus.h2d_stream(self._micro_batch(n, t), _dtype(t), name=n)
+                        for n, t in zip(names, tensors)}
             lowered = capture.Lowering(self.model, {n: plexus.ops.host_load(s) for n, s in self._in.items()},
                                        self.training and self.model.training, self.options.random_seed or 0).run(gm)
             self._out = lowered.store(lowered.outputs)

@@ -189,7 +189,8 @@ def _max(x, dim=None, keepdim=False):
 
 
 MODULES = {
-    torch.nn.Linear: lambda m, ctx, x: linear(x, ctx.param(m.weight), ctx.param(m.bias) if m.bias is not None else None),
+    torch.nn.Linear: lambda m, ctx, x: linear(x, ctx.param(m.weight),
+                                              ctx.param(m.bias) if m.bias is not None else None),
     torch.nn.Conv2d: _conv2d,
     torch.nn.MaxPool2d: _max_pool2d,
     torch.nn.ReLU: lambda m, ctx, x: ops.relu(x),

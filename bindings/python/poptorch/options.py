@@ -66,8 +66,9 @@ class _Group:
 
 
 class _Training(_Group):
-    _setters = ("gradientAccumulation", "accumulationAndReplicationReductionType", "setMeanAccumulationAndReplicationReductionStrategy",
-                "setAutomaticLossScaling", "setConvolutionDithering")
+    _setters = ("gradientAccumulation", "accumulationAndReplicationReductionType",
+                "setMeanAccumulationAndReplicationReductionStrategy", "setAutomaticLossScaling",
+                "setConvolutionDithering")
 
 
 class _TensorLocations(_Group):
@@ -159,7 +160,8 @@ class Options:
                 raise ValueError("Options.outputMode: EveryN needs output_return_period")
             self.output_return_period = self._count("output_return_period", output_return_period)
         elif output_return_period is not None:
-            raise ValueError(f"Options.outputMode: output_return_period is only for EveryN, not {self.output_mode.name}")
+            raise ValueError("Options.outputMode: output_return_period is only for EveryN, "
+                             f"not {self.output_mode.name}")
         return self
 
     anchorMode = outputMode
