@@ -128,7 +128,7 @@ BlisState init_blis() {
       const bool in_tier = a.tier == best_tier || (best_tier == 3 && a.tier == 2);
       if (in_tier && a.supported()) state.candidates.push_back(make_arch(a));
     }
-    state.info.selection = "measured per GEMM shape";
+    state.info.selection = "chosen per GEMM shape";
   }
   for (const auto& c : state.candidates) state.info.candidates.push_back(c.name);
   return state;

@@ -23,8 +23,8 @@ struct BlisInfo {
   std::string flavour;                  ///< threading flavour linked in ("pthread")
   std::string cpu_features;             ///< relevant ISA extensions found, e.g. "avx2 fma"
   std::string blis_default;             ///< what BLIS's own detection picks on this CPU
-  std::vector<std::string> candidates;  ///< kernel sets measured per GEMM shape
-  std::string selection;                ///< "measured per GEMM shape" or "BLIS_ARCH_TYPE=6 (zen3)"
+  std::vector<std::string> candidates;  ///< kernel sets chosen from per GEMM shape
+  std::string selection;                ///< "chosen per GEMM shape" or "BLIS_ARCH_TYPE=6 (zen3)"
 };
 
 /// Initialises BLIS once (thread-safe) and returns the kernel sets Plexus may choose

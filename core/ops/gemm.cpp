@@ -3,10 +3,7 @@
 #include <blis.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <mutex>
-#include <tuple>
+#include <string_view>
 #include <vector>
 
 #include "core/ops/blis_runtime.h"
@@ -90,33 +87,37 @@ void run_gemm(const GemmShape& s, const void* context, int threads, const float*
   run_parts(parts, panels);
 }
 
-// Best of three timed rounds, each at least ~0.2 ms long, after one warm-up call.
-double measure_gflops(const GemmShape& s, const BlisArch& arch, int threads) {
-  std::vector<float> a(static_cast<size_t>(s.m * s.k), 0.5f), b(static_cast<size_t>(s.k * s.n), 0.25f),
-      c(static_cast<size_t>(s.m * s.n), 0.0f);
-  using Clock = std::chrono::steady_clock;
-  run_gemm(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
-  double best = 1e30;
-  for (int round = 0; round < 3; ++round) {
-    int calls = 0;
-    const auto start = Clock::now();
-    double elapsed = 0;
-    do {
-      run_gemm(s, arch.context, threads, a.data(), b.data(), c.data(), 1.0f, 0.0f);
-      ++calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (elapsed < 2e-4);
-    best = std::min(best, elapsed / calls);
-  }
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / best * 1e-9;
+// GFLOP/s of the kernel sets, 1 thread, on a grid of shapes (m, n in 8..2048, k in
+// 10..2048; docs/design.md, "Platform facts"): skx (AVX-512, 32x12 tiles) wins once C has
+// at least 64 rows and 128 columns with k >= 32, or 32 rows and 512 columns; below that the
+// AVX2 sets (6x16 tiles) win, zen3 the most often. The rule reaches 0.98 of the best set
+// (geometric mean over the grid), with no shape below 0.64 of it.
+bool wide_enough_for_skx(const GemmShape& s) {
+  return (s.m >= 64 && s.n >= 128 && s.k >= 32) || (s.m >= 32 && s.n >= 512);
 }
 
-struct Planned {
-  GemmChoice choice;
-  const void* context;
-};
+// The kernel set for `s`: a function of the CPU (through the candidates) and the shape only.
+const BlisArch& choose_arch(const GemmShape& s, const std::vector<BlisArch>& candidates) {
+  auto find = [&](std::string_view name) {
+    return std::find_if(candidates.begin(), candidates.end(), [&](const BlisArch& a) { return a.name == name; });
+  };
+  if (wide_enough_for_skx(s) && find("skx") != candidates.end()) return *find("skx");
+  for (std::string_view name : {"zen3", "haswell", "zen2", "zen"}) {
+    if (find(name) != candidates.end()) return *find(name);
+  }
+  return candidates.front();
+}
 
-using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int>;
+// Panels pay for their hand-over once C = A B has at least this many floating-point
+// operations and k is at least kMinThreadedK (measured on 2 cores: 1.1-2.2x from 8 MFLOP
+// with k >= 64; 0.05-0.9x for most smaller products and for k = 10 or 32).
+constexpr double kMinThreadedFlops = 8e6;
+constexpr int64_t kMinThreadedK = 64;
+
+int choose_threads(const GemmShape& s, int threads_cap) {
+  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  return flops >= kMinThreadedFlops && s.k >= kMinThreadedK ? threads_cap : 1;
+}
 
 }  // namespace
 
@@ -126,46 +127,13 @@ std::string GemmShape::to_string() const {
 }
 
 Gemm Gemm::plan(const GemmShape& shape, int max_threads) {
-  static std::mutex mutex;
-  static std::map<Key, Planned> cache;
-  const std::vector<BlisArch>& candidates = blis_candidates();
-  const int threads_cap = std::max(1, max_threads);
-  const Key key{shape.m, shape.n, shape.k, shape.trans_a, shape.trans_b, threads_cap};
-
-  std::lock_guard lock(mutex);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    const std::string preferred = blis_info().blis_default;
-    struct Trial {
-      const BlisArch* arch;
-      int threads;
-      double gflops;
-    };
-    std::vector<Trial> trials;
-    std::vector<int> thread_counts{1};
-    if (threads_cap > 1) thread_counts.push_back(threads_cap);
-    for (const BlisArch& arch : candidates) {
-      for (int threads : thread_counts) trials.push_back({&arch, threads, measure_gflops(shape, arch, threads)});
-    }
-    const Trial* best = &trials.front();
-    for (const Trial& t : trials) {
-      if (t.gflops > best->gflops) best = &t;
-    }
-    for (const Trial& t : trials) {  // tie-break towards BLIS's own pick, single-threaded first
-      if (t.arch->name == preferred && t.gflops >= 0.90 * best->gflops && t.threads <= best->threads) {
-        best = &t;
-        break;
-      }
-    }
-    const bool forced = blis_info().selection.rfind("BLIS_ARCH_TYPE", 0) == 0;
-    Planned planned{GemmChoice{best->arch->name, best->threads, best->gflops, forced ? "BLIS_ARCH_TYPE" : "measured"},
-                    best->arch->context};
-    it = cache.emplace(key, planned).first;
-  }
+  const BlisArch& arch = choose_arch(shape, blis_candidates());
+  const bool forced = blis_info().selection.rfind("BLIS_ARCH_TYPE", 0) == 0;
   Gemm gemm;
   gemm.shape_ = shape;
-  gemm.choice_ = it->second.choice;
-  gemm.context_ = it->second.context;
+  gemm.choice_ = GemmChoice{arch.name, choose_threads(shape, std::max(1, max_threads)),
+                            forced ? "BLIS_ARCH_TYPE" : "by shape"};
+  gemm.context_ = arch.context;
   return gemm;
 }
 

@@ -1,7 +1,7 @@
 // Single-precision GEMM through BLIS's expert interface, with the kernel set and thread
 // count chosen per GEMM shape when a plan is made (docs/design.md, "Platform facts": no single
-// BLIS sub-configuration wins every shape, so Plexus measures the candidates on the
-// actual shape instead of trusting one global choice).
+// BLIS sub-configuration wins every shape). The choice is a rule of the CPU and the shape,
+// never a timing, so that every run of a program gives the same bits.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +17,11 @@ struct GemmShape {
   std::string to_string() const;  ///< "8x784x32" (m x k x n) plus "^T" marks
 };
 
-/// What the plan chose and why: kernel set, threads, and the measured speed.
+/// What the plan chose and why: kernel set and threads.
 struct GemmChoice {
-  std::string arch;     ///< BLIS sub-configuration name
-  int threads = 1;      ///< threads: C is cut into min(threads, max(m, n) / 32) panels, one BLIS call each
-  double gflops = 0.0;  ///< measured at plan time on this shape (0 when not measured)
-  std::string source;   ///< "measured" or "BLIS_ARCH_TYPE"
+  std::string arch;    ///< BLIS sub-configuration name
+  int threads = 1;     ///< threads: C is cut into min(threads, max(m, n) / 32) panels, one BLIS call each
+  std::string source;  ///< "by shape" or "BLIS_ARCH_TYPE"
 };
 
 /// A GEMM planned for one shape. Cheap to copy. run() is thread-safe and allocates nothing
@@ -30,11 +29,12 @@ struct GemmChoice {
 /// internal to BLIS); with threads > 1 it takes the helpers' mutexes (gemm_parts.h).
 class Gemm {
  public:
-  /// Chooses the fastest (kernel set, threads) for `shape` with at most `max_threads`
-  /// threads, by timing each candidate on the shape; choices are cached per process, so
-  /// every session of a process uses the same kernels for the same shape (deterministic
-  /// results). A candidate within 10% of the fastest that BLIS itself would pick wins, so that noise
-  /// in the timing rarely changes the choice between processes.
+  /// Chooses (kernel set, threads) for `shape` with at most `max_threads` threads by a
+  /// fixed rule (gemm.cpp): skx for GEMMs wide enough for its 32x12 tiles when the CPU has
+  /// AVX-512, else zen3 (or the best AVX2 set present), else the only candidate; all
+  /// `max_threads` once the product is worth splitting (>= 8 MFLOP, k >= 64). The same
+  /// shape and CPU give the same choice in every process, and the thread count never
+  /// changes the result's bits (each element of C is one BLIS call's sum over all of k).
   /// Throws ir::Error(Unsupported) on a bad BLIS_ARCH_TYPE (see blis_runtime.h).
   static Gemm plan(const GemmShape& shape, int max_threads);
 
@@ -45,7 +45,7 @@ class Gemm {
   /// instead of spinning when they wait.
   void run(const float* a, const float* b, float* c, float alpha, float beta) const;
   /// This plan with `threads` (>= 1) threads instead of the chosen count (tests and
-  /// benchmarks comparing thread counts on one kernel set).
+  /// benchmarks comparing thread counts on one kernel set; the bits stay the same).
   Gemm with_threads(int threads) const;
   const GemmShape& shape() const { return shape_; }
   const GemmChoice& choice() const { return choice_; }

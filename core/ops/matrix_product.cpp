@@ -51,8 +51,7 @@ Gemm plan_gemm(const ir::KernelContext& ctx, const GemmShape& shape, int64_t cou
     const GemmChoice& c = gemm.choice();
     ctx.notes->push_back(ctx.op.name + ": sgemm " + gemm.shape().to_string() +
                          (count > 1 ? " (x" + std::to_string(count) + ")" : "") + " -> " + c.arch + ", " +
-                         std::to_string(c.threads) + " thread(s), " + std::to_string(static_cast<int>(c.gflops)) +
-                         " GFLOP/s (" + c.source + ")");
+                         std::to_string(c.threads) + " thread(s) (" + c.source + ")");
   }
   return gemm;
 }

@@ -40,7 +40,7 @@ inline CommonOptions mnist_defaults() {
 }
 
 /// The common options the MNIST samples take.
-inline constexpr unsigned kMnistFeatures = kEpochs | kTestBatch | kCheckpoints | kWeightsOut | kLoader;
+inline constexpr unsigned kMnistFeatures = kEpochs | kTestBatch | kCheckpoints | kWeightsOut | kLoader | kThreads;
 
 /// A training program: its IR, streams, and the weights to read back afterwards.
 struct TrainProgram {
@@ -87,6 +87,7 @@ inline TrainResult train(TrainProgram& t, const CommonOptions& o, ImageSplit& da
   opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
   opts.device_iterations = o.device_iterations;
   opts.prefetch_depth = o.prefetch_depth;
+  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   plx::Session session(t.ir, opts);
   on_session(session, t);
 

@@ -36,7 +36,7 @@ using samples::po::value;
 constexpr int64_t kStages = 4;
 
 constexpr unsigned kFeatures = samples::kEpochs | samples::kTestBatch | samples::kCheckpoints | samples::kWeightsOut |
-                               samples::kAccumulation;
+                               samples::kAccumulation | samples::kThreads;
 
 // The common options with seed 003's defaults, and this sample's own.
 struct Options : samples::CommonOptions {
@@ -102,6 +102,7 @@ plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64
   opts.execution_strategy = o.strategy.c_str();
   opts.strategy_options = o.strategy == "pipelined" && o.schedule == "fill_drain" ? "fill_drain" : "";
   opts.device_iterations = device_iterations;
+  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   opts.profile = o.profile ? 1 : 0;
   return opts;
 }

@@ -13,8 +13,8 @@ samples/mnist_rts (main.cpp + samples/common/mnist_app.h, mnist_mlp.h).
 It builds the C++ sample's graph op for op (same variable names and order), draws the
 same initial weights (MlpWeights::random: normal(0, 0.02) from std::mt19937_64(seed),
 reproduced by cxx_random.py), feeds the same data (plexus.Loader, shuffled by seed +
-epoch, through the loader's callbacks) and tests the same way, so with the GEMM kernels
-pinned (BLIS_ARCH_TYPE=6 for both) --weights-out writes the same bytes as the C++ sample.
+epoch, through the loader's callbacks) and tests the same way, so --weights-out writes
+the same bytes as the C++ sample (both choose the same GEMM kernels for a shape).
 
 Where the seed differs, this follows the C++ sample (see its header): gradients are
 mean-reduced over the replicas (replicated_reduce_scatter(mean) for the sharded weights,

@@ -17,8 +17,6 @@ bin=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
-
 for i in $(seq 1 300); do
   echo "The quick brown fox $i jumps over the lazy dog."
   echo "A journey of a thousand miles begins with a single step."

@@ -2,8 +2,7 @@
 # Checkpoints in the samples on real MNIST (issue 7): resuming is exact (the weights and
 # the checkpoint file of N + N steps across two processes equal those of 2N steps in one),
 # an R=2 RTS checkpoint of mnist_rts loads at R=1 and R=4 with the same test accuracy,
-# --checkpoint-every-seconds saves on time, and the options are checked. BLIS_ARCH_TYPE is pinned: each process otherwise times the
-# GEMM kernel sets and may pick another one, whose rounding differs in the last bits.
+# --checkpoint-every-seconds saves on time, and the options are checked.
 # Usage: checkpoint_samples_test.sh <mnist_rts> <mnist_pipeline> <data dir>
 set -euo pipefail
 rts=$1
@@ -12,7 +11,6 @@ data=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
 if [[ ${PLEXUS_SANITIZED:-0} == 1 ]]; then steps=40 updates=4; else steps=400 updates=20; fi
 
 # mnist_rts, R=2 with RTS: 2N steps in one process vs N, then --resume for N more.

@@ -17,8 +17,6 @@ data=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
-
 "$bin" --help | grep -- "--offload-optimiser" >/dev/null || fail "--help does not list --offload-optimiser"
 expect_usage_error() {  # expect_usage_error MESSAGE ARGS...
   local message=$1

@@ -2,8 +2,8 @@
 # Integration test of the Python samples (samples/python) against the C++ ones, on real MNIST:
 #  (a) mnist_rts.py (seed 000) trains the same weights as samples/mnist_rts, byte for byte
 #      (cmp of --weights-out), at R=2 batch 4 with --rts and at R=1 batch 8 without: same
-#      graph, initial weights (cxx_random.py), data order and kernels (BLIS_ARCH_TYPE
-#      pinned: each process otherwise times the GEMM kernel sets and may pick others);
+#      graph, initial weights (cxx_random.py), data order and kernels (chosen by
+#      shape, so every process picks the same ones);
 #      it also prints the same test accuracy line and per-replica memory;
 #  (b) replica_groupings.py (seed 001) prints tables 13.1-13.3 as the seed has them, reads
 #      listing 13.1's variables back in the shapes of their retrieval modes, and runs
@@ -24,7 +24,6 @@ data=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
 py() {  # py SCRIPT ARGS...: runs a Python sample with the sanitizer runtime preloaded when there is one
   if [[ -n ${PLEXUS_PYTHON_PRELOAD:-} ]]; then
     LD_PRELOAD=$PLEXUS_PYTHON_PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$python" "$samples/$@"

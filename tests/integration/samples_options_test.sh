@@ -15,7 +15,6 @@ data=$6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
 [[ -e $data/fashion-mnist/train-images-idx3-ubyte.gz || -e $data/fashion-mnist/train-images-idx3-ubyte ]] ||
   fail "Fashion-MNIST not found in $data/fashion-mnist: run scripts/fetch-data.sh"
 

@@ -11,8 +11,7 @@
 #  2. relaunch-resume: both workers relaunched with the same D and --num-steps resume from
 #     the last complete checkpoint and finish; the weights equal an uninterrupted run's
 #     bit for bit (the checkpoint carries the step, the optimizer state and the data
-#     position; BLIS_ARCH_TYPE and --threads-per-device pinned as in
-#     distributed_training_sample_test.sh).
+#     position).
 # Under mpirun (Open MPI 4.1) what is observed is mpirun's default: it kills worker 0 about
 # 1 s after rank 1 dies and reports "process rank 1 ... exited on signal 9", status 137;
 # that report is accepted in place of worker 0's own ("replica 1 (MPI rank 1)"), which it
@@ -33,7 +32,6 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL ($engine): $*" >&2; for f in "$tmp"/*.err; do echo "== $f" >&2; tail -c 3000 "$f" >&2; done; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}
 steps=400 every=50 timeout_ms=10000  # 5 s timed out once in an uninterrupted run on the loaded 2-core machine
 [[ ${PLEXUS_SANITIZED:-0} == 1 ]] && steps=120 every=20
 margin=15    # seconds past the collective timeout for worker 0 to end (a loaded machine)

@@ -91,7 +91,6 @@ echo "hosts: $name_a = $addr_a in namespace $ns_a ($if_a), $name_b = $addr_b in 
 bytes() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3_bytes"; }
 
 # --- the training, and the reference -----------------------------------------------------
-export BLIS_ARCH_TYPE=${BLIS_ARCH_TYPE:-6}  # the same GEMM kernels in every process (see distributed_training_sample_test.sh)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The recipe of distributed_training_sample_test.sh, where 2 workers x 1 replica equal
 # 1 worker x 2 replicas bit for bit.
@@ -135,7 +134,6 @@ EOF
     "$mpirun" --hostfile "$tmp/hosts.txt" -np 2
     --mca plm_rsh_agent "$tmp/agent.sh" --mca plm_rsh_no_tree_spawn 1
     --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24"
-    -x BLIS_ARCH_TYPE
     "$bin" "${train_args[@]}" --weights-out "$out")
   echo "mpirun (in $ns_a): ${mpirun_cmd[*]}"
   # shellcheck disable=SC2016  # $0 and $@ are the inner shell's

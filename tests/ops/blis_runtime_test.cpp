@@ -70,7 +70,7 @@ TEST(BlisRuntime, HonoursBlisArchType) {
   EXPECT_FALSE(info.blis_default.empty());
   const std::string v = env();
   if (v.empty() || v == "-1") {
-    EXPECT_EQ(info.selection, "measured per GEMM shape");
+    EXPECT_EQ(info.selection, "chosen per GEMM shape");
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
       for (const BlisArch& a : candidates) {  // never generic or older kernels when AVX2 runs
         EXPECT_NE(a.name, "generic");

@@ -1297,7 +1297,7 @@ PLX_API plx_status plx_session_get_trace(const plx_session* session, char* buffe
 /**
  * One line describing the runtime on this machine: version, BLIS version and flavour,
  * CPU features, the BLIS kernel sets Plexus chooses from and how it chooses
- * ("measured per GEMM shape", or "BLIS_ARCH_TYPE=6 (zen3)" when the user forced one).
+ * ("chosen per GEMM shape", or "BLIS_ARCH_TYPE=6 (zen3)" when the user forced one).
  * Buffer protocol as plx_session_get_report().
  * Thread safety: safe from any thread.
  * @since 10 (as plx_get_runtime_info() since 1)
