@@ -61,6 +61,7 @@ std::string report(const runtime::Session& s) {
                             {"peak_bytes", m.peak_bytes}});
   }
   j["kernels"] = s.notes();
+  j["warnings"] = s.warnings();
   const ops::BlisInfo blis = ops::blis_info();
   j["blis"] = {{"version", blis.version},
                {"flavour", blis.flavour},

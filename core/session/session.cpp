@@ -13,6 +13,7 @@
 #include "core/runtime/device_program.h"
 #include "core/runtime/host_update.h"
 #include "core/runtime/run_queue.h"
+#include "core/session/core_budget.h"
 
 namespace plexus::runtime {
 
@@ -53,19 +54,16 @@ int64_t physical_memory_bytes() {
 Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_(graph), options_(checked(options)) {
   hosted_ = hosted_by_worker(options_, graph_.replication_factor());
   compile_program();
-  const int64_t total = hosted_.count * devices_per_replica();
   const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options_.threads_per_device == 0) options_.threads_per_device = static_cast<int>(std::max<int64_t>(1, cores / total));
-  const bool spin = total <= cores;  // measured: R=2 on 2 cores, 58k -> 101k samples/s (mnist, batch 4)
-  // The io threads spin only on cores no device thread needs: R=2 on 2 cores, 141-224k ->
-  // 234-304k samples/s (mnist, batch 4, device_iterations 100; bench/README.md
-  // "replication_peer.sh"). A device's GEMM helpers are not counted: at R=1 on 2 cores the
-  // io thread spinning beside them measured 35.3-36.1k samples/s against 32.4-37.1k
-  // sleeping (seed 002, 5 runs each).
-  const bool io_spin = total + options_.io_threads <= cores;
+  const CoreBudget budget = plan_core_budget(hosted_.count * devices_per_replica(), options_.threads_per_device,
+                                             options_.io_threads, cores);
+  options_.threads_per_device = budget.threads_per_device;
+  if (!budget.warning.empty()) warnings_.push_back(budget.warning);
+  warn_once(budget.warning);
+  const bool spin = budget.device_spin;
   open_plugins();
   storage_ = std::make_unique<ReplicaStorage>(graph_, program_, hosted_, host_update_.get(), spin);
-  bind_streams(spin, io_spin);
+  bind_streams(spin, budget.io_spin);
   devices_ = std::make_unique<DeviceProgram>(
       DeviceResources{graph_, program_, *storage_, *streams_, collectives_, host_update_.get(), hosted_,
                       options_.threads_per_device, options_.profile, spin},
@@ -338,6 +336,8 @@ void Session::check_request(const RunRequest& request) const {
 std::unique_lock<std::recursive_mutex> Session::hold_runs() const { return variables_->hold(); }
 size_t Session::num_devices() const { return storage_->num_devices(); }
 const std::vector<std::string>& Session::notes() const { return devices_->notes(); }
+
+const std::vector<std::string>& Session::warnings() const { return warnings_; }
 DeviceMemoryStats Session::memory_stats(size_t device) const { return storage_->memory_stats(device); }
 ir::Shape Session::variable_shape(ir::TensorId tensor) const { return variables_->variable_shape(tensor); }
 VariableStorage Session::variable_storage(ir::TensorId tensor) const { return variables_->variable_storage(tensor); }

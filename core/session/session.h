@@ -141,6 +141,9 @@ class Session {
   const Placement& placement() const { return program_.placement; }
   /// Decisions made while compiling (GEMM kernel sets, ...), one line each.
   const std::vector<std::string>& notes() const;
+  /// What the session warned about when it was created (core_budget.h: compute threads
+  /// outnumbering the cores), one line each; empty when nothing.
+  const std::vector<std::string>& warnings() const;
   /// The last run's trace; empty (no devices) unless options().profile.
   RunTrace last_trace() const;
 
@@ -173,6 +176,7 @@ class Session {
 
   ir::Graph graph_;
   SessionOptions options_;
+  std::vector<std::string> warnings_;
   HostedReplicas hosted_;
   Program program_;
   Schedule schedule_;

@@ -833,7 +833,7 @@ typedef struct plx_session_options {
   int64_t device_iterations;     /**< steps per plx_session_run call, >= 1 (default 1) */
   size_t device_memory_bytes;    /**< arena capacity per device in bytes; 0 = no limit (default).
                                        int64_t before version 10 (same size and alignment) */
-  int32_t threads_per_device;    /**< compute threads per device (a GEMM runs as that many panels); 0 = cores / devices (default) */
+  int32_t threads_per_device;    /**< compute threads per device (a GEMM runs as that many panels); 0 = cores / devices (default); more than the cores hold is allowed, with a warning */
   /* since PLX_API_VERSION 2 */
   const char* collectives_plugin; /**< collectives plugin name; NULL = $PLEXUS_COLLECTIVES, else "local". Copied. */
   int64_t collective_timeout_ms;  /**< how long a collective waits for a missing replica (default 60000) */
@@ -1263,8 +1263,10 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
                                                 plx_memory_stats* out_stats);
 
 /**
- * A JSON report of the compiled session: devices, memory plan, and each GEMM's chosen
- * BLIS kernel set, thread count and measured speed.
+ * A JSON report of the compiled session: devices, memory plan, each GEMM's chosen BLIS
+ * kernel set and thread count ("kernels"), and "warnings": what the session warned about
+ * when it was created (compute threads outnumbering the cores; the first such warning of a
+ * process is also written to stderr).
  *
  * @param buffer   Receives the NUL-terminated text (may be NULL when capacity is 0).
  * @param capacity Bytes available in `buffer`.
