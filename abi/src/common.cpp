@@ -252,6 +252,7 @@ PLX_API const char* plx_status_name(plx_status status) {
     case PLX_ERR_CANCELLED: return "PLX_ERR_CANCELLED";
     case PLX_ERR_UNSUPPORTED: return "PLX_ERR_UNSUPPORTED";
     case PLX_ERR_BUFFER_TOO_SMALL: return "PLX_ERR_BUFFER_TOO_SMALL";
+    case PLX_ERR_STILL_RUNNING: return "PLX_ERR_STILL_RUNNING";
     case PLX_ERR_INTERNAL: return "PLX_ERR_INTERNAL";
     default: return "PLX_ERR_UNKNOWN_STATUS";
   }
@@ -276,6 +277,7 @@ static_assert(static_cast<int>(ErrorCode::Timeout) == PLX_ERR_TIMEOUT);
 static_assert(static_cast<int>(ErrorCode::Cancelled) == PLX_ERR_CANCELLED);
 static_assert(static_cast<int>(ErrorCode::Unsupported) == PLX_ERR_UNSUPPORTED);
 static_assert(static_cast<int>(ErrorCode::BufferTooSmall) == PLX_ERR_BUFFER_TOO_SMALL);
+static_assert(static_cast<int>(ErrorCode::StillRunning) == PLX_ERR_STILL_RUNNING);
 static_assert(static_cast<int>(ErrorCode::Internal) == PLX_ERR_INTERNAL);
 static_assert(static_cast<int>(plexus::ir::DType::Float32) == PLX_DTYPE_FLOAT32);
 static_assert(static_cast<int>(plexus::ir::DType::Int32) == PLX_DTYPE_INT32);

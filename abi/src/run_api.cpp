@@ -98,7 +98,7 @@ PLX_API plx_status plx_run_wait(plx_run* run, int64_t timeout_ms) {
     if (timeout_ms < 0) {
       run->handle->wait();
     } else if (!run->handle->wait_for(std::chrono::milliseconds(timeout_ms))) {
-      ir::fail(ir::ErrorCode::Timeout, "plx_run_wait: the run is still going after " + std::to_string(timeout_ms) + " ms");
+      ir::fail(ir::ErrorCode::StillRunning, "plx_run_wait: the run is still going after " + std::to_string(timeout_ms) + " ms");
     }
   });
 }

@@ -27,6 +27,7 @@ enum class ErrorCode : int32_t {
   Cancelled = 13,
   Unsupported = 14,
   BufferTooSmall = 15,
+  StillRunning = 16,
   Internal = 99,
 };
 

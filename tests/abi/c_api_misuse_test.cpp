@@ -145,10 +145,11 @@ TEST(CApiStatus, EveryStatusHasItsName) {
       {PLX_ERR_CANCELLED, "PLX_ERR_CANCELLED"},
       {PLX_ERR_UNSUPPORTED, "PLX_ERR_UNSUPPORTED"},
       {PLX_ERR_BUFFER_TOO_SMALL, "PLX_ERR_BUFFER_TOO_SMALL"},
+      {PLX_ERR_STILL_RUNNING, "PLX_ERR_STILL_RUNNING"},
       {PLX_ERR_INTERNAL, "PLX_ERR_INTERNAL"},
   };
   for (const auto& [status, name] : names) EXPECT_EQ(plx_status_name(status), name) << status;
-  for (plx_status unknown : {-1, 16, 42, 98, 100, INT32_MIN, INT32_MAX}) {
+  for (plx_status unknown : {-1, 17, 42, 98, 100, INT32_MIN, INT32_MAX}) {
     EXPECT_STREQ(plx_status_name(unknown), "PLX_ERR_UNKNOWN_STATUS") << unknown;
   }
 }

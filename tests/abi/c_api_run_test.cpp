@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -135,7 +136,7 @@ TEST(CApiRun, CancelAndTimeoutsAreStatuses) {
   o.num_callbacks = 1;
   plx_run* run = nullptr;
   ASSERT_PLX_OK(plx_session_run_async(m.session.get(), &o, &run));
-  EXPECT_PLX_ERROR(plx_run_wait(run, 10), PLX_ERR_TIMEOUT, "still going after 10 ms");
+  EXPECT_PLX_ERROR(plx_run_wait(run, 10), PLX_ERR_STILL_RUNNING, "still going after 10 ms");
   ASSERT_PLX_OK(plx_session_cancel(m.session.get()));
   EXPECT_PLX_ERROR(plx_run_wait(run, 2000), PLX_ERR_CANCELLED, "cancelled");
   plx_run_destroy(run);
@@ -199,6 +200,40 @@ TEST(CApiRun, CancellingOneRunLeavesTheOthersRunning) {
   EXPECT_EQ(plx_run_wait(last, 0), PLX_OK);
   EXPECT_EQ(plx_run_cancel(nullptr), PLX_ERR_INVALID_ARGUMENT);
   for (plx_run* r : {running, queued, last}) plx_run_destroy(r);
+}
+
+// The two timeouts told apart. A run held at its data: plx_run_wait's own limit passing is
+// PLX_ERR_STILL_RUNNING and the run goes on. A collective timing out (injected: the mock
+// plugin's collectives time out at once, as a missing member makes them) is the run's own
+// status, PLX_ERR_TIMEOUT, with the plugin's message; the session stays usable.
+TEST(CApiRun, AWaitsLimitAndACollectivesTimeoutAreDifferentStatuses) {
+  const char* path = std::getenv("PLEXUS_PLUGIN_PATH");
+  const std::string with_mocks = std::string(PLEXUS_MOCK_PLUGIN_DIR) + (path ? std::string(":") + path : "");
+  ASSERT_EQ(setenv("PLEXUS_PLUGIN_PATH", with_mocks.c_str(), 1), 0);
+  IrPtr ir = make_ir();
+  ASSERT_PLX_OK(plx_ir_set_replication_factor(ir.get(), 2));
+  const int64_t shape[] = {2};
+  plx_stream xs = 0, ys = 0;
+  plx_tensor x = 0, y = 0;
+  ASSERT_PLX_OK(plx_ir_add_h2d_stream(ir.get(), "x", PLX_DTYPE_FLOAT32, shape, 1, &xs, &x));
+  ASSERT_PLX_OK(plx_ir_add_op(ir.get(), "replicated_all_reduce", &x, 1, nullptr, 0, &y, 1, nullptr));
+  ASSERT_PLX_OK(plx_ir_add_d2h_stream(ir.get(), "y", y, &ys));
+  plx_session_options so;
+  plx_session_options_init(&so);
+  so.collectives_plugin = "mock_timing_out";
+  plx_session* raw = nullptr;
+  ASSERT_PLX_OK(plx_session_create(ir.get(), &so, &raw));
+  SessionPtr session(raw);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Gate gate;
+    const plx_stream_callback held[] = {{xs, fill_at_gate, nullptr, &gate}};
+    plx_run* run = start(session.get(), held, 1);
+    gate.wait_entered();
+    EXPECT_PLX_ERROR(plx_run_wait(run, 10), PLX_ERR_STILL_RUNNING, "still going after 10 ms");
+    gate.release();
+    EXPECT_PLX_ERROR(plx_run_wait(run, -1), PLX_ERR_TIMEOUT, "never arrived");
+    plx_run_destroy(run);
+  }
 }
 
 TEST(CApiRun, BadRunOptionsAreRefusedNamingTheField) {

@@ -28,6 +28,7 @@ STATUSES = {
     13: ("Cancelled", "PLX_ERR_CANCELLED", None),
     14: ("Unsupported", "PLX_ERR_UNSUPPORTED", None),
     15: ("BufferTooSmall", "PLX_ERR_BUFFER_TOO_SMALL", None),
+    16: ("StillRunning", "PLX_ERR_STILL_RUNNING", TimeoutError),
     99: ("InternalError", "PLX_ERR_INTERNAL", None),
 }
 
@@ -166,10 +167,10 @@ def test_plugin_error_for_a_missing_collectives_plugin():
     assert "nonexistent" in message
 
 
-def test_timeout_and_cancelled():
+def test_still_running_and_cancelled():
     with _long_session() as session:
         run = session.run_async()
-        message = _raised_by(plexus.Timeout, lambda: run.wait(timeout=0))
+        message = _raised_by(plexus.StillRunning, lambda: run.wait(timeout=0))
         assert "still going" in message
         time.sleep(0.01)
         session.cancel()

@@ -184,7 +184,7 @@ def test_the_runtime_reads_the_callers_memory_at_run_time():
 
 def test_run_async_and_wait_with_a_timeout():
     """A run held back by a gating fill callback: run_async returns at once, wait(timeout)
-    raises Timeout while it is held, and returns the outputs once it is let go."""
+    raises StillRunning while it is held, and returns the outputs once it is let go."""
     ir = plexus.Ir(replication=2)
     with ir.main_graph:
         gate = plexus.h2d_stream((), plexus.float32, name="gate")
@@ -203,12 +203,12 @@ def test_run_async_and_wait_with_a_timeout():
     with plexus.Session(ir, device_iterations=3) as session:
         data = np.arange(18, dtype=np.float32).reshape(3, 2, 3)
         run = session.run_async({x: data}, callbacks={gate: fill_gate})
-        with pytest.raises(plexus.Timeout, match="wait again"):
+        with pytest.raises(plexus.StillRunning, match="wait again"):
             run.wait(timeout=0.05)
-        with pytest.raises(plexus.Timeout):
+        with pytest.raises(plexus.StillRunning):
             run.wait(timeout=0)
         queued = session.run_async({x: data * 2}, callbacks={gate: lambda step, replica, b: b.fill(0)})
-        with pytest.raises(plexus.Timeout):
+        with pytest.raises(plexus.StillRunning):
             queued.wait(timeout=0.01)              # runs execute in order: it waits behind the first
         release.set()
         out = run.wait(timeout=60)

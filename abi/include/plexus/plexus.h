@@ -73,6 +73,8 @@
  *  15  plx_call_site_set_input_modified: an input of a call marked modified after the
  *      call; plx_ir_get_tensor_name.
  *  16  plx_run_cancel: one run cancelled, the others left running or queued.
+ *  17  PLX_ERR_STILL_RUNNING: plx_run_wait's limit passing, told apart from a collective's
+ *      timeout (PLX_ERR_TIMEOUT), which plx_run_wait returned for both before.
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -1075,7 +1077,9 @@ PLX_API plx_status plx_session_run_async(plx_session* session, const plx_run_opt
 /**
  * Waits for `run` to end, at most `timeout_ms` milliseconds (< 0: no limit).
  * @return the run's status (PLX_OK, or its error with plx_last_error() set to its
- *         message); PLX_ERR_TIMEOUT when still running; PLX_ERR_INVALID_ARGUMENT (NULL).
+ *         message; PLX_ERR_TIMEOUT when a collective of the run timed out);
+ *         PLX_ERR_STILL_RUNNING when the run has not ended within `timeout_ms` (it goes
+ *         on: wait again; since 17, PLX_ERR_TIMEOUT before); PLX_ERR_INVALID_ARGUMENT (NULL).
  * Thread safety: safe from any thread; plx_run_destroy() must not overlap another call on
  *   the same `run`.
  * @since 5

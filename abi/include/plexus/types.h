@@ -41,7 +41,7 @@ extern "C" {
  * against version v runs with a library of any version >= v. Until 1.0 the number counts
  * these minor versions; deprecated names are removed only at 1.0.
  */
-#define PLX_API_VERSION 16
+#define PLX_API_VERSION 17
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -63,10 +63,11 @@ enum {
   PLX_ERR_BAD_FORMAT = 9,        /**< a file's content is not what its format requires */
   PLX_ERR_RUNTIME = 10,          /**< a kernel failed while running (e.g. label out of range) */
   PLX_ERR_PLUGIN = 11,           /**< a plugin is missing, incompatible or failed */
-  PLX_ERR_TIMEOUT = 12,          /**< a wait exceeded its limit */
+  PLX_ERR_TIMEOUT = 12,          /**< a collective or a worker did not answer within its limit */
   PLX_ERR_CANCELLED = 13,        /**< the operation was cancelled */
   PLX_ERR_UNSUPPORTED = 14,      /**< valid request this build or machine cannot serve */
   PLX_ERR_BUFFER_TOO_SMALL = 15, /**< an output buffer is too small; the size needed is returned */
+  PLX_ERR_STILL_RUNNING = 16,    /**< plx_run_wait's limit passed before the run ended; the run goes on (since 17) */
   PLX_ERR_INTERNAL = 99          /**< a bug in Plexus; please report the message */
 };
 

@@ -739,11 +739,12 @@ class Run {
   Run& operator=(const Run&) = delete;
 
   /// Waits at most `timeout` (plx_run_wait): true once the operation has ended well, false
-  /// while it still goes on; throws Error with the operation's status when it failed
-  /// (PLX_ERR_CANCELLED after cancel()).
+  /// while it still goes on (PLX_ERR_STILL_RUNNING); throws Error with the operation's status
+  /// when it failed (PLX_ERR_CANCELLED after cancel(), PLX_ERR_TIMEOUT when a collective
+  /// timed out).
   bool wait(std::chrono::milliseconds timeout) {
     const plx_status status = plx_run_wait(handle_, static_cast<int64_t>(timeout.count()));
-    if (status == PLX_ERR_TIMEOUT) return false;
+    if (status == PLX_ERR_STILL_RUNNING) return false;
     check(status);
     return true;
   }

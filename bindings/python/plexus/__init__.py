@@ -27,7 +27,7 @@ from plexus import dtypes
 from plexus.dtypes import DType, float32, int32, uint8
 from plexus.errors import (Error, InvalidArgument, UnknownOp, ShapeMismatch, DTypeMismatch, NotFound,
                            OutOfDeviceMemory, InvalidGrouping, IoError, BadFormat, RunError, PluginError, Timeout,
-                           Cancelled, Unsupported, BufferTooSmall, InternalError)
+                           Cancelled, Unsupported, BufferTooSmall, StillRunning, InternalError)
 from plexus.ir import Ir, ReplicaGrouping, Block, Stage, in_sequence
 from plexus.graph import Graph, TensorByRef, graph_input, graph_output, gcg, gmg
 from plexus.module import Module
@@ -57,7 +57,7 @@ __all__ = [
     "dtypes", "DType", "float32", "int32", "uint8",
     "Error", "InvalidArgument", "UnknownOp", "ShapeMismatch", "DTypeMismatch", "NotFound", "OutOfDeviceMemory",
     "InvalidGrouping", "IoError", "BadFormat", "RunError", "PluginError", "Timeout", "Cancelled", "Unsupported",
-    "BufferTooSmall", "InternalError",
+    "BufferTooSmall", "StillRunning", "InternalError",
     "Ir", "ReplicaGrouping", "Block", "Stage", "in_sequence",
     "Graph", "TensorByRef", "graph_input", "graph_output", "gcg", "gmg", "Module", "transforms",
     "Tensor", "TensorSpec", "Variable", "Constant", "HostToDeviceStream", "DeviceToHostStream", "RemoteBuffer",

@@ -45,11 +45,14 @@ _CLASSES = {
                 doc="A run failed: a kernel error, or a stream callback raised."),
     11: _define("PluginError", 11, "PLX_ERR_PLUGIN", RuntimeError,
                 doc="A plugin is missing, incompatible or failed."),
-    12: _define("Timeout", 12, "PLX_ERR_TIMEOUT", TimeoutError, doc="A wait exceeded its limit."),
+    12: _define("Timeout", 12, "PLX_ERR_TIMEOUT", TimeoutError,
+                doc="A collective or a worker did not answer within its limit (collective_timeout_ms)."),
     13: _define("Cancelled", 13, "PLX_ERR_CANCELLED", doc="The operation was cancelled."),
     14: _define("Unsupported", 14, "PLX_ERR_UNSUPPORTED",
                 doc="A valid request this build or machine cannot serve."),
     15: _define("BufferTooSmall", 15, "PLX_ERR_BUFFER_TOO_SMALL", doc="An output buffer is too small."),
+    16: _define("StillRunning", 16, "PLX_ERR_STILL_RUNNING", TimeoutError,
+                doc="Run.wait's timeout passed before the run ended; the run goes on (wait again)."),
     99: _define("InternalError", 99, "PLX_ERR_INTERNAL", doc="A bug in Plexus; please report the message."),
 }
 

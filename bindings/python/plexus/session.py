@@ -15,7 +15,7 @@ import numpy as np
 
 from plexus import dtypes
 from plexus.callbacks import CallbackErrors, PythonCallback, NativeCallback
-from plexus.errors import InvalidArgument, DTypeMismatch, NotFound, ShapeMismatch, Timeout, from_status
+from plexus.errors import InvalidArgument, DTypeMismatch, NotFound, ShapeMismatch, StillRunning, from_status
 from plexus.ir import Ir, Stage
 from plexus.tensor import HostToDeviceStream, DeviceToHostStream, Tensor
 from plexus._lib import ffi, lib, check, last_error, read_text, read_shape
@@ -200,12 +200,13 @@ class Run:
 
     def wait(self, timeout=None):
         """Waits for the run, at most `timeout` seconds (None: no limit). Returns
-        {DeviceToHostStream: ndarray} as Session.run does. Raises plexus.Timeout when the
-        run is still going (wait again later), or the run's error."""
+        {DeviceToHostStream: ndarray} as Session.run does. Raises plexus.StillRunning (a
+        TimeoutError) when the run is still going (wait again later), or the run's error
+        (plexus.Timeout when one of its collectives timed out)."""
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
         status = lib.plx_run_wait(self._ptr, ms)
-        if status == lib.PLX_ERR_TIMEOUT and self._request.errors.first() is None and ms >= 0:
-            raise Timeout(f"{last_error()} (waited {timeout} s; the run may still be going: wait again)")
+        if status == lib.PLX_ERR_STILL_RUNNING and self._request.errors.first() is None and ms >= 0:
+            raise StillRunning(f"{last_error()} (waited {timeout} s; the run may still be going: wait again)")
         self._request.raise_for(status)
         return self._request.outputs
 
@@ -471,7 +472,7 @@ class _SaveHandle:
 
     def wait(self, timeout=None):
         """Waits for the save, at most `timeout` seconds (None: no limit); raises its error,
-        or plexus.Timeout while it is still writing."""
+        or plexus.StillRunning while it is still writing."""
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
         check(lib.plx_run_wait(self._ptr, ms))
 

@@ -72,7 +72,7 @@ plx_status check(plx_status status, const char* call) {
   if (status == PLX_OK) return status;
   const char* message = plx_last_error();  // before any other Plexus call
   const std::string text = message == nullptr ? std::string("(null)") : std::string(message);
-  if (status < PLX_ERR_INVALID_ARGUMENT || (status > PLX_ERR_BUFFER_TOO_SMALL && status != PLX_ERR_INTERNAL)) {
+  if (status < PLX_ERR_INVALID_ARGUMENT || (status > PLX_ERR_STILL_RUNNING && status != PLX_ERR_INTERNAL)) {
     bug(std::string(call) + " returned " + std::to_string(status) + ", no plx_status: '" + text + "'");
   }
   if (status == PLX_ERR_INTERNAL) bug(std::string(call) + " returned PLX_ERR_INTERNAL: '" + text + "'");
@@ -175,7 +175,7 @@ plx_status deliver(void* user_data, plx_stream, int64_t, int64_t, const void* da
 }
 void on_complete(void* user_data, plx_status status, const char* message) {
   auto* d = static_cast<RunData*>(user_data);
-  if (status < PLX_OK || (status > PLX_ERR_BUFFER_TOO_SMALL && status != PLX_ERR_INTERNAL)) {
+  if (status < PLX_OK || (status > PLX_ERR_STILL_RUNNING && status != PLX_ERR_INTERNAL)) {
     bug("on_complete got status " + std::to_string(status));
   }
   if (status != PLX_OK && (message == nullptr || *message == '\0')) bug("on_complete: an error without a message");

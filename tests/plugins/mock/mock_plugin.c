@@ -6,6 +6,8 @@
  *   MOCK_NULL_ENTRY      the table's all_gather is NULL
  *   MOCK_SMALL_TABLE     struct_size smaller than version 1's table
  *   MOCK_NULL_TABLE      the entry point returns NULL
+ *   MOCK_TIMING_OUT      every collective times out at once, as a member that never arrives
+ *                        makes one (a fault injected at a known point: c_api_run_test.cpp)
  */
 #include <plexus/collectives_plugin.h>
 #include <stdio.h>
@@ -33,8 +35,14 @@ static void destroy(plx_comm* comm) { free(comm); }
 
 static plx_status unsupported(plx_comm* comm, const plx_coll_args* args) {
   (void)comm;
+#ifdef MOCK_TIMING_OUT
+  snprintf(args->message, args->message_capacity, "mock: replica %lld waited for a member that never arrived",
+           (long long)args->replica);
+  return PLX_ERR_TIMEOUT;
+#else
   snprintf(args->message, args->message_capacity, "mock: collectives are not implemented");
   return PLX_ERR_UNSUPPORTED;
+#endif
 }
 
 static void abort_comm(plx_comm* comm, const char* reason) {
