@@ -87,6 +87,7 @@ std::optional<const ArchSpec*> arch_override() {
 struct BlisState {
   std::vector<BlisArch> candidates;
   std::optional<ir::Error> error;
+  bool forced = false;  // BLIS_ARCH_TYPE named the one candidate
   BlisInfo info;
 };
 
@@ -118,6 +119,7 @@ BlisState init_blis() {
   state.info.blis_default = bli_arch_string(bli_arch_query_id());
   if (forced) {
     state.candidates.push_back(make_arch(**forced));
+    state.forced = true;
     state.info.selection = "BLIS_ARCH_TYPE=" + std::to_string((*forced)->id) + " (" + (*forced)->name + ")";
   } else {
     int best_tier = 0;
@@ -148,5 +150,7 @@ const std::vector<BlisArch>& blis_candidates() {
 }
 
 BlisInfo blis_info() { return state().info; }
+
+bool blis_arch_forced() { return state().forced; }
 
 }  // namespace plexus::ops

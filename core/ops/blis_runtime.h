@@ -39,4 +39,8 @@ const std::vector<BlisArch>& blis_candidates();
 /// a bad BLIS_ARCH_TYPE is reported in `selection`.
 BlisInfo blis_info();
 
+/// Whether BLIS_ARCH_TYPE named the one kernel set (initialises BLIS like blis_candidates()).
+/// Does not throw; false when the variable is unset or bad.
+bool blis_arch_forced();
+
 }  // namespace plexus::ops

@@ -101,9 +101,11 @@ const BlisArch& choose_arch(const GemmShape& s, const std::vector<BlisArch>& can
   auto find = [&](std::string_view name) {
     return std::find_if(candidates.begin(), candidates.end(), [&](const BlisArch& a) { return a.name == name; });
   };
-  if (wide_enough_for_skx(s) && find("skx") != candidates.end()) return *find("skx");
+  if (wide_enough_for_skx(s)) {
+    if (auto skx = find("skx"); skx != candidates.end()) return *skx;
+  }
   for (std::string_view name : {"zen3", "haswell", "zen2", "zen"}) {
-    if (find(name) != candidates.end()) return *find(name);
+    if (auto set = find(name); set != candidates.end()) return *set;
   }
   return candidates.front();
 }
@@ -128,11 +130,10 @@ std::string GemmShape::to_string() const {
 
 Gemm Gemm::plan(const GemmShape& shape, int max_threads) {
   const BlisArch& arch = choose_arch(shape, blis_candidates());
-  const bool forced = blis_info().selection.rfind("BLIS_ARCH_TYPE", 0) == 0;
   Gemm gemm;
   gemm.shape_ = shape;
   gemm.choice_ = GemmChoice{arch.name, choose_threads(shape, std::max(1, max_threads)),
-                            forced ? "BLIS_ARCH_TYPE" : "by shape"};
+                            blis_arch_forced() ? "BLIS_ARCH_TYPE" : "by shape"};
   gemm.context_ = arch.context;
   return gemm;
 }
