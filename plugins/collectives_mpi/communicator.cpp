@@ -43,6 +43,7 @@ Outcome duplicate_world(std::chrono::milliseconds call_timeout, MPI_Comm* out) {
 
 Outcome open_world(const plx_comm_config& config, MPI_Comm* out) {
   if (Outcome ready = ensure_mpi(); !ready.is_ok()) return ready;
+  if (Outcome bounded = check_kept_bound(); !bounded.is_ok()) return bounded;
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

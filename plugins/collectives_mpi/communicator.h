@@ -20,8 +20,9 @@ namespace plexus::collectives::mpi {
  * local_replicas x (ranks in MPI_COMM_WORLD) and first_local_replica = rank x
  * local_replicas (else PLX_ERR_UNSUPPORTED), initializes MPI if needed, and duplicates
  * MPI_COMM_WORLD without blocking past max(timeout, 60 s) (every worker must create its
- * communicators in the same order; PLX_ERR_TIMEOUT when one does not come). On success *out is the new MPI communicator, with
- * MPI_ERRORS_RETURN.
+ * communicators in the same order; PLX_ERR_TIMEOUT when one does not come). PLX_ERR_RUNTIME,
+ * saying to restart the process, once kMaxKeptCommunicators failed ones are kept. On
+ * success *out is the new MPI communicator, with MPI_ERRORS_RETURN.
  */
 Outcome open_world(const plx_comm_config& config, MPI_Comm* out);
 

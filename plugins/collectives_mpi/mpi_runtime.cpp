@@ -110,11 +110,27 @@ Outcome ensure_mpi() {
 
 void note_failure() noexcept { failed.store(true); }
 
+namespace {
+
+std::mutex kept_mutex;
+std::vector<MPI_Comm> kept;  // MPI_Finalize (or the process's exit) reclaims them
+
+}  // namespace
+
 void keep_until_exit(MPI_Comm comm) {
-  static std::mutex kept_mutex;
-  static std::vector<MPI_Comm> kept;  // MPI_Finalize (or the process's exit) reclaims them
   const std::lock_guard lock(kept_mutex);
   kept.push_back(comm);
+}
+
+Outcome check_kept_bound() {
+  const std::lock_guard lock(kept_mutex);
+  if (kept.size() < kMaxKeptCommunicators) return Outcome::ok();
+  return Outcome::error(PLX_ERR_RUNTIME,
+                        "comm_create: this process keeps " + std::to_string(kept.size()) +
+                            " MPI communicators of failed or aborted collectives (the bound is " +
+                            std::to_string(kMaxKeptCommunicators) +
+                            ": they cannot be freed while late messages of their calls may arrive); "
+                            "restart the process (from the last checkpoint) to create more");
 }
 
 std::string mpi_error_text(int code) {

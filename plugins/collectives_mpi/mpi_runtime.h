@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <string>
 
 #include "collectives_common/outcome.h"
@@ -38,6 +39,24 @@ void note_failure() noexcept;
  * destructor). Thread-safe.
  */
 void keep_until_exit(MPI_Comm comm);
+
+/**
+ * How many communicators keep_until_exit keeps before comm_create refuses new ones. Each
+ * kept one holds an Open MPI context id (the ob1 PML carries it in a 16-bit header field:
+ * 65,535 per process, the application's communicators included) and the late messages of
+ * its failed calls, each at most one eager send per peer (8 KiB in shared memory as this
+ * plugin sets it, 64 KiB over TCP; larger ones wait for a handshake that never comes): at
+ * most 64 x 64 KiB x 8 peers = 32 MiB at 9 ranks, and 64 of the 65,535 ids. A process
+ * whose collectives failed 64 times is in a job that keeps losing workers; its launcher
+ * restarts it from a checkpoint long before.
+ */
+inline constexpr size_t kMaxKeptCommunicators = 64;
+
+/**
+ * OK while fewer than kMaxKeptCommunicators are kept; else PLX_ERR_RUNTIME with a message
+ * that gives the count and says to restart the process. Thread-safe.
+ */
+Outcome check_kept_bound();
 
 /** MPI's text for an error code, e.g. "MPI_ERR_PROC_FAILED: ...". */
 std::string mpi_error_text(int code);
