@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <mpi.h>
+
 #include <chrono>
 
 #include "core/ir/error.h"
@@ -94,34 +96,32 @@ TEST(WorkersOverMpiVariables, EveryWorkerReadsEveryReplicasRow) {
 }
 
 // The collective timeout of the failure tests: a failing run takes this long on the
-// workers that wait, and workers may reach a run this far apart (2 s was too short at
-// load 16 on 2 cores).
-constexpr int64_t kFailureTimeoutMs = 5000;
+// workers that wait for the failed one.
+constexpr int64_t kFailureTimeoutMs = 2000;
 
-// Runs `good` until every worker has run it in step. Workers that reach their first run
-// more than the timeout apart (processes start at different times) all fail it with a
-// timeout; each then replaces its communicators, and creating them waits for every worker,
-// so the next attempt starts together.
-void line_up(Session& s, std::span<const HostArray> good) {
-  for (int attempt = 1;; ++attempt) {
-    try {
-      s.run(good, {});
-      return;
-    } catch (const ir::Error& e) {
-      if (e.code() != ir::ErrorCode::Timeout || attempt == 3) throw;
-    }
-  }
+// Lines the workers up at a known point: an MPI barrier over every rank (the plugin has
+// initialised MPI by now), outside any collective with the session's timeout. Processes
+// start, create their sessions and plan at different speeds, seconds apart on a loaded
+// machine; without it a worker could reach a run more than the timeout after the others,
+// which then time out in the run's first collective instead of failing as the test makes
+// them. Returns the time the barrier let this worker go: what the test measures from.
+std::chrono::steady_clock::time_point line_up() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) ADD_FAILURE() << "MPI is not initialised: the session did not load the mpi plugin";
+  else MPI_Barrier(MPI_COMM_WORLD);
+  return std::chrono::steady_clock::now();
 }
 
 // Runs `good` on every worker, then `bad` on worker 1 and `good` on the others, where `bad`
 // makes worker 1's replica fail before its first collective: worker 1 reports its own error,
-// the others a timeout naming replica 1 within the timeout. The good runs line the workers
-// up first: a worker that reached the failing run more than the timeout after the others
-// would otherwise time out in the first collective of the run instead of failing on its input.
+// the others a timeout naming replica 1 within the timeout, measured from the barrier that
+// lines the workers up before the failing run.
 void expect_worker_1_named(Session& s, std::span<const HostArray> good, std::span<const HostArray> bad) {
   const WorkerPlace place = workers_from_environment();
-  line_up(s, good);
-  const auto start = std::chrono::steady_clock::now();
+  line_up();
+  s.run(good, {});
+  const auto start = line_up();
   try {
     s.run(place.index == 1 ? bad : good, {});
     ADD_FAILURE() << "the run succeeded";
@@ -160,6 +160,7 @@ TEST(WorkersOverMpiFailure, AWorkerWhoseReplicaFailsIsNamedByTheOthers) {
   // the other workers' (once failed with MPI_ERR_TRUNCATE, message sequences one apart).
   Session again(g, o);
   const HostArray in{labels, good, ir::DType::Int32, again.host_shape(labels)};
+  line_up();
   EXPECT_NO_THROW(again.run(std::span(&in, 1), {})) << "worker " << place.index;
 }
 
@@ -183,6 +184,7 @@ TEST(WorkersOverMpiFailure, AWorkerThatNeverSendsItsGradientToTheHostIsNamedByTh
   Session again(m.graph, o);  // a new session after the failure, as above
   const HostArray fresh[2] = {{m.x, x.data(), ir::DType::Float32, again.host_shape(m.x)},
                               {m.y, good_labels, ir::DType::Int32, again.host_shape(m.y)}};
+  line_up();
   EXPECT_NO_THROW(again.run(fresh, {})) << "worker " << place.index;
 }
 
