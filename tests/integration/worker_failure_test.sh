@@ -68,6 +68,7 @@ guard() {
       # shellcheck disable=SC2046  # descendants prints a list of pids
       for p in "$@"; do kill -TERM $(descendants "$p") "$p" 2>/dev/null; done
       sleep 5
+      # shellcheck disable=SC2046
       for p in "$@"; do kill -9 $(descendants "$p") "$p" 2>/dev/null; done
       return 0
     fi
