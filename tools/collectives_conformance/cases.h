@@ -39,7 +39,8 @@ std::vector<DataCase> huge_cases(Ops ops, Placement placement);
 
 /**
  * The cases of a grid: `layouts` (names; empty = all of standard_layouts()) x counts
- * {1, 7, 1000} (+ 1<<20 on `large_layouts`) x dtypes (x ops).
+ * {1, 7, 1000} (+ 1<<20 on `large_layouts`, only on the last of them when the environment
+ * has PLEXUS_SANITIZED=1) x dtypes (x ops).
  */
 std::vector<DataCase> make_cases(Ops ops, Placement placement,
                                  const std::vector<std::string>& layouts,
