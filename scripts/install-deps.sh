@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ gcc pkg-config make ninja-build ccache
-  clang libclang-rt-14-dev universal-ctags
+  clang libclang-rt-14-dev lld universal-ctags
   libboost-dev libboost-program-options-dev
   libblis-pthread-dev libzstd-dev zstd libdeflate-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -3,15 +3,16 @@
 # way users do (docs/design.md, "The C ABI": "a plain C program links with one line"):
 #   1. c_program/main.c as C99 with gcc and `pkg-config --cflags --libs plexus`, and runs it;
 #   2. cmake_consumer/ with find_package(plexus) -> plexus::plexus (C and C++), and runs it.
-# Usage: c_program_test.sh <build dir> <tests/abi source dir> <CMAKE_INSTALL_LIBDIR> [cc] [cmake]
+# Usage: c_program_test.sh <build dir> <tests/abi source dir> <CMAKE_INSTALL_LIBDIR> [cc] [cmake] [c++]
 set -euo pipefail
 export LC_ALL=C
 
-build=${1:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cmake]}
-src=${2:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cmake]}
-libdir=${3:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cmake]}
+build=${1:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cmake] [c++]}
+src=${2:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cmake] [c++]}
+libdir=${3:?usage: c_program_test.sh <build dir> <tests/abi dir> <libdir> [cc] [cmake] [c++]}
 cc=${4:-gcc}
 cmake=${5:-cmake}
+cxx=${6:-g++}
 # Extra compile and link flags for the consumer programs: a sanitizer build of Plexus
 # needs consumers built with the same sanitizers (the ASan runtime must load first).
 extra_flags=${PLEXUS_CONSUMER_FLAGS:-}
@@ -62,7 +63,7 @@ fi
 "$tmp/c_program" || fail "c_program (pkg-config build) returned $?"
 
 step "find_package(plexus) from a CMake project"
-"$cmake" -S "$src/cmake_consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+"$cmake" -S "$src/cmake_consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$extra_flags" -DCMAKE_CXX_FLAGS="$extra_flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$extra_flags" > "$tmp/consumer-configure.log" 2>&1 ||
   { cat "$tmp/consumer-configure.log"; fail "configure cmake_consumer"; }
