@@ -12,11 +12,15 @@
 #
 # Usage: crash_test.sh <plexus-ckpt> <ckpt_writer>
 # Environment: PLEXUS_CRASH_SEED repeats a run's kill times (printed at the start);
-# PLEXUS_CRASH_ROUNDS sets the number of kills (default 60).
+# PLEXUS_CRASH_ROUNDS sets the number of kills (default 60; 30 under sanitizers,
+# PLEXUS_SANITIZED=1, where a round takes ~1 s of process start-ups and the point is the
+# memory check of each path, which 30 rounds still cover).
 set -euo pipefail
 ckpt=$1
 writer=$2
-rounds=${PLEXUS_CRASH_ROUNDS:-60}
+default_rounds=60
+[[ ${PLEXUS_SANITIZED:-0} == 1 ]] && default_rounds=30
+rounds=${PLEXUS_CRASH_ROUNDS:-$default_rounds}
 seed=${PLEXUS_CRASH_SEED:-$(( $(date +%s%N) % 32768 ))}
 megabytes=2
 tmp=$(mktemp -d)
