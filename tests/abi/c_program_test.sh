@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the built project into a temporary prefix, then builds against the install the
 # way users do (docs/design.md, "The C ABI": "a plain C program links with one line"):
-#   1. c_program/main.c as C99 with gcc and `pkg-config --cflags --libs plexus`, and runs it;
+#   1. c_program/main.c as C99 with the C compiler given (gcc unless told) and
+#      `pkg-config --cflags --libs plexus`, and runs it;
 #   2. cmake_consumer/ with find_package(plexus) -> plexus::plexus (C and C++), and runs it.
 # Usage: c_program_test.sh <build dir> <tests/abi source dir> <CMAKE_INSTALL_LIBDIR> [cc] [cmake] [c++]
 set -euo pipefail
@@ -52,7 +53,7 @@ for flag in $flags; do
   esac
 done
 
-step "gcc -std=c99 main.c against the install"
+step "$cc -std=c99 main.c against the install"
 # shellcheck disable=SC2086  # the pkg-config flags are meant to split
 "$cc" -std=c99 -Wall -Wextra -pedantic -Werror $extra_flags "$src/c_program/main.c" $flags \
   -Wl,-rpath,"$prefix_libdir" -o "$tmp/c_program"
