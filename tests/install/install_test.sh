@@ -209,8 +209,12 @@ exported=$(nm -D --defined-only "$gloo" | awk 'NF >= 3 { print $3 }')
 [[ $exported == plx_collectives_plugin_v1 ]] || fail "the out-of-tree Gloo plugin exports '$exported'"
 echo "built against $prefix (plexus::collectives_workers from the install), exports only plx_collectives_plugin_v1"
 step "the installed conformance runner on it: 2 workers started separately (PLEXUS_CLUSTER, no mpirun)"
+# Every collective, layout, dtype and op; not the 1<<20-element and larger buffers or the
+# chaos matrix, which collectives.gloo.conformance.* run on the same sources built in the
+# tree (17 s here instead of 80 s: this checks the out-of-tree build, not the collectives).
 bash "$source_dir/tests/plugins/conformance/launch_workers.sh" 2 \
-  "$prefix/bin/plexus-collectives-conformance" --plugin "$gloo" > "$tmp/gloo_conformance.log" 2>&1 ||
+  "$prefix/bin/plexus-collectives-conformance" --plugin "$gloo" '--gtest_filter=-Huge*:Matrix/Chaos.*:*_n1048576*' \
+  > "$tmp/gloo_conformance.log" 2>&1 ||
   { tail -n 60 "$tmp/gloo_conformance.log"; fail "plexus-collectives-conformance on the out-of-tree Gloo plugin"; }
 grep -E '\[  PASSED  \]' "$tmp/gloo_conformance.log"
 
