@@ -39,8 +39,9 @@ std::vector<DataCase> huge_cases(Ops ops, Placement placement);
 
 /**
  * The cases of a grid: `layouts` (names; empty = all of standard_layouts()) x counts
- * {1, 7, 1000} (+ 1<<20 on `large_layouts`, only on the last of them when the environment
- * has PLEXUS_SANITIZED=1) x dtypes (x ops).
+ * {1, 7, 1000} x dtypes (x ops), + 1<<20 elements on `large_layouts` x dtypes (x ops); when
+ * the environment has PLEXUS_SANITIZED=1, 1<<20 elements on the last of them in the first
+ * dtype (and op) only.
  */
 std::vector<DataCase> make_cases(Ops ops, Placement placement,
                                  const std::vector<std::string>& layouts,
