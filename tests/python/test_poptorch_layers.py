@@ -136,6 +136,29 @@ CASES = {
                                            lambda: (_x(4, 6), torch.rand(4, 5)), "target"),
     "F.binary_cross_entropy_with_logits": (lambda: Loss(F.binary_cross_entropy_with_logits),
                                            lambda: (_x(4, 6), (torch.rand(4, 5) > 0.5).float()), "target"),
+    "CrossEntropyLoss(weight, ignore_index)": (
+        lambda: Loss(torch.nn.CrossEntropyLoss(weight=torch.rand(5) + 0.5)), lambda: (_x(6, 6), _labels(6, 5, (2,))),
+        "target"),
+    "CrossEntropyLoss(label_smoothing=0.1)": (lambda: Loss(torch.nn.CrossEntropyLoss(label_smoothing=0.1)),
+                                              lambda: (_x(6, 6), _labels(6, 5)), "target"),
+    "CrossEntropyLoss(weight, label_smoothing=0.2, ignore_index)": (
+        lambda: Loss(torch.nn.CrossEntropyLoss(weight=torch.rand(5) + 0.5, label_smoothing=0.2)),
+        lambda: (_x(6, 6), _labels(6, 5, (0, 3))), "target"),
+    "CrossEntropyLoss(reduction='sum')": (lambda: Loss(torch.nn.CrossEntropyLoss(reduction="sum")),
+                                          lambda: (_x(6, 6), _labels(6, 5)), "target"),
+    "F.cross_entropy(reduction='none').sum()": (
+        lambda: Loss(lambda y, t: F.cross_entropy(y, t, reduction="none").sum()), lambda: (_x(6, 6), _labels(6, 5)),
+        "target"),
+    "NLLLoss(weight, ignore_index)": (lambda: Loss(torch.nn.NLLLoss(weight=torch.rand(5) + 0.5)),
+                                      lambda: (_x(6, 6), _labels(6, 5, (1,))), "target"),
+    "NLLLoss(weight, reduction='sum')": (lambda: Loss(torch.nn.NLLLoss(weight=torch.rand(5) + 0.5, reduction="sum")),
+                                         lambda: (_x(6, 6), _labels(6, 5)), "target"),
+    "BCEWithLogitsLoss(pos_weight)": (lambda: Loss(torch.nn.BCEWithLogitsLoss(pos_weight=torch.rand(5) * 3)),
+                                      lambda: (_x(4, 6), torch.rand(4, 5)), "target"),
+    "BCEWithLogitsLoss(weight [4, 1], pos_weight, reduction='sum')": (
+        lambda: Loss(torch.nn.BCEWithLogitsLoss(weight=torch.rand(4, 1), pos_weight=torch.rand(5) * 3,
+                                                reduction="sum")),
+        lambda: (_x(4, 6), (torch.rand(4, 5) > 0.5).float()), "target"),
     "torch.max(y, 1), .max(-1, keepdim), torch.max(y), argmax": (MaxIndices, lambda: (_x(5, 6), _x(5)),
                                                                  "target"),
 }

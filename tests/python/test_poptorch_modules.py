@@ -87,6 +87,12 @@ CASES = {
                                          lambda: _x(2, 2, 7, 7), "weighted"),
     "Conv2d (k(2,3), stride (1,2), padding (0,1))": (
         lambda: torch.nn.Conv2d(3, 2, (2, 3), stride=(1, 2), padding=(0, 1)), lambda: _x(2, 3, 5, 6), "weighted"),
+    "Conv2d (k3, dilation 2, padding 2)": (lambda: torch.nn.Conv2d(2, 3, 3, dilation=2, padding=2),
+                                           lambda: _x(2, 2, 7, 7), "weighted"),
+    "Conv2d (groups 2, dilation (1, 2), padding 1)": (
+        lambda: torch.nn.Conv2d(4, 6, 3, groups=2, dilation=(1, 2), padding=1), lambda: _x(2, 4, 6, 7), "weighted"),
+    "Conv2d (depthwise: groups 3, stride 2, no bias)": (
+        lambda: torch.nn.Conv2d(3, 3, 3, groups=3, stride=2, bias=False), lambda: _x(2, 3, 7, 7), "weighted"),
     "MaxPool2d(2)": (lambda: ConvThen(torch.nn.MaxPool2d(2)), lambda: _x(2, 2, 6, 6), "weighted"),
     "MaxPool2d(3, stride 2, padding 1)": (lambda: ConvThen(torch.nn.MaxPool2d(3, stride=2, padding=1)),
                                           lambda: _x(2, 2, 7, 7), "weighted"),

@@ -43,12 +43,37 @@ def linear(x, weight, bias=None):
     return y if bias is None else ops.add(y, bias)
 
 
+def _dilated(weight, dilation):
+    """The kernel [F, C, KH, KW] spread to [F, C, d (KH - 1) + 1, ...] with zeros between
+    its taps: a matmul with a 0/1 matrix, so the gradient reaches the taps alone."""
+    f, c, kh, kw = (int(d) for d in weight.shape)
+    (dh, dw) = dilation
+    kh2, kw2 = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    spread = np.zeros((kh * kw, kh2 * kw2), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            spread[i * kw + j, i * dh * kw2 + j * dw] = 1.0
+    taps = ops.matmul(ops.reshape(weight, shape=[f * c, kh * kw]), _const(spread))
+    return ops.reshape(taps, shape=[f, c, kh2, kw2])
+
+
 def _conv2d(m, ctx, x):
-    if _pair(m.dilation) != [1, 1] or m.groups != 1 or m.padding_mode != "zeros" or isinstance(m.padding, str):
-        raise Unsupported(f"Conv2d with dilation {m.dilation}, groups {m.groups}, padding {m.padding!r} "
-                          f"({m.padding_mode}): only dilation 1, groups 1 and numeric zero padding are lowered")
-    return ops.conv2d(x, ctx.param(m.weight), *([ctx.param(m.bias)] if m.bias is not None else []),
-                      stride=_pair(m.stride), padding=_pair(m.padding))
+    """Conv2d; dilation spreads the kernel (_dilated), groups convolve each group's channels
+    with its filters and concatenate (torch's definition)."""
+    if m.padding_mode != "zeros" or isinstance(m.padding, str):
+        raise Unsupported(f"Conv2d with padding {m.padding!r} ({m.padding_mode}): only numeric zero padding is lowered")
+    weight = ctx.param(m.weight)
+    if _pair(m.dilation) != [1, 1]:
+        weight = _dilated(weight, _pair(m.dilation))
+    bias = [ctx.param(m.bias)] if m.bias is not None else []
+    attrs = dict(stride=_pair(m.stride), padding=_pair(m.padding))
+    if m.groups == 1:
+        return ops.conv2d(x, weight, *bias, **attrs)
+    g = m.groups
+    parts = zip(ops.split(x, sizes=[m.in_channels // g] * g, axis=1),
+                ops.split(weight, sizes=[m.out_channels // g] * g, axis=0),
+                *([ops.split(bias[0], sizes=[m.out_channels // g] * g)] if bias else []))
+    return ops.concat(*(ops.conv2d(*part, **attrs) for part in parts), axis=1)
 
 
 def _max_pool2d(m, ctx, x):
@@ -58,11 +83,14 @@ def _max_pool2d(m, ctx, x):
                           padding=_pair(m.padding))
 
 
-def _cross_entropy(logits, labels, reduction="mean", ignore_index=-100, label_smoothing=0.0):
-    if reduction != "mean" or label_smoothing != 0.0 or logits.rank != 2:
-        raise Unsupported(f"cross entropy with reduction={reduction!r}, label_smoothing={label_smoothing}, "
-                          f"logits of rank {logits.rank}: only mean over [N, C] logits is lowered")
-    return ops.softmax_cross_entropy(logits, ops.cast(labels, plexus.int32), ignore_index=int(ignore_index))
+def _cross_entropy(logits, labels, reduction="mean", ignore_index=-100, label_smoothing=0.0, weight=None):
+    """torch's cross entropy of [N, C] logits: softmax_cross_entropy for the plain mean, else
+    log_softmax and _class_nll (class weights, label smoothing, "sum" and "none")."""
+    if logits.rank != 2:
+        raise Unsupported(f"cross entropy of logits of rank {logits.rank}: only [N, C] logits are lowered")
+    if reduction == "mean" and label_smoothing == 0.0 and weight is None:
+        return ops.softmax_cross_entropy(logits, ops.cast(labels, plexus.int32), ignore_index=int(ignore_index))
+    return _class_nll(ops.log_softmax(logits, axis=1), labels, weight, ignore_index, reduction, label_smoothing)
 
 
 def _mse(a, b, reduction="mean"):
@@ -79,7 +107,9 @@ def _reduce(x, reduction):
         return ops.reduce_mean(x)
     if reduction == "sum":
         return ops.reduce_sum(x)
-    raise Unsupported(f"reduction={reduction!r} (mean or sum)")
+    if reduction == "none":
+        return x
+    raise Unsupported(f"reduction={reduction!r} (mean, sum or none)")
 
 
 def _sigmoid(x):
@@ -146,25 +176,60 @@ def _embedding(m, ctx, indices):
     return ops.gather(ctx.param(m.weight), ops.cast(indices, plexus.int32))
 
 
+def _tensor(value):
+    """A loss's weight argument as a Plexus Tensor: a torch tensor becomes a float32 constant."""
+    if isinstance(value, torch.Tensor):
+        return _const(value.detach().cpu().numpy())
+    return value
+
+
 def _nll(logp, target, weight=None, ignore_index=-100, reduction="mean"):
-    if weight is not None or logp.rank != 2:
-        raise Unsupported(f"NLLLoss with a class weight or an input of rank {logp.rank}: only [N, C] without")
+    if logp.rank != 2:
+        raise Unsupported(f"NLLLoss of an input of rank {logp.rank}: only [N, C] is lowered")
+    return _class_nll(logp, target, weight, ignore_index, reduction)
+
+
+def _class_nll(logp, target, weight, ignore_index, reduction, smoothing=0.0):
+    """torch's nll_loss of logp [N, C] with class weights w (ones when None), and
+    cross_entropy's label smoothing e: per sample, (1 - e) w[y] (-logp[y]) + e / C
+    sum_c w[c] (-logp[c]), 0 where y is ignore_index; "mean" divides the sum by sum w[y] of
+    the samples kept."""
+    n_classes = int(logp.shape[1])
     target = ops.cast(target, plexus.int32)
-    classes = plexus.constant(np.arange(int(logp.shape[1]), dtype=np.int32).reshape(1, -1), plexus.int32)
+    classes = plexus.constant(np.arange(n_classes, dtype=np.int32).reshape(1, -1), plexus.int32)
     onehot = ops.cast(ops.equal(ops.reshape(target, shape=[-1, 1]), classes), plexus.float32)
     keep = ops.sub(1.0, ops.cast(ops.equal(target, ops.constant_like(target, int(ignore_index))), plexus.float32))
-    picked = ops.mul(ops.reduce_sum(ops.mul(logp, onehot), axes=[1]), keep)
+    w = None if weight is None else ops.reshape(_tensor(weight), shape=[1, n_classes])
+    weighted = onehot if w is None else ops.mul(onehot, w)
+    kept_weight = ops.mul(ops.reduce_sum(weighted, axes=[1]), keep)  # w[y], 0 where ignored
+    loss = ops.neg(ops.mul(ops.reduce_sum(ops.mul(logp, weighted), axes=[1]), keep))
+    if smoothing:
+        spread = logp if w is None else ops.mul(logp, w)
+        smooth = ops.neg(ops.mul(ops.reduce_sum(spread, axes=[1]), keep))
+        loss = ops.add(ops.mul(loss, 1.0 - smoothing), ops.mul(smooth, smoothing / n_classes))
     if reduction == "mean":
-        return ops.neg(ops.div(ops.reduce_sum(picked), ops.reduce_sum(keep)))
-    return ops.neg(_reduce(picked, reduction))
+        return ops.div(ops.reduce_sum(loss), ops.reduce_sum(kept_weight))
+    return _reduce(loss, reduction)
+
+
+def _softplus(x):
+    """log(1 + exp(x)) without overflow: relu(x) + log(1 + exp(-|x|))."""
+    return ops.add(ops.relu(x), ops.log(ops.add(ops.exp(ops.neg(_abs(x))), 1.0)))
 
 
 def _bce_with_logits(x, y, weight=None, pos_weight=None, reduction="mean"):
-    if weight is not None or pos_weight is not None:
-        raise Unsupported("BCEWithLogitsLoss with weight or pos_weight")
-    # max(x, 0) - x y + log(1 + exp(-|x|)): no overflow
-    soft = ops.log(ops.add(ops.exp(ops.neg(_abs(x))), 1.0))
-    return _reduce(ops.add(ops.sub(ops.relu(x), ops.mul(x, y)), soft), reduction)
+    """torch's -w [p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], w the weight
+    (broadcast to x), p the pos_weight (broadcast along the last dim), both 1 when None."""
+    if pos_weight is None:
+        # max(x, 0) - x y + log(1 + exp(-|x|)): no overflow
+        soft = ops.log(ops.add(ops.exp(ops.neg(_abs(x))), 1.0))
+        loss = ops.add(ops.sub(ops.relu(x), ops.mul(x, y)), soft)
+    else:  # (1 - y) x + (1 + (p - 1) y) softplus(-x)
+        scale = ops.add(ops.mul(ops.sub(_tensor(pos_weight), 1.0), y), 1.0)
+        loss = ops.add(ops.mul(ops.sub(1.0, y), x), ops.mul(scale, _softplus(ops.neg(x))))
+    if weight is not None:
+        loss = ops.mul(loss, _tensor(weight))
+    return _reduce(loss, reduction)
 
 
 def _argmax(x, dim=None, keepdim=False):
@@ -203,7 +268,7 @@ MODULES = {
     torch.nn.Dropout: lambda m, ctx, x: _dropout(ctx, x, m.p if m.training else 0.0),  # eval(): identity
     torch.nn.Identity: lambda m, ctx, x: x,
     torch.nn.CrossEntropyLoss: lambda m, ctx, a, b: _cross_entropy(a, b, m.reduction, m.ignore_index,
-                                                                   getattr(m, "label_smoothing", 0.0)),
+                                                                   m.label_smoothing, m.weight),
     torch.nn.MSELoss: lambda m, ctx, a, b: _mse(a, b, m.reduction),
     torch.nn.L1Loss: lambda m, ctx, a, b: _l1(a, b, m.reduction),
     torch.nn.AvgPool2d: _avg_pool2d,
@@ -226,7 +291,7 @@ FUNCTIONS = {
     F.softmax: lambda x, dim=-1, **_: ops.softmax(x, axis=dim),
     F.log_softmax: lambda x, dim=-1, **_: ops.log_softmax(x, axis=dim),
     F.cross_entropy: lambda a, b, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-    label_smoothing=0.0: _cross_entropy(a, b, reduction, ignore_index, label_smoothing),
+    label_smoothing=0.0: _cross_entropy(a, b, reduction, ignore_index, label_smoothing, weight),
     F.mse_loss: lambda a, b, size_average=None, reduce=None, reduction="mean": _mse(a, b, reduction),
     torch.cat: lambda tensors, dim=0: ops.concat(*tensors, axis=dim),
     torch.mean: lambda x, dim=None, keepdim=False: _reduce_dims(ops.reduce_mean, x, dim, keepdim),
