@@ -1,7 +1,11 @@
-// identity(x): a copy of x in a buffer of its own (PopXL ops.identity). Calls use it to
-// pass an input by value when the called graph writes it in place (core/ir/call.h).
-// Any dtype; the gradient is dy.
+// identity(x) and detach(x): a copy of x in a buffer of its own, any dtype.
+// identity (PopXL ops.identity) passes the gradient through (dy); calls use it to pass an
+// input by value when the called graph writes it in place (core/ir/call.h).
+// detach (PopXL ops.detach, PyTorch Tensor.detach) stops it: its gradient rule gives x
+// none, so autodiff sums only the contributions of x's other paths (and refuses a
+// gradient of x whose every path to the loss is detached).
 #include <cstring>
+#include <string>
 
 #include "core/ir/graph.h"
 
@@ -9,9 +13,9 @@ namespace plexus::ops {
 
 namespace {
 
-ir::OpDef identity_def() {
+ir::OpDef copy_def(std::string name, ir::TensorId (*input_grad)(ir::GradContext&)) {
   ir::OpDef d;
-  d.name = "identity";
+  d.name = std::move(name);
   d.infer = [](const ir::InferContext& ctx) { return ir::InferResult{{{ctx.dtype(0), ctx.shape(0)}}}; };
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
     const std::byte* x = ctx.in[0];
@@ -21,11 +25,12 @@ ir::OpDef identity_def() {
       if (x != y) std::memcpy(y, x, bytes);
     };
   };
-  d.grad = [](ir::GradContext& ctx) { return std::vector<ir::TensorId>{ctx.output_grads[0]}; };
+  d.grad = [input_grad](ir::GradContext& ctx) { return std::vector<ir::TensorId>{input_grad(ctx)}; };
   return d;
 }
 
-const ir::OpRegistration identity_op{identity_def()};
+const ir::OpRegistration identity_op{copy_def("identity", [](ir::GradContext& ctx) { return ctx.output_grads[0]; })};
+const ir::OpRegistration detach_op{copy_def("detach", [](ir::GradContext&) { return ir::kNoTensor; })};
 
 }  // namespace
 
