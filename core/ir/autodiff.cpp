@@ -40,6 +40,12 @@ std::vector<TensorId> autodiff(Graph& graph, TensorId loss, std::span<const Tens
     fail(ErrorCode::InvalidArgument, "autodiff: the loss '" + loss_info.name + "' and the current graph must be the "
                                      "main graph; differentiate a subgraph with graph autodiff");
   }
+  if (loss_info.producer >= 0 && graph.op(loss_info.producer).phase != Phase::Forward) {
+    // Its forward ops run in the weight update, after every gradient op that would read them.
+    fail(ErrorCode::InvalidArgument, "autodiff: the loss '" + loss_info.name + "' was computed after an earlier "
+                                     "autodiff (ops added then belong to the weight update); compute every loss "
+                                     "before the first autodiff, or differentiate their sum once");
+  }
   Backward backward(graph, graph.graph_ops(kMainGraph), wrt);
   graph.set_phase(Phase::Backward);
   backward.seed(loss, seed_gradient(graph, loss_info));

@@ -103,6 +103,29 @@ TEST(Autodiff, LossThatDoesNotDependOnATensorIsAnError) {
   }
 }
 
+// Two losses computed before the first autodiff: each autodiff gives its own gradient
+// (d sum(x * x) = 2x, d sum(3x) = 3). A loss computed after an autodiff would run in the
+// weight update, after the gradient ops reading it: refused, naming the loss.
+TEST(Autodiff, EveryLossIsComputedBeforeTheFirstAutodiff) {
+  Graph g;
+  const TensorId x = g.add_variable("x", DType::Float32, {2}, f32({1.0f, -2.0f}));
+  const TensorId square = g.add_op("reduce_sum", {g.add_op("mul", {x, x}, {}).front()}, {}).front();
+  const TensorId three = g.add_constant(DType::Float32, {}, f32({3.0f}));
+  const TensorId triple = g.add_op("reduce_sum", {g.add_op("mul", {x, three}, {}).front()}, {}).front();
+  const TensorId d_square = autodiff(g, square, std::vector<TensorId>{x}).front();
+  const TensorId d_triple = autodiff(g, triple, std::vector<TensorId>{x}).front();
+  EXPECT_EQ(evaluate(g, d_square), (std::vector<float>{2.0f, -4.0f}));
+  EXPECT_EQ(evaluate(g, d_triple), (std::vector<float>{3.0f, 3.0f}));
+  const TensorId late = g.add_op("neg", {square}, {}).front();
+  try {
+    autodiff(g, late, std::vector<TensorId>{x});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("the loss '" + g.tensor(late).name + "' was computed after an earlier autodiff"));
+  }
+}
+
 TEST(Autodiff, IntegerPathsCarryNoGradient) {
   Graph g;
   const TensorId x = g.add_variable("x", DType::Float32, {2, 2}, f32({1, 2, 3, 4}));

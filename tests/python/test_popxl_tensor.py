@@ -87,6 +87,21 @@ def test_indexing_an_int32_tensor_and_autodiff_through_it():
     np.testing.assert_array_equal(out[dw_d2h], expected)
 
 
+@pytest.mark.parametrize("copy, factor", [(lambda t: t.detach(), 1), (ops.identity, 2)])
+def test_detach_stops_the_gradient_of_its_path(copy, factor):
+    """d sum(w * w.detach()) / dw = w (2 w with ops.identity in its place), as PopXL's ops.detach."""
+    w0 = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    ir = popxl.Ir()
+    with ir.main_graph:
+        w = popxl.variable(w0)
+        (dw,) = plexus.autodiff(ops.reduce_sum(w * copy(w)), [w])
+        dw_d2h = popxl.d2h_stream(dw.shape, dw.dtype)
+        ops.host_store(dw_d2h, dw)
+    with popxl.Session(ir) as session:
+        out = session.run()
+    np.testing.assert_array_equal(out[dw_d2h], factor * w0)
+
+
 @pytest.mark.parametrize("key, error, message", [
     (4, IndexError, "index 4 is out of range for axis 0 of size 4"),
     (-5, IndexError, "index -5 is out of range for axis 0 of size 4"),

@@ -497,9 +497,12 @@ PLX_API plx_status plx_ir_add_op(plx_ir* ir, const char* op, const plx_tensor* i
  * @param loss     float32 tensor (usually a scalar).
  * @param wrt      Tensors to differentiate with respect to, `num_wrt` >= 1. Borrowed.
  * @param out_grads Receives `num_wrt` gradient ids.
+ * Several losses may each be differentiated, if every one is computed before the first
+ * autodiff: ops added after it belong to the weight update, which runs after the gradients.
+ *
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, non-float tensor, loss not
- *         depending on a wrt tensor, an op on the path without a gradient: the message
- *         names it); PLX_ERR_NOT_FOUND.
+ *         depending on a wrt tensor, an op on the path without a gradient, a loss computed
+ *         after an earlier autodiff: the message names it); PLX_ERR_NOT_FOUND.
  * Thread safety: not safe on the same `ir` from several threads at once.
  * @since 1
  */

@@ -79,6 +79,11 @@ class Tensor:
         """ops.reshape(self, shape): a view of the same elements (PopXL Tensor.reshape)."""
         return _ops().reshape(self, shape=list(shape))
 
+    def detach(self):
+        """ops.detach(self): a copy through which autodiff passes no gradient (PopXL
+        Tensor.detach; same shape and dtype)."""
+        return _ops().detach(self)
+
     def flatten(self):
         """The tensor as one dim, [nelms] (PopXL Tensor.flatten)."""
         return self.reshape([self.nelms])
