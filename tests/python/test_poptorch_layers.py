@@ -123,6 +123,9 @@ CASES = {
     "Embedding(10, 4, padding_idx=0) frozen, Linear": (
         lambda: torch.nn.Sequential(_frozen_padded(), torch.nn.Linear(4, 3)),
         lambda: torch.tensor([[0, 3, 3, 9], [1, 0, 0, 2]]), "weighted"),
+    "Embedding(10, 4, padding_idx=2), trainable": (
+        lambda: _randomised(torch.nn.Embedding(10, 4, padding_idx=2)),
+        lambda: torch.tensor([[2, 3, 3, 9], [1, 2, 2, 0]]), "weighted"),
     "NLLLoss": (lambda: Loss(torch.nn.NLLLoss()), lambda: (_x(6, 6), _labels(6, 5)), "target"),
     "NLLLoss (ignore_index)": (lambda: Loss(torch.nn.NLLLoss()), lambda: (_x(6, 6), _labels(6, 5, (1, 4))),
                                "target"),
@@ -237,7 +240,7 @@ def test_batch_norm_running_statistics(kind, momentum):
 @pytest.mark.parametrize("module, shape", [
     (torch.nn.AvgPool2d(2, ceil_mode=True), (2, 2, 5, 5)),
     (torch.nn.AdaptiveAvgPool2d((4, 4)), (2, 2, 6, 6)),
-    (torch.nn.Embedding(10, 4, padding_idx=0), None),
+    (torch.nn.Embedding(10, 4, max_norm=1.0), None),
 ])
 def test_unsupported_variant_names_the_module(module, shape):
     """UnsupportedOp naming the module (Sequential: a leaf module, not a traced forward)."""

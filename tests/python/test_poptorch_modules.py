@@ -104,6 +104,7 @@ CASES = {
     "F.gelu(approximate='tanh')": (lambda: Lin(lambda y: F.gelu(y, approximate="tanh")), lambda: _x(5, 6),
                                    "weighted"),
     "Softmax(dim=1)": (lambda: LinMod(torch.nn.Softmax(dim=1)), lambda: _x(5, 6), "weighted"),
+    "y * y.detach()": (lambda: Lin(lambda y: y * y.detach()), lambda: _x(5, 6), "weighted"),
     "Softmax(dim=-1), rank 3": (lambda: LinMod(torch.nn.Softmax(dim=-1)), lambda: _x(2, 3, 6), "weighted"),
     "LogSoftmax(dim=1)": (lambda: LinMod(torch.nn.LogSoftmax(dim=1)), lambda: _x(5, 6), "weighted"),
     "Flatten": (lambda: ConvThen(torch.nn.Flatten()), lambda: _x(2, 2, 3, 4), "weighted"),

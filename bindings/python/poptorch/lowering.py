@@ -168,12 +168,17 @@ def _adaptive_avg_pool2d(m, ctx, x):
 
 
 def _embedding(m, ctx, indices):
-    """Rows of the weight; padding_idx only with a frozen weight (Plexus has no op to keep
-    the padding row's gradient out)."""
-    if m.max_norm is not None or (m.padding_idx is not None and m.weight.requires_grad):
-        raise Unsupported("Embedding with max_norm, or padding_idx with a trainable weight "
-                          "(freeze it: weight.requires_grad_(False))")
-    return ops.gather(ctx.param(m.weight), ops.cast(indices, plexus.int32))
+    """Rows of the weight; the rows read at padding_idx come from the weight detached, so
+    the padding row gets no gradient (torch's padding_idx)."""
+    if m.max_norm is not None:
+        raise Unsupported("Embedding with max_norm")
+    weight, indices = ctx.param(m.weight), ops.cast(indices, plexus.int32)
+    rows = ops.gather(weight, indices)
+    if m.padding_idx is None:
+        return rows
+    padding = ops.equal(ops.reshape(indices, shape=list(indices.shape) + [1]),
+                        ops.constant_like(indices, int(m.padding_idx) % int(m.num_embeddings)))
+    return ops.where(padding, ops.gather(ops.detach(weight), indices), rows)
 
 
 def _tensor(value):
@@ -337,6 +342,7 @@ METHODS = {
     "log_softmax": lambda x, dim=-1: ops.log_softmax(x, axis=dim),
     "size": _size, "dim": lambda x: x.rank,
     "contiguous": lambda x: x,
+    "detach": ops.detach,
     "float": lambda x: ops.cast(x, plexus.float32),
     "max": _max, "argmax": _argmax,
 }
