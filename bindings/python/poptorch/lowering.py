@@ -76,11 +76,37 @@ def _conv2d(m, ctx, x):
     return ops.concat(*(ops.conv2d(*part, **attrs) for part in parts), axis=1)
 
 
+def _pool_out(size, kernel, stride, pad, ceil_mode):
+    """torch's pooling output size along one dim: with ceil_mode the last window may run
+    past the padded input, but must start inside the input or its leading padding."""
+    if not ceil_mode:
+        return (size + 2 * pad - kernel) // stride + 1
+    out = -(-(size + 2 * pad - kernel) // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + pad else out
+
+
+def _ceil_extended(x, kernel, stride, pad, fill):
+    """x [..., H, W] with rows and columns of `fill` appended at the bottom and right, so that
+    a floor-mode window of the pads gives the ceil-mode output size (the windows that run
+    past the padded input read `fill` there)."""
+    for axis in (-2, -1):
+        size = int(x.shape[axis])
+        out = _pool_out(size, kernel[axis], stride[axis], pad[axis], True)
+        extra = (out - 1) * stride[axis] + kernel[axis] - (size + 2 * pad[axis])
+        if extra > 0:
+            shape = list(x.shape)
+            shape[axis] = extra
+            x = ops.concat(x, _const(np.full(shape, fill, np.float32)), axis=x.rank + axis)
+    return x
+
+
 def _max_pool2d(m, ctx, x):
-    if _pair(m.dilation) != [1, 1] or m.ceil_mode or m.return_indices:
-        raise Unsupported("MaxPool2d with dilation, ceil_mode or return_indices")
-    return ops.max_pool2d(x, kernel=_pair(m.kernel_size), stride=_pair(m.stride or m.kernel_size),
-                          padding=_pair(m.padding))
+    if _pair(m.dilation) != [1, 1] or m.return_indices:
+        raise Unsupported("MaxPool2d with dilation or return_indices")
+    kernel, stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
+    if m.ceil_mode:
+        x = _ceil_extended(x, kernel, stride, pad, np.finfo(np.float32).min)
+    return ops.max_pool2d(x, kernel=kernel, stride=stride, padding=pad)
 
 
 def _cross_entropy(logits, labels, reduction="mean", ignore_index=-100, label_smoothing=0.0, weight=None):
@@ -135,22 +161,33 @@ def _leading(x, fn):
     return ops.reshape(y, shape=lead + list(y.shape[-2:]))
 
 
-def _window_counts(size, kernel, stride, pad):
-    """Per output position along one dim: how many of its window's positions are inside."""
-    starts = np.arange((size + 2 * pad - kernel) // stride + 1) * stride - pad
-    return np.minimum(starts + kernel, size) - np.maximum(starts, 0)
+def _window_divisors(size, kernel, stride, pad, ceil_mode, count_include_pad):
+    """torch's avg_pool2d divisor per output position along one dim: the window clipped to
+    the padded input, or to the input alone without count_include_pad."""
+    out = _pool_out(size, kernel, stride, pad, ceil_mode)
+    starts = np.arange(out) * stride - pad
+    ends = np.minimum(starts + kernel, size + pad)
+    if count_include_pad:
+        return ends - starts
+    return np.minimum(ends, size) - np.maximum(starts, 0)
 
 
 def _avg_pool2d(m, ctx, x):
-    if m.ceil_mode or m.divisor_override is not None or x.rank not in (3, 4):
-        raise Unsupported(f"AvgPool2d with ceil_mode={m.ceil_mode}, divisor_override={m.divisor_override} "
-                          f"or an input of rank {x.rank}: only ceil_mode=False, no divisor_override, [N,]C,H,W")
-    (kh, kw), stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
-    ones = _const(np.ones((1, 1, kh, kw)))
+    """The window sums (a convolution with a kernel of ones), over the divisor torch uses."""
+    if x.rank not in (3, 4):
+        raise Unsupported(f"AvgPool2d of an input of rank {x.rank}: only [N,]C,H,W")
+    kernel, stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
+    ones = _const(np.ones((1, 1) + tuple(kernel)))
+    sizes = [int(d) for d in x.shape[-2:]]  # the divisors are of the input, not its extension
+    if m.ceil_mode:
+        x = _ceil_extended(x, kernel, stride, pad, 0.0)
     y = _leading(x, lambda t: ops.conv2d(t, ones, stride=stride, padding=pad))
-    if m.count_include_pad or pad == [0, 0]:
-        return ops.mul(y, 1.0 / (kh * kw))
-    counts = np.outer(*(_window_counts(int(x.shape[-2 + i]), (kh, kw)[i], stride[i], pad[i]) for i in range(2)))
+    if m.divisor_override is not None:
+        return ops.mul(y, 1.0 / m.divisor_override)
+    counts = np.outer(*(_window_divisors(sizes[i], kernel[i], stride[i], pad[i], m.ceil_mode,
+                                         m.count_include_pad) for i in range(2)))
+    if (counts == kernel[0] * kernel[1]).all():
+        return ops.mul(y, 1.0 / (kernel[0] * kernel[1]))
     return ops.div(y, _const(counts))
 
 
