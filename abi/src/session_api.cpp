@@ -6,7 +6,7 @@
 #include "abi/src/handles.h"
 #include "abi/src/session_options_api.h"
 #include "abi/src/struct_size.h"
-#include "core/ops/blis_runtime.h"
+#include "core/ops/matmul/blis_runtime.h"
 
 using namespace plexus;
 using abi::guarded;

@@ -1,6 +1,6 @@
 // Conv -> relu -> max-pool groups (issue 19: "fuse conv + bias + relu + maxpool where the
 // graph has them"): the forward ops and the gradient ops around a conv output that only the
-// pool and its gradient read each run as one kernel (core/ops/conv_pool.h), which makes
+// pool and its gradient read each run as one kernel (core/ops/conv/conv_pool.h), which makes
 // the conv output one image at a time in scratch, so it is never stored. Seed 002's conv
 // output is 5.5 MB per replica at batch 64, touched six times a step (written, pooled, read
 // and written by the pool gradient, read by the weight and bias gradients); at two replicas

@@ -135,7 +135,7 @@ std::vector<GraphId> Graph::callees(GraphId g) const {
   for (const CallSite& site : call_sites_) {
     if (site.caller == g) out.push_back(site.callee);
   }
-  for (OpId o : graph_ops(g)) {  // a repeat runs its body graph (core/ops/repeat.cpp)
+  for (OpId o : graph_ops(g)) {  // a repeat runs its body graph (core/ops/graph/repeat.cpp)
     const Op& op = this->op(o);
     if (op.def->name == "repeat") out.push_back(static_cast<GraphId>(op.attrs.get_int("graph")));
   }

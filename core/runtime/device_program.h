@@ -36,7 +36,7 @@ struct DeviceResources {
   std::vector<std::unique_ptr<Collectives>>& collectives;  ///< per device index; empty when none is needed
   HostUpdate* host_update;  ///< null unless the weight update runs on the host
   HostedReplicas hosted;
-  int threads_per_device = 1;  ///< threads of a kernel (a GEMM's panels, core/ops/gemm_parts.h)
+  int threads_per_device = 1;  ///< threads of a kernel (a GEMM's panels, core/ops/matmul/gemm_parts.h)
   bool profile = false;        ///< record spans (trace.h)
   bool spin = false;           ///< channels spin before sleeping (VirtualDevice)
 };

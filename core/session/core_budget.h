@@ -25,7 +25,7 @@ struct CoreBudget {
 ///   io thread (R=2 on 2 cores with io spinning: 141-224k -> 234-304k samples/s);
 /// - when devices x threads_per_device exceeds the cores, `warning` says so, and what
 ///   holds: every wait spins at most 200 us before it sleeps (streams::SpinWait, the GEMM
-///   helpers' join), GEMMs under 8 MFLOP take one thread (core/ops/gemm.cpp), and which
+///   helpers' join), GEMMs under 8 MFLOP take one thread (core/ops/matmul/gemm.cpp), and which
 ///   threads_per_device would fit. Sources: bench/char_gpt_threads.sh measures the cost.
 CoreBudget plan_core_budget(int64_t devices, int threads_per_device, int io_threads, int64_t cores);
 

@@ -13,7 +13,7 @@ namespace {
 // member's input streams through once.
 constexpr size_t kBlock = 1024;
 
-// The clones core/ops/vector_clones.h makes for the core's loops (plugins see the ABI
+// The clones core/ops/common/vector_clones.h makes for the core's loops (plugins see the ABI
 // headers only, so the three lines are repeated here), with its exceptions, none under
 // clang (the fuzzers' build) nor ThreadSanitizer (its instrumented ifunc resolvers would
 // run before its runtime is set up), and none off x86-64 (the clones name x86 levels).

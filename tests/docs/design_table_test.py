@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """docs/design.md's table of the folders of core/ against the tree: one row per folder of
 core/ and no other, and each row's "may include" column covers every core/ folder the
-folder's files include (so the layering the document states is the one the code has).
+folder's files (its subfolders' too) include (so the layering the document states is the
+one the code has).
 Usage: design_table_test.py <source dir>"""
 import pathlib
 import re
@@ -19,7 +20,7 @@ if sorted(rows) != folders:
     errors.append(f"the table lists {sorted(rows)}, core/ holds {folders}")
 for folder in folders:
     used = set()
-    for f in (root / "core" / folder).iterdir():
+    for f in (p for p in (root / "core" / folder).rglob("*") if p.is_file()):
         used |= set(re.findall(r'#include "core/([a-z_]+)/', f.read_text()))
     used.discard(folder)
     allowed = rows.get(folder, "")

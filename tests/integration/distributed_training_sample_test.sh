@@ -14,7 +14,7 @@
 #    for bit, with either update;
 #  - bad command lines are clear errors.
 # Nothing is pinned for the bit-for-bit comparisons: every process picks the same GEMM kernels
-# for a shape (by rule, core/ops/gemm.cpp) and the thread count does not change the bits;
+# for a shape (by rule, core/ops/matmul/gemm.cpp) and the thread count does not change the bits;
 # --threads-per-device 1 keeps two workers from oversubscribing the cores.
 # Usage: distributed_training_sample_test.sh <binary> <data dir> <mpirun>
 set -euo pipefail

@@ -4,7 +4,7 @@
 # --prefetch-depth 0 and 2 (where it takes the option), with no environment variable
 # pinning anything (BLIS_ARCH_TYPE is removed from the environment), writes the same bytes
 # every time. GEMM kernels are chosen by rule from the CPU and the shape
-# (core/ops/gemm.cpp), a GEMM's thread count splits C without changing any element's sum,
+# (core/ops/matmul/gemm.cpp), a GEMM's thread count splits C without changing any element's sum,
 # and reductions run in member order, so nothing may differ. Prints a table.
 # Usage: reproducibility_test.sh <mnist> <mnist_rts> <mnist_pipeline> <char_gpt> <distributed_training> <data dir>
 set -euo pipefail

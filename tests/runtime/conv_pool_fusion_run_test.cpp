@@ -1,5 +1,5 @@
 // Conv -> relu -> max-pool groups at run time (core/compile/conv_pool_fusion.h,
-// core/ops/conv_pool.h): the small CNN (small_cnn.h) trained with its conv blocks grouped
+// core/ops/conv/conv_pool.h): the small CNN (small_cnn.h) trained with its conv blocks grouped
 // ends with the same weights, bit for bit, as with the groups blocked (the relu's input
 // streamed to the host), over both block orders, with and without a bias, 2x2 and 3x3
 // windows, batches whose weight gradient takes one chunk of images or several with a short

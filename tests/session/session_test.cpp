@@ -9,7 +9,7 @@
 
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
-#include "core/ops/gemm.h"
+#include "core/ops/matmul/gemm.h"
 #include "tests/runtime/test_graphs.h"
 
 #include "tests/session/allocation_counter.h"

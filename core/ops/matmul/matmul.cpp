@@ -1,0 +1,53 @@
+// matmul: Y[M,N] = op(A) @ op(B) for float32 rank-2 inputs, op = transpose when the
+// attribute transpose_a / transpose_b is 1. Runs on BLIS with the kernel set chosen for
+// the shape when the session is created (gemm.h); shape rule, plan and gradient formulas
+// are shared with batch_matmul (matrix_product.h).
+#include "core/ir/graph.h"
+#include "core/ops/matmul/matrix_product.h"
+
+namespace plexus::ops {
+
+namespace {
+
+using ir::DType;
+using ir::ErrorCode;
+using ir::TensorId;
+
+ir::InferResult infer(const ir::InferContext& ctx) {
+  ctx.expect_dtype(0, DType::Float32);
+  ctx.expect_dtype(1, DType::Float32);
+  if (ctx.rank(0) != 2 || ctx.rank(1) != 2) ctx.fail(ErrorCode::ShapeMismatch, "both inputs must have rank 2");
+  const GemmShape s = infer_matrix_product(ctx);
+  return {{{DType::Float32, {s.m, s.n}}}};
+}
+
+ir::Kernel kernel(const ir::KernelContext& ctx) {
+  const Gemm gemm = plan_gemm(ctx, matrix_gemm_shape(ctx.inputs[0]->shape, ctx.inputs[1]->shape,
+                                                     transpose_a(ctx.op.attrs), transpose_b(ctx.op.attrs)));
+  return [gemm, a = ctx.input<float>(0), b = ctx.input<float>(1), y = ctx.output<float>(0)] {
+    gemm.run(a, b, y, 1.0f, 0.0f);
+  };
+}
+
+std::vector<TensorId> grad(ir::GradContext& ctx) {
+  const auto [da, db] = matrix_product_grads(ctx, "matmul", ctx.op.inputs[0], ctx.op.inputs[1], ctx.output_grads[0],
+                                             ctx.needs_grad[0], ctx.needs_grad[1]);
+  return {da, db};
+}
+
+ir::OpDef def() {
+  ir::OpDef d;
+  d.name = "matmul";
+  d.min_inputs = d.max_inputs = 2;
+  d.attrs = transpose_attr_specs();
+  d.infer = infer;
+  d.kernel = kernel;
+  d.grad = grad;
+  return d;
+}
+
+const ir::OpRegistration registration{def()};
+
+}  // namespace
+
+}  // namespace plexus::ops
