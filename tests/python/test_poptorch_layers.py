@@ -75,6 +75,26 @@ class Reshaped(torch.nn.Module):
         return self.op(self.lin(x).reshape((x.size(0),) + self.shape))
 
 
+class MapLoss(torch.nn.Module):
+    """y = Linear(x) as [N, 5, 3] (5 classes at 3 positions), loss = `loss`(y, target [N, 3])."""
+
+    def __init__(self, loss):
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 15)
+        self.loss = loss
+
+    def forward(self, x, target):
+        y = self.lin(x).reshape(x.size(0), 5, 3)
+        return y, self.loss(y, target)
+
+
+def _map_labels(n, ignored=()):
+    labels = torch.randint(0, 5, (n, 3))
+    for i, j in ignored:
+        labels[i, j] = -100
+    return labels
+
+
 def _labels(n, classes, ignored=()):
     labels = torch.randint(0, classes, (n,))
     labels[list(ignored)] = -100
@@ -167,6 +187,14 @@ CASES = {
     "F.cross_entropy(reduction='none').sum()": (
         lambda: Loss(lambda y, t: F.cross_entropy(y, t, reduction="none").sum()), lambda: (_x(6, 6), _labels(6, 5)),
         "target"),
+    "CrossEntropyLoss of [N, C, 3]": (lambda: MapLoss(torch.nn.CrossEntropyLoss()),
+                                      lambda: (_x(4, 6), _map_labels(4, [(1, 2)])), "target"),
+    "CrossEntropyLoss(weight, label_smoothing=0.1) of [N, C, 3]": (
+        lambda: MapLoss(torch.nn.CrossEntropyLoss(weight=torch.rand(5) + 0.5, label_smoothing=0.1)),
+        lambda: (_x(4, 6), _map_labels(4, [(0, 0)])), "target"),
+    "F.nll_loss(reduction='none').sum() of [N, C, 3]": (
+        lambda: MapLoss(lambda y, t: F.nll_loss(F.log_softmax(y, 1), t, reduction="none").sum()),
+        lambda: (_x(4, 6), _map_labels(4, [(2, 1)])), "target"),
     "NLLLoss(weight, ignore_index)": (lambda: Loss(torch.nn.NLLLoss(weight=torch.rand(5) + 0.5)),
                                       lambda: (_x(6, 6), _labels(6, 5, (1,))), "target"),
     "NLLLoss(weight, reduction='sum')": (lambda: Loss(torch.nn.NLLLoss(weight=torch.rand(5) + 0.5, reduction="sum")),

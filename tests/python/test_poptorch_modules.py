@@ -93,6 +93,10 @@ CASES = {
         lambda: torch.nn.Conv2d(4, 6, 3, groups=2, dilation=(1, 2), padding=1), lambda: _x(2, 4, 6, 7), "weighted"),
     "Conv2d (depthwise: groups 3, stride 2, no bias)": (
         lambda: torch.nn.Conv2d(3, 3, 3, groups=3, stride=2, bias=False), lambda: _x(2, 3, 7, 7), "weighted"),
+    "Conv2d (padding 'same', k(2, 3), dilation (1, 2): odd total at the bottom)": (
+        lambda: torch.nn.Conv2d(2, 3, (2, 3), padding="same", dilation=(1, 2)), lambda: _x(2, 2, 5, 6), "weighted"),
+    "Conv2d (padding 'valid')": (lambda: torch.nn.Conv2d(2, 3, 3, padding="valid"), lambda: _x(2, 2, 5, 6),
+                                 "weighted"),
     "MaxPool2d(2)": (lambda: ConvThen(torch.nn.MaxPool2d(2)), lambda: _x(2, 2, 6, 6), "weighted"),
     "MaxPool2d(3, stride 2, padding 1)": (lambda: ConvThen(torch.nn.MaxPool2d(3, stride=2, padding=1)),
                                           lambda: _x(2, 2, 7, 7), "weighted"),

@@ -57,16 +57,28 @@ def _dilated(weight, dilation):
     return ops.reshape(taps, shape=[f, c, kh2, kw2])
 
 
+def _conv_padding(m, x):
+    """(x, symmetric padding): torch's "valid" is 0; "same" pads dilation (kernel - 1) in
+    all, the odd one at the bottom or right (appended to x here, as torch pads)."""
+    if not isinstance(m.padding, str):
+        return x, _pair(m.padding)
+    if m.padding == "valid":
+        return x, [0, 0]
+    total = [d * (k - 1) for d, k in zip(_pair(m.dilation), _pair(m.kernel_size))]
+    return _extended(x, [t % 2 for t in total], 0.0), [t // 2 for t in total]
+
+
 def _conv2d(m, ctx, x):
     """Conv2d; dilation spreads the kernel (_dilated), groups convolve each group's channels
     with its filters and concatenate (torch's definition)."""
-    if m.padding_mode != "zeros" or isinstance(m.padding, str):
-        raise Unsupported(f"Conv2d with padding {m.padding!r} ({m.padding_mode}): only numeric zero padding is lowered")
+    if m.padding_mode != "zeros":
+        raise Unsupported(f"Conv2d with padding_mode {m.padding_mode!r}: only zero padding is lowered")
+    x, padding = _conv_padding(m, x)
     weight = ctx.param(m.weight)
     if _pair(m.dilation) != [1, 1]:
         weight = _dilated(weight, _pair(m.dilation))
     bias = [ctx.param(m.bias)] if m.bias is not None else []
-    attrs = dict(stride=_pair(m.stride), padding=_pair(m.padding))
+    attrs = dict(stride=_pair(m.stride), padding=padding)
     if m.groups == 1:
         return ops.conv2d(x, weight, *bias, **attrs)
     g = m.groups
@@ -85,19 +97,26 @@ def _pool_out(size, kernel, stride, pad, ceil_mode):
     return out - 1 if (out - 1) * stride >= size + pad else out
 
 
-def _ceil_extended(x, kernel, stride, pad, fill):
-    """x [..., H, W] with rows and columns of `fill` appended at the bottom and right, so that
-    a floor-mode window of the pads gives the ceil-mode output size (the windows that run
-    past the padded input read `fill` there)."""
-    for axis in (-2, -1):
-        size = int(x.shape[axis])
-        out = _pool_out(size, kernel[axis], stride[axis], pad[axis], True)
-        extra = (out - 1) * stride[axis] + kernel[axis] - (size + 2 * pad[axis])
-        if extra > 0:
+def _extended(x, extra, fill):
+    """x [..., H, W] with extra[0] rows and extra[1] columns of `fill` appended at the bottom
+    and right."""
+    for axis, n in zip((-2, -1), extra):
+        if n > 0:
             shape = list(x.shape)
-            shape[axis] = extra
+            shape[axis] = n
             x = ops.concat(x, _const(np.full(shape, fill, np.float32)), axis=x.rank + axis)
     return x
+
+
+def _ceil_extension(x, kernel, stride, pad):
+    """The rows and columns to append to x so that floor-mode windows of the pads give the
+    ceil-mode output size (the windows that run past the padded input read the fill)."""
+    extra = []
+    for i in range(2):
+        size = int(x.shape[-2 + i])
+        out = _pool_out(size, kernel[i], stride[i], pad[i], True)
+        extra.append((out - 1) * stride[i] + kernel[i] - (size + 2 * pad[i]))
+    return extra
 
 
 def _max_pool2d(m, ctx, x):
@@ -105,18 +124,31 @@ def _max_pool2d(m, ctx, x):
         raise Unsupported("MaxPool2d with dilation or return_indices")
     kernel, stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
     if m.ceil_mode:
-        x = _ceil_extended(x, kernel, stride, pad, np.finfo(np.float32).min)
+        x = _extended(x, _ceil_extension(x, kernel, stride, pad), np.finfo(np.float32).min)
     return ops.max_pool2d(x, kernel=kernel, stride=stride, padding=pad)
 
 
+def _per_position(x, target, reduction, loss):
+    """loss(rows [M, C], targets [M]) of torch's class losses, whose input is [N, C] or
+    [N, C, d1, ...] with targets [N, d1, ...]: the classes moved last and the positions
+    flattened (M = N d1 ...); reduction "none" comes back in the targets' shape."""
+    if x.rank < 2:
+        raise Unsupported(f"a class loss of an input of rank {x.rank}: [N, C] or [N, C, d1, ...]")
+    if x.rank == 2:
+        return loss(x, target)
+    rows = ops.reshape(ops.transpose(x, perm=[0] + list(range(2, x.rank)) + [1]), shape=[-1, int(x.shape[1])])
+    result = loss(rows, ops.reshape(target, shape=[-1]))
+    return ops.reshape(result, shape=list(target.shape)) if reduction == "none" else result
+
+
 def _cross_entropy(logits, labels, reduction="mean", ignore_index=-100, label_smoothing=0.0, weight=None):
-    """torch's cross entropy of [N, C] logits: softmax_cross_entropy for the plain mean, else
+    """torch's cross entropy: softmax_cross_entropy for the plain mean over [N, C], else
     log_softmax and _class_nll (class weights, label smoothing, "sum" and "none")."""
-    if logits.rank != 2:
-        raise Unsupported(f"cross entropy of logits of rank {logits.rank}: only [N, C] logits are lowered")
-    if reduction == "mean" and label_smoothing == 0.0 and weight is None:
-        return ops.softmax_cross_entropy(logits, ops.cast(labels, plexus.int32), ignore_index=int(ignore_index))
-    return _class_nll(ops.log_softmax(logits, axis=1), labels, weight, ignore_index, reduction, label_smoothing)
+    def loss(rows, targets):
+        if reduction == "mean" and label_smoothing == 0.0 and weight is None:
+            return ops.softmax_cross_entropy(rows, ops.cast(targets, plexus.int32), ignore_index=int(ignore_index))
+        return _class_nll(ops.log_softmax(rows, axis=1), targets, weight, ignore_index, reduction, label_smoothing)
+    return _per_position(logits, labels, reduction, loss)
 
 
 def _mse(a, b, reduction="mean"):
@@ -180,7 +212,7 @@ def _avg_pool2d(m, ctx, x):
     ones = _const(np.ones((1, 1) + tuple(kernel)))
     sizes = [int(d) for d in x.shape[-2:]]  # the divisors are of the input, not its extension
     if m.ceil_mode:
-        x = _ceil_extended(x, kernel, stride, pad, 0.0)
+        x = _extended(x, _ceil_extension(x, kernel, stride, pad), 0.0)
     y = _leading(x, lambda t: ops.conv2d(t, ones, stride=stride, padding=pad))
     if m.divisor_override is not None:
         return ops.mul(y, 1.0 / m.divisor_override)
@@ -226,9 +258,8 @@ def _tensor(value):
 
 
 def _nll(logp, target, weight=None, ignore_index=-100, reduction="mean"):
-    if logp.rank != 2:
-        raise Unsupported(f"NLLLoss of an input of rank {logp.rank}: only [N, C] is lowered")
-    return _class_nll(logp, target, weight, ignore_index, reduction)
+    return _per_position(logp, target, reduction,
+                         lambda rows, targets: _class_nll(rows, targets, weight, ignore_index, reduction))
 
 
 def _class_nll(logp, target, weight, ignore_index, reduction, smoothing=0.0):
