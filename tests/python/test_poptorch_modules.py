@@ -95,6 +95,16 @@ CASES = {
         lambda: torch.nn.Conv2d(3, 3, 3, groups=3, stride=2, bias=False), lambda: _x(2, 3, 7, 7), "weighted"),
     "Conv2d (padding 'same', k(2, 3), dilation (1, 2): odd total at the bottom)": (
         lambda: torch.nn.Conv2d(2, 3, (2, 3), padding="same", dilation=(1, 2)), lambda: _x(2, 2, 5, 6), "weighted"),
+    "Conv2d (padding 2, padding_mode 'reflect')": (lambda: torch.nn.Conv2d(2, 3, 3, padding=2, padding_mode="reflect"),
+                                                   lambda: _x(2, 2, 5, 6), "weighted"),
+    "Conv2d (padding (1, 2), padding_mode 'replicate', stride 2)": (
+        lambda: torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="replicate", stride=2), lambda: _x(2, 2, 5, 6),
+        "weighted"),
+    "Conv2d (padding 'same', k4, padding_mode 'circular')": (
+        lambda: torch.nn.Conv2d(2, 3, 4, padding="same", padding_mode="circular"), lambda: _x(2, 2, 5, 6), "weighted"),
+    "Conv2d (padding 'same', k(2, 3), padding_mode 'reflect')": (
+        lambda: torch.nn.Conv2d(2, 3, (2, 3), padding="same", padding_mode="reflect"), lambda: _x(2, 2, 3, 4),
+        "weighted"),
     "Conv2d (padding 'valid')": (lambda: torch.nn.Conv2d(2, 3, 3, padding="valid"), lambda: _x(2, 2, 5, 6),
                                  "weighted"),
     "MaxPool2d(2)": (lambda: ConvThen(torch.nn.MaxPool2d(2)), lambda: _x(2, 2, 6, 6), "weighted"),

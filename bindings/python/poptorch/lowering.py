@@ -57,23 +57,51 @@ def _dilated(weight, dilation):
     return ops.reshape(taps, shape=[f, c, kh2, kw2])
 
 
-def _conv_padding(m, x):
-    """(x, symmetric padding): torch's "valid" is 0; "same" pads dilation (kernel - 1) in
-    all, the odd one at the bottom or right (appended to x here, as torch pads)."""
+def _conv_pads(m):
+    """(before, after) per spatial dim of a Conv2d: its numbers, 0 for "valid"; for "same",
+    dilation (kernel - 1) in all, the odd one after (torch's split)."""
     if not isinstance(m.padding, str):
-        return x, _pair(m.padding)
+        return _pair(m.padding), _pair(m.padding)
     if m.padding == "valid":
-        return x, [0, 0]
+        return [0, 0], [0, 0]
     total = [d * (k - 1) for d, k in zip(_pair(m.dilation), _pair(m.kernel_size))]
-    return _extended(x, [t % 2 for t in total], 0.0), [t // 2 for t in total]
+    return [t // 2 for t in total], [t - t // 2 for t in total]
+
+
+def _rows(x, axis, start, stop, step=1):
+    key = [slice(None)] * x.rank
+    key[axis] = slice(start, stop, step)
+    return x[tuple(key)]
+
+
+def _edge_padded(x, mode, before, after):
+    """x [..., H, W] padded by before[i] / after[i] along its last two dims with torch's
+    padding_mode "reflect" (mirrored, edge excluded), "replicate" (the edge repeated) or
+    "circular" (wrapped around): slices of x concatenated, so the gradient flows back."""
+    for axis, b, a in zip((x.rank - 2, x.rank - 1), before, after):
+        size = int(x.shape[axis])
+        if mode == "circular":
+            head, tail = (size - b, size, 1), (0, a, 1)
+        elif mode == "replicate":
+            head, tail = (0, 1, 1), (size - 1, size, 1)
+        else:  # reflect
+            head, tail = (b, 0, -1), (size - 2, size - 2 - a if size - 2 - a >= 0 else None, -1)
+        copies = (b, a) if mode == "replicate" else (1, 1)  # replicate repeats its edge row
+        parts = ([_rows(x, axis, *head)] * copies[0] if b else []) + [x] + \
+            ([_rows(x, axis, *tail)] * copies[1] if a else [])
+        x = ops.concat(*parts, axis=axis) if len(parts) > 1 else x
+    return x
 
 
 def _conv2d(m, ctx, x):
     """Conv2d; dilation spreads the kernel (_dilated), groups convolve each group's channels
-    with its filters and concatenate (torch's definition)."""
-    if m.padding_mode != "zeros":
-        raise Unsupported(f"Conv2d with padding_mode {m.padding_mode!r}: only zero padding is lowered")
-    x, padding = _conv_padding(m, x)
+    with its filters and concatenate (torch's definition); a padding_mode other than zeros
+    pads x first (_edge_padded), as torch does."""
+    before, after = _conv_pads(m)
+    if m.padding_mode == "zeros":  # conv2d pads before[i] on both sides; the odd rest is appended
+        x, padding = _extended(x, [a - b for a, b in zip(after, before)], 0.0), before
+    else:
+        x, padding = _edge_padded(x, m.padding_mode, before, after), [0, 0]
     weight = ctx.param(m.weight)
     if _pair(m.dilation) != [1, 1]:
         weight = _dilated(weight, _pair(m.dilation))
