@@ -128,6 +128,11 @@ CASES = {
                                              lambda: _x(2, 2, 6, 7), "weighted"),
     "MaxPool2d(2, 2, 1, ceil_mode) of 5x6 (no window starts past the input)": (
         lambda: ConvThen(torch.nn.MaxPool2d(2, 2, 1, ceil_mode=True)), lambda: _x(2, 2, 5, 6), "weighted"),
+    "MaxPool2d(3, 1, 1, dilation 2) of 7x7": (lambda: ConvThen(torch.nn.MaxPool2d(3, 1, 1, dilation=2)),
+                                              lambda: _x(2, 2, 7, 7), "weighted"),
+    "MaxPool2d((2, 3), 2, dilation (2, 1), ceil_mode) of 6x7": (
+        lambda: ConvThen(torch.nn.MaxPool2d((2, 3), 2, dilation=(2, 1), ceil_mode=True)), lambda: _x(2, 2, 6, 7),
+        "weighted"),
     "AdaptiveAvgPool2d((1, 1))": (lambda: ConvThen(torch.nn.AdaptiveAvgPool2d((1, 1))), lambda: _x(2, 2, 5, 6),
                                   "weighted"),
     "AdaptiveAvgPool2d((2, 3)) of 6x6": (lambda: ConvThen(torch.nn.AdaptiveAvgPool2d((2, 3))),
@@ -281,7 +286,7 @@ def test_batch_norm_running_statistics(kind, momentum):
 
 
 @pytest.mark.parametrize("module, shape", [
-    (torch.nn.MaxPool2d(2, dilation=2), (2, 2, 6, 6)),
+    (torch.nn.MaxPool2d(2, return_indices=True), (2, 2, 6, 6)),
     (torch.nn.AdaptiveAvgPool2d((4, 4)), (2, 2, 6, 6)),
     (torch.nn.Embedding(10, 4, max_norm=1.0), None),
 ])

@@ -125,20 +125,23 @@ def _pool_out(size, kernel, stride, pad, ceil_mode):
     return out - 1 if (out - 1) * stride >= size + pad else out
 
 
-def _extended(x, extra, fill):
+def _extended(x, extra, fill, before=(0, 0)):
     """x [..., H, W] with extra[0] rows and extra[1] columns of `fill` appended at the bottom
-    and right."""
-    for axis, n in zip((-2, -1), extra):
-        if n > 0:
+    and right (and before[0] rows, before[1] columns at the top and left)."""
+    for axis, n_after, n_before in zip((-2, -1), extra, before):
+        def block(n):
             shape = list(x.shape)
             shape[axis] = n
-            x = ops.concat(x, _const(np.full(shape, fill, np.float32)), axis=x.rank + axis)
+            return [_const(np.full(shape, fill, np.float32))] if n > 0 else []
+        parts = block(n_before) + [x] + block(n_after)
+        x = ops.concat(*parts, axis=x.rank + axis) if len(parts) > 1 else x
     return x
 
 
 def _ceil_extension(x, kernel, stride, pad):
     """The rows and columns to append to x so that floor-mode windows of the pads give the
-    ceil-mode output size (the windows that run past the padded input read the fill)."""
+    ceil-mode output size (the windows that run past the padded input read the fill);
+    `kernel` is the window's extent (dilation (size - 1) + 1)."""
     extra = []
     for i in range(2):
         size = int(x.shape[-2 + i])
@@ -147,13 +150,39 @@ def _ceil_extension(x, kernel, stride, pad):
     return extra
 
 
+def _dilated_max_pool(x, kernel, stride, dilation):
+    """Max pooling of an already padded x with dilated windows: one strided slice of x per
+    tap, folded pairwise in window order, keeping the earlier on a tie (torch's first
+    maximum, which gets the gradient)."""
+    out = [(int(x.shape[-2 + i]) - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
+    best = None
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            rows = slice(i * dilation[0], i * dilation[0] + (out[0] - 1) * stride[0] + 1, stride[0])
+            cols = slice(j * dilation[1], j * dilation[1] + (out[1] - 1) * stride[1] + 1, stride[1])
+            tap = x[(slice(None),) * (x.rank - 2) + (rows, cols)]
+            if best is None:
+                best = tap
+                continue
+            diff = ops.sub(best, tap)
+            best = ops.where(ops.equal(ops.relu(diff), diff), best, tap)
+    return best
+
+
 def _max_pool2d(m, ctx, x):
-    if _pair(m.dilation) != [1, 1] or m.return_indices:
-        raise Unsupported("MaxPool2d with dilation or return_indices")
+    """MaxPool2d: the max_pool2d op, or with dilation _dilated_max_pool of x padded with the
+    lowest float; ceil_mode extends x (_ceil_extension)."""
+    if m.return_indices:
+        raise Unsupported("MaxPool2d with return_indices")
     kernel, stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
-    if m.ceil_mode:
-        x = _extended(x, _ceil_extension(x, kernel, stride, pad), np.finfo(np.float32).min)
-    return ops.max_pool2d(x, kernel=kernel, stride=stride, padding=pad)
+    dilation = _pair(m.dilation)
+    extent = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+    lowest = np.finfo(np.float32).min
+    extra = _ceil_extension(x, extent, stride, pad) if m.ceil_mode else [0, 0]
+    if dilation == [1, 1]:
+        return ops.max_pool2d(_extended(x, extra, lowest), kernel=kernel, stride=stride, padding=pad)
+    framed = _extended(x, [e + p for e, p in zip(extra, pad)], lowest, before=pad)
+    return _dilated_max_pool(framed, kernel, stride, dilation)
 
 
 def _per_position(x, target, reduction, loss):
