@@ -342,9 +342,14 @@ def _class_nll(logp, target, weight, ignore_index, reduction, smoothing=0.0):
     return _reduce(loss, reduction)
 
 
+def _log1p_exp_neg_abs(x):
+    """log(1 + exp(-|x|)): never overflows."""
+    return ops.log(ops.add(ops.exp(ops.neg(_abs(x))), 1.0))
+
+
 def _softplus(x):
     """log(1 + exp(x)) without overflow: relu(x) + log(1 + exp(-|x|))."""
-    return ops.add(ops.relu(x), ops.log(ops.add(ops.exp(ops.neg(_abs(x))), 1.0)))
+    return ops.add(ops.relu(x), _log1p_exp_neg_abs(x))
 
 
 def _bce_with_logits(x, y, weight=None, pos_weight=None, reduction="mean"):
@@ -352,8 +357,7 @@ def _bce_with_logits(x, y, weight=None, pos_weight=None, reduction="mean"):
     (broadcast to x), p the pos_weight (broadcast along the last dim), both 1 when None."""
     if pos_weight is None:
         # max(x, 0) - x y + log(1 + exp(-|x|)): no overflow
-        soft = ops.log(ops.add(ops.exp(ops.neg(_abs(x))), 1.0))
-        loss = ops.add(ops.sub(ops.relu(x), ops.mul(x, y)), soft)
+        loss = ops.add(ops.sub(ops.relu(x), ops.mul(x, y)), _log1p_exp_neg_abs(x))
     else:  # (1 - y) x + (1 + (p - 1) y) softplus(-x)
         scale = ops.add(ops.mul(ops.sub(_tensor(pos_weight), 1.0), y), 1.0)
         loss = ops.add(ops.mul(ops.sub(1.0, y), x), ops.mul(scale, _softplus(ops.neg(x))))
