@@ -84,8 +84,10 @@ def test_bad_device_desc_and_host_store_are_errors():
             ops.host_store(stream, v)
         ok = popxl.d2h_stream((2,), popxl.float32, name="ok")
         ops.host_store(ok, v)
-        with pytest.raises(ValueError, match="already has a host_store"):
-            ops.host_store(ok, v)
+        graph = ir.create_graph(lambda t: ops.host_store(ok, t), v.spec)
+        ops.call(graph, v)
+    with graph, pytest.raises(ValueError, match="after the graph was called"):
+        ops.host_store(ok, graph.inputs[0])
     plain = plexus.Ir()
     with plain.main_graph, pytest.raises(TypeError, match="popxl.Ir"):
         popxl.d2h_stream((2,), popxl.float32)

@@ -682,7 +682,10 @@ PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* i
  * Autodiff (main-graph and graph autodiff) goes through a repeat: the gradient runs the
  * body again, keeping each iteration's carried inputs (memory grows with `count`, as a
  * loop's activations do), and equals the unrolled loop's gradient bit for bit.
- * Also reachable as plx_ir_add_op("repeat") with attributes graph (a plx_graph) and count.
+ * Also reachable as plx_ir_add_op("repeat") with attributes graph (a plx_graph) and count,
+ * which also takes `sliced` (input indices, none carried: the argument is [count] + the
+ * input's shape and iteration n reads slice n) and `stacked` (the last `stacked` outputs of
+ * the graph are not carried but stacked into [count] + their shape): a scan (docs/ops.md).
  *
  * @param inputs      One tensor of the current graph per input of `graph`. Borrowed.
  * @param outputs     Receives up to `max_outputs` ids (may be NULL when 0).

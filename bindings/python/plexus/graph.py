@@ -7,7 +7,7 @@ plx_ir_begin_graph). Not thread-safe: build one Ir from one thread at a time."""
 import inspect
 import typing
 
-from plexus import context, dtypes
+from plexus import context, dtypes, transfers
 from plexus._lib import ffi, lib, check, read_list, read_text
 from plexus.tensor import Constant, Tensor, TensorSpec, Variable, note_graph, tensors_of_graph
 
@@ -65,12 +65,24 @@ class Graph:
 
     @property
     def inputs(self):
-        """The graph's inputs, in call order (tuple of Tensors; () for the main graph)."""
-        return self._tensors(lib.plx_graph_get_inputs)
+        """The graph's inputs, in call order (tuple of Tensors; () for the main graph),
+        without those that stand for its host_loads (plexus.transfers)."""
+        hidden = {h.id for h in transfers.hidden_inputs(self)}
+        return tuple(t for t in self._core_inputs() if t.id not in hidden)
 
     @property
     def outputs(self):
-        """The graph's outputs, in order (tuple of Tensors; () for the main graph)."""
+        """The graph's outputs, in order (tuple of Tensors; () for the main graph), without
+        those that carry its host_stores (plexus.transfers)."""
+        outputs = self._core_outputs()
+        return outputs[:len(outputs) - transfers.added_outputs(self)]
+
+    def _core_inputs(self):
+        """Every input of the graph in the runtime, hidden ones included."""
+        return self._tensors(lib.plx_graph_get_inputs)
+
+    def _core_outputs(self):
+        """Every output of the graph in the runtime, hidden ones included."""
         return self._tensors(lib.plx_graph_get_outputs)
 
     def _seen(self, cls):
@@ -147,8 +159,11 @@ def graph_input(shape, dtype, name=None, by_ref=False, meta_shape=None):
 def graph_output(t):
     """Appends Tensor `t`, a tensor of the current graph, to its outputs (PopXL
     popxl.graph_output). Raises InvalidArgument in the main graph or for a tensor of
-    another graph."""
+    another graph, ValueError in a graph holding host_stores that was called already."""
     graph = gcg()
+    if transfers.added_outputs(graph):
+        raise ValueError(f"graph_output in graph '{graph.name}' after it was called: its host_store outputs follow "
+                         "its own outputs, so add every output before the first call")
     check(lib.plx_graph_add_output(graph.ir._ptr, graph.id, t.id))
 
 

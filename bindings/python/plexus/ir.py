@@ -94,6 +94,8 @@ class Ir:
         check(lib.plx_ir_get_main_graph(self._ptr, main))
         self._main_graph_id = main[0]
         self.by_ref_inputs = set()  # ids of subgraph inputs every call passes by reference
+        self.transfers = {}  # user stream -> [(runtime stream, transfer dims)] in program order (plexus.transfers)
+        self.hidden = {"inputs": {}, "outputs": {}, "added": set()}  # transfers inside subgraphs (plexus.transfers)
         self.constants = {}  # tensor id -> the constant's data (host copy), for get_tensor_data
         self.variable_info = {}  # tensor id -> (ReplicaGrouping, retrieval mode) of each variable
 

@@ -8,7 +8,9 @@ import numpy as np
 
 import plexus
 from plexus.dtypes import host_array
+from plexus import transfers
 from plexus.tensor import Variable
+from popxl import host_transfers
 from popxl.ir import Ir
 
 DEVICE_DESCS = ("ipu_hw", "ipu_model", "cpu")
@@ -60,7 +62,8 @@ class Session:
             raise ValueError(f"Session: device_desc must be one of {', '.join(DEVICE_DESCS)}, got {device_desc!r}")
         _tell_once(device_desc)
         self._ir, self.weights_to_host_on_exit = ir, weights_to_host_on_exit
-        self._session = plexus.Session(ir, device_iterations=ir.num_host_transfers, **_worker_options(ir.workers))
+        self._session = plexus.Session(ir, device_iterations=host_transfers.runs_per_call(ir),
+                                       **_worker_options(ir.workers))
         self._attached = 0
 
     @property
@@ -87,15 +90,24 @@ class Session:
                              "`Session` context, for example `with session: session.run()`.")
 
     def expected_inputs(self):
-        """The Ir's host-to-device streams, which run's inputs must cover."""
-        return list(self._ir.h2d_streams)
+        """The Ir's host-to-device streams that host_loads read, which run's inputs must
+        cover (a list)."""
+        return [s for s in self._ir.h2d_streams if transfers.pieces(self._ir, s)]
 
     def _run(self, inputs, downcast_inputs):
-        """{DeviceToHostStream: array} of one run."""
+        """{DeviceToHostStream: array} of one run. Raises ValueError for a missing input."""
         self._assert_attached()
-        arrays = {s: _to_numpy(a, downcast_inputs) for s, a in (inputs or {}).items()}
+        inputs = dict(inputs or {})
+        missing = [s.name for s in self.expected_inputs() if s not in inputs]
+        if missing:
+            raise ValueError(f"run: no input for the host-to-device streams {missing}")
+        arrays = {}
+        for stream in self._ir.h2d_streams:
+            if not transfers.is_piece(self._ir, stream):
+                array = _to_numpy(inputs[stream], downcast_inputs) if stream in inputs else None
+                arrays.update(host_transfers.split_input(self._ir, self._session, stream, array))
         results = self._session.run(arrays)
-        return {s: results[s._stream] for s in self._ir.stored_d2h_streams}
+        return {s: host_transfers.join_output(self._ir, s, results) for s in self._ir.stored_d2h_streams}
 
     def run_with_outputs(self, inputs=None, outputs=None, downcast_inputs=True):
         """One run with `inputs` ({HostToDeviceStream: array-like}), writing each output

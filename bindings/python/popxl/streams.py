@@ -1,19 +1,18 @@
 """PopXL's device-to-host streams: d2h_stream(shape, dtype, name) declares one,
 ops.host_store(stream, t) copies `t` into it at that point of the program (over
-plexus.d2h_stream, which does both at once)."""
+plexus.d2h_stream, which does both at once, and plexus.transfers inside subgraphs)."""
 import plexus
-from plexus import context, dtypes
+from plexus import context, dtypes, transfers
 
 
 class DeviceToHostStream:
     """A device-to-host stream (PopXL popxl.DeviceToHostStream): `shape`, `dtype`, `name`;
-    bound to a tensor by ops.host_store. Keys Session.run's outputs. Not thread-safe."""
+    filled by ops.host_store. Keys Session.run's outputs. Not thread-safe."""
 
-    __slots__ = ("ir", "shape", "dtype", "name", "_stream")
+    __slots__ = ("ir", "shape", "dtype", "name")
 
     def __init__(self, ir, shape, dtype, name):
         self.ir, self.shape, self.dtype, self.name = ir, tuple(int(d) for d in shape), dtypes.of(dtype), name
-        self._stream = None
 
     def __repr__(self):
         return f"<popxl.DeviceToHostStream '{self.name}' {self.dtype.name}{list(self.shape)}>"
@@ -30,12 +29,20 @@ def d2h_stream(shape, dtype, name=None):
 
 def host_store(d2h_stream, t):
     """Copies tensor `t` to the host through `d2h_stream` at this point of the program
-    (PopXL ops.host_store). Raises ValueError when t's shape or dtype is not the stream's,
-    or the stream already has a tensor (one host_store per stream)."""
+    (PopXL ops.host_store): one transfer each time the graph holding it runs (a
+    host_store inside a repeated graph moves one per iteration: plexus.transfers).
+    Several host_stores of one stream fill its transfers in program order. Raises
+    ValueError when t's shape or dtype is not the stream's, or when the subgraph holding
+    it was called already."""
     if (tuple(t.shape), t.dtype) != (d2h_stream.shape, d2h_stream.dtype):
         raise ValueError(f"host_store: tensor {t!r} does not match stream '{d2h_stream.name}' "
                          f"({d2h_stream.dtype.name}{list(d2h_stream.shape)})")
-    if d2h_stream._stream is not None:
-        raise ValueError(f"host_store: stream '{d2h_stream.name}' already has a host_store (Plexus allows one)")
-    d2h_stream._stream = plexus.d2h_stream(t, name=d2h_stream.name)
-    d2h_stream.ir.stored_d2h_streams.append(d2h_stream)
+    ir = d2h_stream.ir
+    graph = context.current_graph()
+    if graph.is_main:
+        name = transfers.transfer_name(ir, d2h_stream) if transfers.pieces(ir, d2h_stream) else d2h_stream.name
+        transfers.add_piece(ir, d2h_stream, plexus.d2h_stream(t, name=name), ())
+    else:
+        transfers.store(graph, d2h_stream, t)
+    if d2h_stream not in ir.stored_d2h_streams:
+        ir.stored_d2h_streams.append(d2h_stream)

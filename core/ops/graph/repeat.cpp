@@ -1,19 +1,27 @@
-// repeat(args...; graph, count) (PopXL ops.repeat, user guide "Graphs"): runs subgraph
-// `graph` `count` times. Its first k inputs are loop-carried, k being the number of its
-// outputs: output j of one iteration is input j of the next, of the same type; the other
-// inputs are the same every iteration. The op's outputs are the last iteration's outputs
-// (with count 0, the carried arguments). Not unrolled: the body's kernels are bound once,
-// to buffers of a plan of its own (core/memory/memory_plan.h) inside the op's scratch, so
-// compile time and planned bytes do not depend on count. Inputs are passed by value.
+// repeat(args...; graph, count, sliced, stacked) (PopXL ops.repeat, user guide "Graphs"):
+// runs subgraph `graph` `count` times. Its first k inputs not listed in `sliced` are
+// loop-carried, k being the number of its outputs less `stacked`: output j < k of one
+// iteration is the j-th carried input of the next, of the same type. The inputs listed in
+// `sliced` take one slice of their argument per iteration: the argument is [count] + the input's shape and
+// iteration n reads slice n (a scan's input; how a host_load inside a repeated PopXL graph
+// reads one transfer per iteration). The other inputs are the same every iteration. The
+// op's outputs are the last iteration's k carried outputs (with count 0, the carried
+// arguments), then the last `stacked` outputs of the body stacked over the iterations,
+// each [count] + its shape (a scan's output; a host_store inside the body). Not unrolled:
+// the body's kernels are bound once, to buffers of a plan of its own
+// (core/memory/memory_plan.h) inside the op's scratch, so compile time and planned bytes do
+// not depend on count. Inputs are passed by value.
 //
-// Its gradient, repeat_grad(args..., dys...; graph, grad_graph, count), runs the body
+// Its gradient, repeat_grad(args..., dys...; graph, grad_graph, count, sliced, stacked), runs the body
 // forward again from the arguments keeping each iteration's carried inputs (count of them:
 // the stash grows with count, as a loop's activations must), then, last iteration first,
 // runs the body once more from that iteration's inputs (its activations) and the body's
 // gradient graph (graph autodiff, core/ir/graph_autodiff.h) on them: the carried inputs'
-// gradients feed the iteration before, the other inputs' gradients are summed over the
-// iterations in that order (the unrolled loop's autodiff gives the same bits). A body that
-// writes an input in place is differentiated as if the input kept its value.
+// gradients feed the iteration before, a sliced input's gradient is that iteration's slice
+// of its gradient, a stacked output's gradient slice feeds that iteration, the other
+// inputs' gradients are summed over the iterations in that order (the unrolled loop's
+// autodiff gives the same bits). A body that writes an input in place is differentiated
+// as if the input kept its value.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -131,22 +139,82 @@ BoundGraph bind_graph(const ir::KernelContext& ctx, const ir::Subgraph& g, bool 
   return b;
 }
 
+/// How a repeat's arguments and results meet its body (attributes sliced and stacked).
+struct Loop {
+  size_t carried = 0;                ///< outputs 0..carried-1 are loop-carried
+  std::vector<size_t> carried_input;  ///< per carried output: the input it feeds
+  std::vector<bool> sliced;          ///< per body input: one slice of the argument per iteration
+  int64_t count = 0;
+
+  /// The carried output feeding input i, or `carried` when none does.
+  size_t carried_slot(size_t i) const {
+    return static_cast<size_t>(std::find(carried_input.begin(), carried_input.end(), i) - carried_input.begin());
+  }
+};
+
+/// The loop of a repeat with attributes `attrs`; `body` must pass check_repeat_args.
+Loop loop_of(const ir::Attributes& attrs, const ir::Subgraph& body) {
+  Loop loop;
+  loop.carried = body.outputs.size() - static_cast<size_t>(attrs.get_int("stacked"));
+  loop.sliced.assign(body.inputs.size(), false);
+  for (int64_t i : attrs.get_ints("sliced")) loop.sliced[static_cast<size_t>(i)] = true;
+  for (size_t i = 0; i < body.inputs.size() && loop.carried_input.size() < loop.carried; ++i) {
+    if (!loop.sliced[i]) loop.carried_input.push_back(i);
+  }
+  loop.count = attrs.get_int("count");
+  return loop;
+}
+
 /// Bytes of the carried values (one aligned buffer each).
-size_t carried_bytes(const ir::Graph& graph, const ir::Subgraph& body) {
+size_t carried_bytes(const ir::Graph& graph, const ir::Subgraph& body, const Loop& loop) {
   size_t bytes = 0;
-  for (TensorId out : body.outputs) bytes += memory::align_up(graph.tensor(out).bytes());
+  for (size_t j = 0; j < loop.carried; ++j) bytes += memory::align_up(graph.tensor(body.outputs[j]).bytes());
   return bytes;
 }
 
-/// Copies that move the body's outputs into its carried inputs through `staging` (an
-/// output may live in another carried input's buffer).
-void add_carry(const BoundGraph& body, const ir::Subgraph& g, std::byte* staging, std::vector<Copy>& out,
-               std::vector<Copy>& in) {
-  for (size_t j = 0; j < g.outputs.size(); ++j) {
+/// Copies that move the body's carried outputs into its carried inputs through `staging`
+/// (an output may live in another carried input's buffer).
+void add_carry(const BoundGraph& body, const ir::Subgraph& g, const Loop& loop, std::byte* staging,
+               std::vector<Copy>& out, std::vector<Copy>& in) {
+  for (size_t j = 0; j < loop.carried; ++j) {
     const size_t bytes = body.graph->tensor(g.outputs[j]).bytes();
     out.push_back({body.at(g.outputs[j]), staging, bytes});
-    in.push_back({staging, body.at(g.inputs[j]), bytes});
+    in.push_back({staging, body.at(g.inputs[loop.carried_input[j]]), bytes});
     staging += memory::align_up(bytes);
+  }
+}
+
+/// A copy of one iteration's slice: from slice n of an argument [count, ...] (a sliced
+/// input, a stacked output's gradient) or to slice n of a result (a stacked output, a
+/// sliced input's gradient); `copy` names slice 0.
+struct SliceCopy {
+  Copy copy;
+  bool source_moves;
+  void operator()(int64_t n) const {
+    const size_t shift = static_cast<size_t>(n) * copy.bytes;
+    if (source_moves) {
+      Copy{copy.from + shift, copy.to, copy.bytes}();
+    } else {
+      Copy{copy.from, copy.to + shift, copy.bytes}();
+    }
+  }
+};
+
+void run_all(const std::vector<SliceCopy>& copies, int64_t n) {
+  for (const SliceCopy& c : copies) c(n);
+}
+
+/// The copies of the arguments into the body: whole ones into `whole` (once), sliced ones
+/// into `slices` (per iteration).
+void add_arguments(const ir::KernelContext& ctx, const BoundGraph& body, const ir::Subgraph& g, const Loop& loop,
+                   std::vector<Copy>& whole, std::vector<SliceCopy>& slices) {
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const size_t bytes = ctx.graph.tensor(g.inputs[i]).bytes();
+    if (loop.sliced[i]) {
+      slices.push_back({{ctx.in[i], body.at(g.inputs[i]), bytes}, true});
+    } else {
+      whole.push_back({ctx.in[i], body.at(g.inputs[i]), bytes});
+    }
   }
 }
 
@@ -161,26 +229,67 @@ ir::GraphId graph_attr(const ir::Attributes& attrs, const char* name) {
 
 // ---- repeat ----
 
+/// The type argument i must have: the body input's, with a leading [count] when sliced.
+ir::Shape argument_shape(const ir::TensorInfo& input, bool sliced, int64_t count) {
+  ir::Shape shape = input.shape;
+  if (sliced) shape.insert(shape.begin(), count);
+  return shape;
+}
+
+void check_loop_attrs(const ir::InferContext& ctx, const ir::Subgraph& body) {
+  const int64_t stacked = ctx.attrs.get_int("stacked");
+  if (stacked < 0 || static_cast<size_t>(stacked) > body.outputs.size()) {
+    ctx.fail(ir::ErrorCode::InvalidArgument, "stacked " + std::to_string(stacked) + " must be in [0, " +
+                                                 std::to_string(body.outputs.size()) + "], the outputs of graph '" +
+                                                 body.name + "'");
+  }
+  if (ctx.attrs.get_int("count") == 0 && (stacked > 0 || !ctx.attrs.get_ints("sliced").empty())) {
+    ctx.fail(ir::ErrorCode::InvalidArgument, "count 0 with sliced inputs or stacked outputs: they would have no "
+                                             "iteration to hold (tensors have no empty dimension)");
+  }
+  std::vector<bool> seen(body.inputs.size(), false);
+  for (int64_t i : ctx.attrs.get_ints("sliced")) {
+    if (i < 0 || i >= static_cast<int64_t>(body.inputs.size()) || seen[static_cast<size_t>(i)]) {
+      ctx.fail(ir::ErrorCode::InvalidArgument, "sliced input " + std::to_string(i) + " of graph '" + body.name +
+                                                   "' must be a distinct input in [0, " +
+                                                   std::to_string(body.inputs.size()) + ")");
+    }
+    seen[static_cast<size_t>(i)] = true;
+  }
+  const size_t carried = body.outputs.size() - static_cast<size_t>(stacked);
+  const size_t unsliced = body.inputs.size() - ctx.attrs.get_ints("sliced").size();
+  if (carried > unsliced) {
+    ctx.fail(ir::ErrorCode::InvalidArgument, "graph '" + body.name + "' has " + std::to_string(unsliced) +
+                                                 " inputs that are not sliced and " + std::to_string(carried) +
+                                                 " carried outputs (at most one per input: the loop-carried ones first)");
+  }
+}
+
 void check_repeat_args(const ir::InferContext& ctx, const ir::Subgraph& body) {
   const ir::Graph& graph = *ctx.graph;
   if (ctx.attrs.get_int("count") < 0) {
     ctx.fail(ir::ErrorCode::InvalidArgument, "count " + std::to_string(ctx.attrs.get_int("count")) + " must be >= 0");
   }
-  if (ctx.inputs.size() < body.inputs.size() || body.outputs.size() > body.inputs.size()) {
+  if (ctx.inputs.size() < body.inputs.size()) {
     ctx.fail(ir::ErrorCode::InvalidArgument, "graph '" + body.name + "' has " + std::to_string(body.inputs.size()) +
-                                                 " inputs and " + std::to_string(body.outputs.size()) +
-                                                 " outputs (at most one per input: the loop-carried ones first)");
+                                                 " inputs, the op " + std::to_string(ctx.inputs.size()) + " arguments");
   }
+  check_loop_attrs(ctx, body);
+  const Loop loop = loop_of(ctx.attrs, body);
   for (size_t i = 0; i < body.inputs.size(); ++i) {
     const ir::TensorInfo& in = graph.tensor(body.inputs[i]);
-    if (in.dtype != ctx.dtype(i) || in.shape != ctx.shape(i)) {
+    const ir::Shape shape = argument_shape(in, loop.sliced[i], loop.count);
+    if (in.dtype != ctx.dtype(i) || shape != ctx.shape(i)) {
+      const std::string type = loop.sliced[i] ? std::string(ir::dtype_name(in.dtype)) + ir::shape_string(shape) + " (sliced: one " +
+                                                    in.type_string() + " per iteration)"
+                                              : in.type_string();
       ctx.fail(ir::ErrorCode::ShapeMismatch, "argument " + std::to_string(i) + " for input '" + in.name + "' of graph '" +
-                                                 body.name + "', which is " + in.type_string());
+                                                 body.name + "', which is " + type);
     }
   }
-  for (size_t j = 0; j < body.outputs.size(); ++j) {
+  for (size_t j = 0; j < loop.carried; ++j) {
     const ir::TensorInfo& out = graph.tensor(body.outputs[j]);
-    const ir::TensorInfo& carried = graph.tensor(body.inputs[j]);
+    const ir::TensorInfo& carried = graph.tensor(body.inputs[loop.carried_input[j]]);
     if (out.dtype != carried.dtype || out.shape != carried.shape) {
       ctx.fail(ir::ErrorCode::ShapeMismatch, "output " + std::to_string(j) + " of graph '" + body.name + "' is " +
                                                  out.type_string() + ", but it feeds input '" + carried.name +
@@ -203,30 +312,43 @@ ir::InferResult infer_repeat(const ir::InferContext& ctx) {
                                                  " inputs, the op " + std::to_string(ctx.inputs.size()) + " arguments");
   }
   check_repeat_args(ctx, body);
+  const Loop loop = loop_of(ctx.attrs, body);
   ir::InferResult result;
-  for (TensorId out : body.outputs) result.outputs.push_back({graph.tensor(out).dtype, graph.tensor(out).shape});
-  result.scratch_bytes = plan_body(graph, body, false).bytes + carried_bytes(graph, body);
+  for (size_t j = 0; j < body.outputs.size(); ++j) {
+    const ir::TensorInfo& out = graph.tensor(body.outputs[j]);
+    result.outputs.push_back({out.dtype, argument_shape(out, j >= loop.carried, loop.count)});
+  }
+  result.scratch_bytes = plan_body(graph, body, false).bytes + carried_bytes(graph, body, loop);
   return result;
 }
 
 ir::Kernel repeat_kernel(const ir::KernelContext& ctx) {
   const ir::Subgraph& g = ctx.graph.subgraph(graph_attr(ctx.op.attrs, "graph"));
+  const Loop loop = loop_of(ctx.op.attrs, g);
   BoundGraph body = bind_graph(ctx, g, false, ctx.scratch);
   std::vector<Copy> setup = body.constants, carry_out, carry_in, finish;
-  for (size_t i = 0; i < g.inputs.size(); ++i) setup.push_back({ctx.in[i], body.at(g.inputs[i]), ctx.inputs[i]->bytes()});
-  add_carry(body, g, ctx.scratch + body.plan.bytes, carry_out, carry_in);
-  const int64_t count = ctx.op.attrs.get_int("count");
+  std::vector<SliceCopy> slices, stacks;
+  add_arguments(ctx, body, g, loop, setup, slices);
+  add_carry(body, g, loop, ctx.scratch + body.plan.bytes, carry_out, carry_in);
   for (size_t j = 0; j < g.outputs.size(); ++j) {
-    finish.push_back({count == 0 ? body.at(g.inputs[j]) : body.at(g.outputs[j]), ctx.out[j], ctx.outputs[j]->bytes()});
+    const size_t bytes = ctx.graph.tensor(g.outputs[j]).bytes();
+    if (j >= loop.carried) {
+      stacks.push_back({{body.at(g.outputs[j]), ctx.out[j], bytes}, false});
+    } else {
+      const TensorId last = loop.count == 0 ? g.inputs[loop.carried_input[j]] : g.outputs[j];
+      finish.push_back({body.at(last), ctx.out[j], bytes});
+    }
   }
-  return [setup, carry_out, carry_in, finish, count, kernels = std::move(body.kernels)] {
+  return [setup, carry_out, carry_in, slices, stacks, finish, count = loop.count, kernels = std::move(body.kernels)] {
     run_all(setup);
     for (int64_t n = 0; n < count; ++n) {
       if (n > 0) {  // last iteration's outputs become this one's carried inputs
         run_all(carry_out);
         run_all(carry_in);
       }
+      run_all(slices, n);
       run_all(kernels);
+      run_all(stacks, n);
     }
     run_all(finish);
   };
@@ -265,7 +387,8 @@ std::vector<TensorId> repeat_grad_rule(ir::GradContext& ctx) {
   ir::Attributes attrs;
   attrs.set("graph", int64_t{body_id});
   attrs.set("grad_graph", int64_t{grad});
-  attrs.set("count", op.attrs.get_int("count"));
+  for (const char* name : {"count", "stacked"}) attrs.set(name, op.attrs.get_int(name));
+  attrs.set("sliced", op.attrs.get_ints("sliced"));
   const std::vector<TensorId> grads = ctx.graph.add_op("repeat_grad", inputs, std::move(attrs));
   std::vector<TensorId> result(op.inputs.size(), ir::kNoTensor);
   const std::vector<ir::ExpectedConnection>& outs = ctx.graph.subgraph(grad).grad_of->expected_outputs;
@@ -276,12 +399,20 @@ std::vector<TensorId> repeat_grad_rule(ir::GradContext& ctx) {
   return result;
 }
 
+/// The attributes of repeat and repeat_grad that say how the loop meets its body.
+std::vector<ir::AttrSpec> loop_attrs() {
+  return {{"graph", ir::AttrKind::Int, std::nullopt},
+          {"count", ir::AttrKind::Int, std::nullopt},
+          {"sliced", ir::AttrKind::Ints, std::vector<int64_t>{}},
+          {"stacked", ir::AttrKind::Int, int64_t{0}}};
+}
+
 ir::OpDef repeat_def() {
   ir::OpDef d;
   d.name = "repeat";
   d.min_inputs = 0;
   d.max_inputs = 1u << 16;
-  d.attrs = {{"graph", ir::AttrKind::Int, std::nullopt}, {"count", ir::AttrKind::Int, std::nullopt}};
+  d.attrs = loop_attrs();
   d.infer = infer_repeat;
   d.kernel = repeat_kernel;
   d.grad = repeat_grad_rule;
@@ -300,12 +431,12 @@ struct GradLayout {
   std::vector<size_t> sum_offset;  ///< per body input, from `sums`
 };
 
-GradLayout grad_layout(const ir::Graph& graph, const ir::Subgraph& body, const ir::Subgraph& grad, int64_t count) {
+GradLayout grad_layout(const ir::Graph& graph, const ir::Subgraph& body, const ir::Subgraph& grad, const Loop& loop) {
   GradLayout l;
-  l.carried_step = carried_bytes(graph, body);
+  l.carried_step = carried_bytes(graph, body, loop);
   l.grad_graph = plan_body(graph, body, true).bytes;
   l.stash = l.grad_graph + plan_body(graph, grad, false).bytes;
-  l.staging = l.stash + l.carried_step * static_cast<size_t>(count);
+  l.staging = l.stash + l.carried_step * static_cast<size_t>(loop.count);
   l.carried = l.staging + l.carried_step;
   l.sums = l.carried + l.carried_step;
   size_t sums = 0;
@@ -331,23 +462,28 @@ ir::InferResult infer_repeat_grad(const ir::InferContext& ctx) {
                                                  " arguments of the repeat and " + std::to_string(dys) +
                                                  " output gradients");
   }
+  const Loop loop = loop_of(ctx.attrs, body);
   ir::InferResult result;
   for (const ir::ExpectedConnection& c : grad.grad_of->expected_outputs) {
-    result.outputs.push_back({graph.tensor(c.fwd_tensor).dtype, graph.tensor(c.fwd_tensor).shape});
+    const ir::TensorInfo& in = graph.tensor(c.fwd_tensor);
+    result.outputs.push_back({in.dtype, argument_shape(in, loop.sliced[index_of(body.inputs, c.fwd_tensor)], loop.count)});
   }
-  result.scratch_bytes = grad_layout(graph, body, grad, ctx.attrs.get_int("count")).bytes;
+  result.scratch_bytes = grad_layout(graph, body, grad, loop).bytes;
   return result;
 }
 
 /// repeat_grad's kernel: the copies and kernels of its loops, bound once.
 struct RepeatGrad {
   int64_t count = 0;
-  std::vector<Copy> setup;                  ///< constants, arguments, the outputs' gradients
+  std::vector<Copy> setup;                  ///< constants, whole arguments, the carried outputs' gradients
+  std::vector<SliceCopy> slices;            ///< sliced arguments -> the body, per iteration
   std::vector<std::pair<std::byte*, size_t>> clear;  ///< sums to zero before the loops
   std::vector<ir::Kernel> body, grad;
   std::vector<Copy> carry_out, carry_in;
   std::vector<Copy> stash;                  ///< carried inputs -> stash slot 0 (shifted per iteration)
   std::vector<Copy> feed;                   ///< the carried gradients and body buffers -> the gradient graph's inputs
+  std::vector<SliceCopy> feed_slices;       ///< the stacked outputs' gradient slices -> the gradient graph's inputs
+  std::vector<SliceCopy> sliced_grads;      ///< the sliced inputs' gradients -> their slice of the result
   std::vector<Copy> carried_back;           ///< carried inputs' gradients -> the carried gradients
   std::vector<std::pair<std::byte*, size_t>> no_gradient;  ///< carried gradients no output gives: zeroed
   struct Sum {
@@ -368,13 +504,17 @@ struct RepeatGrad {
         run_all(carry_in);
       }
       for (const Copy& c : stash) Copy{c.from, c.to + static_cast<size_t>(n) * step_bytes, c.bytes}();
+      run_all(slices, n);
       run_all(body);
     }
     for (int64_t n = count; n-- > 0;) {
       for (const Copy& c : stash) Copy{c.to + static_cast<size_t>(n) * step_bytes, const_cast<std::byte*>(c.from), c.bytes}();
+      run_all(slices, n);
       run_all(body);  // this iteration's activations
       run_all(feed);
+      run_all(feed_slices, n);
       run_all(grad);
+      run_all(sliced_grads, n);
       run_all(carried_back);
       for (const auto& [p, bytes] : no_gradient) std::memset(p, 0, bytes);
       for (const Sum& s : sums) {
@@ -388,16 +528,17 @@ struct RepeatGrad {
 /// Binds the carried values: stash, staging, the carried gradients and the gradient graph's
 /// outputs for carried inputs.
 void bind_carried(RepeatGrad& k, const BoundGraph& body, const BoundGraph& grad, const ir::Subgraph& b,
-                  const ir::Subgraph& g, const GradLayout& l, std::byte* scratch) {
-  add_carry(body, b, scratch + l.staging, k.carry_out, k.carry_in);
+                  const ir::Subgraph& g, const Loop& loop, const GradLayout& l, std::byte* scratch) {
+  add_carry(body, b, loop, scratch + l.staging, k.carry_out, k.carry_in);
   const auto& outs = g.grad_of->expected_outputs;
   size_t offset = 0;
-  for (size_t j = 0; j < b.outputs.size(); ++j) {
+  for (size_t j = 0; j < loop.carried; ++j) {
     const size_t bytes = body.graph->tensor(b.outputs[j]).bytes();
     std::byte* carried = scratch + l.carried + offset;
-    k.stash.push_back({body.at(b.inputs[j]), scratch + l.stash + offset, bytes});
+    const TensorId input = b.inputs[loop.carried_input[j]];
+    k.stash.push_back({body.at(input), scratch + l.stash + offset, bytes});
     size_t q = 0;
-    while (q < outs.size() && outs[q].fwd_tensor != b.inputs[j]) ++q;
+    while (q < outs.size() && outs[q].fwd_tensor != input) ++q;
     if (q < outs.size()) {
       k.carried_back.push_back({grad.at(g.outputs[q]), carried, bytes});
     } else {
@@ -407,52 +548,89 @@ void bind_carried(RepeatGrad& k, const BoundGraph& body, const BoundGraph& grad,
   }
 }
 
+/// repeat_grad's kernel while its parts are bound: the body, the gradient graph, where things are.
+struct GradBinding {
+  const ir::KernelContext& ctx;
+  const ir::Subgraph& b;  ///< the body
+  const ir::Subgraph& g;  ///< its gradient graph
+  Loop loop;
+  GradLayout l;
+  BoundGraph body, grad;
+
+  /// The gradient buffer of carried output j.
+  std::byte* carried_at(size_t j) const {
+    size_t offset = 0;
+    for (size_t o = 0; o < j; ++o) offset += memory::align_up(ctx.graph.tensor(b.outputs[o]).bytes());
+    return ctx.scratch + l.carried + offset;
+  }
+  /// Where the gradient of output j arrives: the op's argument after the body's arguments.
+  const std::byte* output_grad(size_t j) const {
+    const std::vector<TensorId> provided = float_outputs(ctx.graph, b);
+    return ctx.in[b.inputs.size() + index_of(provided, b.outputs[j])];
+  }
+};
+
+/// The gradient graph's inputs: the carried outputs' gradients (set once, then carried
+/// back), a stacked output's gradient slice per iteration, the body's buffers.
+void bind_grad_inputs(RepeatGrad& k, const GradBinding& x) {
+  for (size_t j = 0; j < x.loop.carried; ++j) {
+    if (x.ctx.graph.tensor(x.b.outputs[j]).dtype != ir::DType::Float32) continue;
+    k.setup.push_back({x.output_grad(j), x.carried_at(j), x.ctx.graph.tensor(x.b.outputs[j]).bytes()});
+  }
+  const auto& ins = x.g.grad_of->expected_inputs;
+  for (size_t q = 0; q < ins.size(); ++q) {
+    const TensorId t = ins[q].fwd_tensor;
+    const size_t bytes = x.ctx.graph.tensor(t).bytes();
+    std::byte* to = x.grad.at(x.g.inputs[q]);
+    if (ins[q].type != ir::ConnectionType::FwdGrad) {
+      k.feed.push_back({x.body.at(t), to, bytes});
+    } else if (const size_t j = index_of(x.b.outputs, t); j < x.loop.carried) {
+      k.feed.push_back({x.carried_at(j), to, bytes});
+    } else {
+      k.feed_slices.push_back({{x.output_grad(j), to, bytes}, true});
+    }
+  }
+}
+
+/// The op's results: carried inputs' gradients from the carried buffers, sliced inputs'
+/// gradients a slice per iteration, the others summed over the iterations.
+void bind_grad_outputs(RepeatGrad& k, const GradBinding& x) {
+  const auto& outs = x.g.grad_of->expected_outputs;
+  for (size_t q = 0; q < outs.size(); ++q) {
+    const size_t i = index_of(x.b.inputs, outs[q].fwd_tensor);
+    const size_t bytes = x.ctx.graph.tensor(outs[q].fwd_tensor).bytes();
+    if (const size_t j = x.loop.carried_slot(i); j < x.loop.carried) {
+      k.finish.push_back({x.carried_at(j), x.ctx.out[q], bytes});
+    } else if (x.loop.sliced[i]) {
+      k.sliced_grads.push_back({{x.grad.at(x.g.outputs[q]), x.ctx.out[q], bytes}, false});
+    } else {
+      std::byte* sum = x.ctx.scratch + x.l.sums + x.l.sum_offset[i];
+      k.clear.emplace_back(sum, bytes);
+      k.sums.push_back({reinterpret_cast<const float*>(x.grad.at(x.g.outputs[q])), reinterpret_cast<float*>(sum),
+                        bytes / sizeof(float)});
+      k.finish.push_back({sum, x.ctx.out[q], bytes});
+    }
+  }
+}
+
 ir::Kernel repeat_grad_kernel(const ir::KernelContext& ctx) {
   const ir::Graph& graph = ctx.graph;
   const ir::Subgraph& b = graph.subgraph(graph_attr(ctx.op.attrs, "graph"));
   const ir::Subgraph& g = graph.subgraph(graph_attr(ctx.op.attrs, "grad_graph"));
+  const Loop loop = loop_of(ctx.op.attrs, b);
+  const GradLayout l = grad_layout(graph, b, g, loop);
+  GradBinding x{ctx, b, g, loop, l, bind_graph(ctx, b, true, ctx.scratch), bind_graph(ctx, g, false, ctx.scratch + l.grad_graph)};
   RepeatGrad k;
-  k.count = ctx.op.attrs.get_int("count");
-  const GradLayout l = grad_layout(graph, b, g, k.count);
+  k.count = loop.count;
   k.step_bytes = l.carried_step;
-  BoundGraph body = bind_graph(ctx, b, true, ctx.scratch);
-  BoundGraph grad = bind_graph(ctx, g, false, ctx.scratch + l.grad_graph);
-  k.setup = body.constants;
-  k.setup.insert(k.setup.end(), grad.constants.begin(), grad.constants.end());
-  for (size_t i = 0; i < b.inputs.size(); ++i) k.setup.push_back({ctx.in[i], body.at(b.inputs[i]), ctx.inputs[i]->bytes()});
-  const std::vector<TensorId> provided = float_outputs(graph, b);
-  const auto carried_at = [&](size_t j) {  // the gradient buffer of body output j
-    size_t offset = 0;
-    for (size_t o = 0; o < j; ++o) offset += memory::align_up(graph.tensor(b.outputs[o]).bytes());
-    return ctx.scratch + l.carried + offset;
-  };
-  for (size_t q = 0; q < provided.size(); ++q) {
-    const size_t j = index_of(b.outputs, provided[q]);
-    k.setup.push_back({ctx.in[b.inputs.size() + q], carried_at(j), graph.tensor(provided[q]).bytes()});
-  }
-  bind_carried(k, body, grad, b, g, l, ctx.scratch);
-  const auto& ins = g.grad_of->expected_inputs;
-  for (size_t q = 0; q < ins.size(); ++q) {
-    const TensorId t = ins[q].fwd_tensor;
-    const std::byte* from = ins[q].type == ir::ConnectionType::FwdGrad ? carried_at(index_of(b.outputs, t)) : body.at(t);
-    k.feed.push_back({from, grad.at(g.inputs[q]), graph.tensor(t).bytes()});
-  }
-  const auto& outs = g.grad_of->expected_outputs;
-  for (size_t q = 0; q < outs.size(); ++q) {
-    const size_t i = index_of(b.inputs, outs[q].fwd_tensor);
-    const size_t bytes = graph.tensor(outs[q].fwd_tensor).bytes();
-    if (i < b.outputs.size()) {
-      k.finish.push_back({carried_at(i), ctx.out[q], bytes});
-    } else {
-      std::byte* sum = ctx.scratch + l.sums + l.sum_offset[i];
-      k.clear.emplace_back(sum, bytes);
-      k.sums.push_back({reinterpret_cast<const float*>(grad.at(g.outputs[q])), reinterpret_cast<float*>(sum),
-                        bytes / sizeof(float)});
-      k.finish.push_back({sum, ctx.out[q], bytes});
-    }
-  }
-  k.body = std::move(body.kernels);
-  k.grad = std::move(grad.kernels);
+  k.setup = x.body.constants;
+  k.setup.insert(k.setup.end(), x.grad.constants.begin(), x.grad.constants.end());
+  add_arguments(ctx, x.body, b, loop, k.setup, k.slices);
+  bind_grad_inputs(k, x);
+  bind_carried(k, x.body, x.grad, b, g, loop, l, ctx.scratch);
+  bind_grad_outputs(k, x);
+  k.body = std::move(x.body.kernels);
+  k.grad = std::move(x.grad.kernels);
   return k;
 }
 
@@ -461,9 +639,8 @@ ir::OpDef repeat_grad_def() {
   d.name = "repeat_grad";
   d.min_inputs = 0;
   d.max_inputs = 1u << 17;
-  d.attrs = {{"graph", ir::AttrKind::Int, std::nullopt},
-             {"grad_graph", ir::AttrKind::Int, std::nullopt},
-             {"count", ir::AttrKind::Int, std::nullopt}};
+  d.attrs = loop_attrs();
+  d.attrs.push_back({"grad_graph", ir::AttrKind::Int, std::nullopt});
   d.infer = infer_repeat_grad;
   d.kernel = repeat_grad_kernel;
   d.communicates = true;

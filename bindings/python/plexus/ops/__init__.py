@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from plexus import context, dtypes
+from plexus import context, dtypes, transfers
 from plexus.errors import InvalidArgument, UnknownOp
 from plexus._lib import ffi, lib, check
 from plexus.ir import ReplicaGrouping
@@ -183,9 +183,18 @@ def _unknown(name):
 
 def host_load(stream, name=None):
     """The tensor a host-to-device stream fills each step (PopXL ops.host_load): the stream's
-    [shape] of its dtype. `name` is accepted for PopXL's signature and ignored."""
+    [shape] of its dtype. In the main graph it is the stream's tensor (`name` ignored), one
+    transfer per run of the main graph however many host_loads read it; inside a subgraph it
+    is a new value named `name` (default the stream's name), one transfer each time the
+    graph runs (plexus.transfers: a repeat of c iterations moves c). Raises InvalidArgument
+    for another argument than a HostToDeviceStream."""
     if not isinstance(stream, HostToDeviceStream):
         raise InvalidArgument(f"host_load takes a HostToDeviceStream, got {stream!r}")
+    graph = context.current_graph()
+    if not graph.is_main:
+        return transfers.load(graph, stream, name)
+    if all(piece is not stream for piece, _ in transfers.pieces(stream.ir, stream)):
+        transfers.add_piece(stream.ir, stream, stream, ())
     return stream.tensor
 
 

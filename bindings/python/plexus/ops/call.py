@@ -1,11 +1,14 @@
 """Calling graphs (PopXL ops.call, ops.call_with_info, ops.repeat; user guide "Graphs"):
-over plx_ir_call and plx_ir_repeat. A call runs the graph's ops with the caller's tensors
+over plx_ir_call and the repeat op. A call runs the graph's ops with the caller's tensors
 in place of its inputs; repeat runs it `repeat_count` times, feeding its outputs back to
-its first inputs. Not thread-safe (neither is the Ir)."""
+its first inputs. Host transfers inside the graph are passed on at each call site
+(plexus.transfers). Not thread-safe (neither is the Ir)."""
 from collections.abc import Iterable
 
+from plexus import transfers
 from plexus._lib import ffi, lib, check, tensor_ids
 from plexus.graph import Graph
+from plexus.ops import add_op  # plexus.ops imports this module after defining add_op
 from plexus.tensor import Tensor
 
 
@@ -138,7 +141,7 @@ class CallSiteInfo:
         accepted for PopXL's signature: the whole tensor is marked either way. Raises
         ValueError when it is not an input of this call, NotImplementedError on a repeat's
         (its inputs are passed by value)."""
-        index = self._graph.inputs.index(self.parent_to_graph(parent_tensor))
+        index = self._graph._core_inputs().index(self.parent_to_graph(parent_tensor))
         if self._site is None:
             raise NotImplementedError(f"{parent_tensor!r}: the inputs of a repeat are passed by value on Plexus; "
                                       f"graph '{self._graph.name}' cannot write to the caller's tensor")
@@ -154,17 +157,19 @@ def call_with_info(graph, *inputs, inputs_dict=None, check_inputs=True):
     TypeError (a value that cannot be a tensor), ShapeMismatch / DTypeMismatch (an
     argument's type), InvalidArgument (a tensor of another graph, a recursive call)."""
     parents = _parent_inputs(graph, "called", inputs, inputs_dict, check_inputs)
+    args, _ = transfers.arguments(graph, parents)
     ir = graph.ir
-    modified = ffi.new("uint8_t[]", [int(t.id in ir.by_ref_inputs) for t in graph.inputs] or [0])
+    modified = ffi.new("uint8_t[]", [int(t.id in ir.by_ref_inputs) for t in graph._core_inputs()] or [0])
     options = ffi.new("plx_call_options*")
     lib.plx_call_options_init(options)
     options.modified = modified
-    num_outputs = len(graph.outputs)
+    num_outputs = len(graph._core_outputs())
     outputs = ffi.new("plx_tensor[]", max(num_outputs, 1))
     site = ffi.new("plx_call_site*")
-    check(lib.plx_ir_call(ir._ptr, graph.id, tensor_ids(parents), len(parents), options, outputs, num_outputs, ffi.NULL,
+    check(lib.plx_ir_call(ir._ptr, graph.id, tensor_ids(args), len(args), options, outputs, num_outputs, ffi.NULL,
                           site))
-    return CallSiteInfo(graph, site[0], parents, [Tensor(ir, outputs[i]) for i in range(num_outputs)])
+    results = transfers.results(graph, [Tensor(ir, outputs[i]) for i in range(num_outputs)])
+    return CallSiteInfo(graph, site[0], parents, results)
 
 
 def call(graph, *inputs, inputs_dict=None, check_inputs=True):
@@ -199,7 +204,13 @@ def repeat_with_info(graph, repeat_count, *inputs, inputs_dict=None, check_input
     if by_ref:
         raise NotImplementedError(f"inputs {by_ref} of graph '{graph.name}' are TensorByRef: the inputs of a repeat "
                                   "are passed by value on Plexus")
-    outputs = ffi.new("plx_tensor[]", max(num_outputs, 1))
-    check(lib.plx_ir_repeat(ir._ptr, graph.id, int(repeat_count), tensor_ids(parents), len(parents), outputs,
-                            num_outputs, ffi.NULL))
-    return CallSiteInfo(graph, None, parents, [Tensor(ir, outputs[i]) for i in range(num_outputs)])
+    count = int(repeat_count)
+    if count == 0 and (transfers.hidden_inputs(graph) or transfers.hidden_outputs(graph)):
+        raise ValueError(f"Repeat trip count for repeat of {graph.name} must be >= 1 when the graph holds "
+                         "host_load or host_store ops (each iteration moves one transfer)")
+    args, sliced = transfers.arguments(graph, parents, count)
+    stacked = transfers.stacked(graph)
+    outputs = add_op("repeat", args, {"graph": graph.id, "count": count, "sliced": sliced, "stacked": stacked}, ir)
+    outputs = () if outputs is None else (outputs,) if isinstance(outputs, Tensor) else outputs
+    results = transfers.results(graph, outputs, count)
+    return CallSiteInfo(graph, None, parents, results)
