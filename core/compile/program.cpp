@@ -42,7 +42,6 @@ class Builder {
     find_accumulated();
     find_buckets();
     find_op_groups();
-    find_relu_fusions();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
     place_update_sends();
     load_unread_streams();
@@ -240,36 +239,9 @@ class Builder {
   }
 
   void find_op_groups() {
-    p_.op_groups = plan_conv_pool_groups(g_, pl_.op_stage);
     for (size_t k = 0; k < p_.op_groups.size(); ++k) {
       for (ir::OpId op : p_.op_groups[k].ops) group_of_[op] = static_cast<int32_t>(k);
     }
-  }
-
-  void find_relu_fusions() {
-    p_.relu_fusions = plan_relu_fusions(g_, pl_.op_stage);
-    std::erase_if(p_.relu_fusions,
-                  [this](const ReluFusion& f) { return group_of_.count(f.relu) != 0 || group_of_.count(f.producer) != 0; });
-    for (size_t f = 0; f < p_.relu_fusions.size(); ++f) {
-      fusion_of_[p_.relu_fusions[f].producer] = static_cast<int32_t>(f);
-      fusion_of_[p_.relu_fusions[f].relu] = static_cast<int32_t>(f);
-    }
-  }
-
-  // Op `id` of stage s, step x, is in a relu fusion (relu_fusion.h): its producer adds the
-  // RunFused action, its relu none; both make their outputs available and store the streams
-  // anchored after them. False: not in a fusion.
-  bool add_fusion_member(int32_t s, Phase x, ir::OpId id, std::vector<Action>& body) {
-    const auto it = fusion_of_.find(id);
-    if (it == fusion_of_.end()) return false;
-    const ir::Op& op = g_.op(id);
-    if (id == p_.relu_fusions[static_cast<size_t>(it->second)].producer) {
-      for (TensorId t : op.inputs) provide(s, x, t, op);
-      body.push_back({ActionKind::RunFused, it->second});
-    }
-    for (TensorId t : op.outputs) available_[static_cast<size_t>(s)].insert(root(t));
-    store_streams_after(s, id, body);
-    return true;
   }
 
   // Op `id` of stage s, step x, is in an op group (conv_pool_fusion.h): its first op adds the
@@ -325,7 +297,7 @@ class Builder {
       for (size_t o = 0; o < g_.num_ops(); ++o) {
         const auto id = static_cast<ir::OpId>(o);
         if (stage_of(id) != s || phase_of(id) != x) continue;
-        if (add_bucket_member(s, id, body) || add_group_member(s, x, id, body) || add_fusion_member(s, x, id, body)) {
+        if (add_bucket_member(s, id, body) || add_group_member(s, x, id, body)) {
           continue;
         }
         const ir::Op& op = g_.op(id);
@@ -468,11 +440,6 @@ class Builder {
       case ActionKind::RunOp:
         op_tensors({a.index}, {a.index});
         return g_.op(a.index).scratch_bytes;
-      case ActionKind::RunFused: {  // the producer's inputs, the relu's output
-        const ReluFusion& f = p_.relu_fusions[static_cast<size_t>(a.index)];
-        op_tensors({f.producer}, {f.relu});
-        return g_.op(f.producer).scratch_bytes;
-      }
       case ActionKind::RunGroup: {
         const OpGroup& group = p_.op_groups[static_cast<size_t>(a.index)];
         for (TensorId t : group.inputs) touch(t, x);
@@ -676,7 +643,6 @@ class Builder {
   std::map<TensorId, std::pair<int32_t, Phase>> loader_;  ///< stream tensors: the stage and step that load them
   std::set<size_t> placed_streams_;
   std::map<ir::OpId, int32_t> bucket_of_;  ///< members of gradient buckets -> bucket
-  std::map<ir::OpId, int32_t> fusion_of_;  ///< producers and relus of relu fusions -> fusion
   std::map<ir::OpId, int32_t> group_of_;   ///< members of op groups -> group
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
@@ -696,11 +662,13 @@ bool stored_by_update(const Program& program, ir::StreamId stream) {
   });
 }
 
-Program compile(const ir::Graph& graph, const Placement& placement, const CompileOptions& options) {
+Program compile(ir::Graph& graph, const Placement& placement, const CompileOptions& options) {
   Program program;
   program.placement = placement;
   program.micro_batches = options.micro_batches;
   program.training = is_training(graph);
+  program.op_groups = plan_conv_pool_groups(graph, placement.op_stage);
+  fuse_relu_epilogues(graph, placement.op_stage, program.op_groups);
   Builder(graph, placement, options, program).run();
   return program;
 }

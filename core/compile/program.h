@@ -40,7 +40,6 @@ enum class ActionKind : uint8_t {
   LoadOffloaded,   ///< host-resident optimizer state -> staging buffer, `index` = root tensor
   StoreOffloaded,  ///< staging buffer -> host-resident optimizer state, `index` = root tensor
   AllReduceBucket, ///< the all-reduces of Program::buckets[`index`] as one call (gradient_buckets.h)
-  RunFused,        ///< Program::relu_fusions[`index`]: its producer op with the relu as epilogue (relu_fusion.h)
   RunGroup,        ///< Program::op_groups[`index`]: its ops as one kernel (conv_pool_fusion.h)
 };
 
@@ -96,13 +95,10 @@ struct Program {
   /// Gradient all-reduces fused into one call each (CompileOptions::gradient_bucket_bytes);
   /// their member ops have no RunOp action, the bucket's AllReduceBucket action runs them.
   std::vector<GradientBucket> buckets;
-  /// Relus run as their input's producer's epilogue: the producer's RunFused action runs
-  /// both, the relu has no action, and the producer's output is never stored.
-  std::vector<ReluFusion> relu_fusions;
   /// Ops run as one kernel each (conv_pool_fusion.h): the group's RunGroup action runs at
   /// its first op's place, its other ops have none, and the tensors between them are
-  /// never stored. No relu fusion has its relu or its producer in a group (a relu reading
-  /// a group's output runs as its own op).
+  /// never stored. The relu-epilogue rewrite leaves groups alone (a relu reading a
+  /// group's output runs as its own op).
   std::vector<OpGroup> op_groups;
 };
 
@@ -118,12 +114,13 @@ struct CompileOptions {
   size_t gradient_bucket_bytes = 0;
 };
 
-/// Builds the program of one replica. Throws InvalidArgument naming the op or tensor when a
+/// Builds the program of one replica, after rewriting `graph`'s relu epilogues
+/// (relu_fusion.h: a relu and its producer become `<op>_relu` and `alias`). Throws InvalidArgument naming the op or tensor when a
 /// variable is used by two stages, a tensor flows backward against the pipeline, the
 /// update step reads a per-micro-batch tensor of another stage or a non-float one while
 /// accumulating several micro-batches, or an update op reads what the update of another
 /// stage on the same device computes (the two updates run one after the other).
-Program compile(const ir::Graph& graph, const Placement& placement, const CompileOptions& options);
+Program compile(ir::Graph& graph, const Placement& placement, const CompileOptions& options);
 
 /// True when device-to-host stream `stream` is copied by the update step (once per
 /// iteration: its host array has no micro-batch dim) rather than once per micro-batch.

@@ -1,9 +1,20 @@
-// Which relus run as their producer's epilogue (relu_fusion.h).
+// Which relus run as their producer's epilogue, and the rewrite that fuses them
+// (relu_fusion.h).
 #include "core/compile/relu_fusion.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/ir/op_registry.h"
 
 namespace plexus::runtime {
 
 namespace {
+
+/// The fused op running `producer` with a relu epilogue, or nullptr when none is registered.
+const ir::OpDef* fused_def(const ir::Op& producer) {
+  return ir::OpRegistry::instance().find(producer.def->name + "_relu");
+}
 
 /// Whether relu op `relu` fuses into the producer of its input; its producer when it does.
 bool fuses(const ir::Graph& g, const std::vector<int32_t>& op_stage, ir::OpId relu, ir::OpId& producer) {
@@ -13,7 +24,7 @@ bool fuses(const ir::Graph& g, const std::vector<int32_t>& op_stage, ir::OpId re
   if (producer < 0) return false;
   const ir::Op& p = g.op(producer);
   const auto stage = [&op_stage](ir::OpId o) { return op_stage[static_cast<size_t>(o)]; };
-  return p.def->relu_epilogue && p.outputs.size() == 1 && stage(producer) == stage(relu) && p.phase == r.phase &&
+  return fused_def(p) != nullptr && p.outputs.size() == 1 && stage(producer) == stage(relu) && p.phase == r.phase &&
          g.storage_root(t) == t && g.consumers(t) == std::vector<ir::OpId>{relu} && !g.streamed(t);
 }
 
@@ -27,6 +38,19 @@ std::vector<ReluFusion> plan_relu_fusions(const ir::Graph& graph, const std::vec
     if (graph.op(relu).def->name == "relu" && fuses(graph, op_stage, relu, producer)) fusions.push_back({producer, relu});
   }
   return fusions;
+}
+
+size_t fuse_relu_epilogues(ir::Graph& graph, const std::vector<int32_t>& op_stage, const std::vector<OpGroup>& groups) {
+  std::set<ir::OpId> grouped;
+  for (const OpGroup& group : groups) grouped.insert(group.ops.begin(), group.ops.end());
+  size_t made = 0;
+  for (const ReluFusion& f : plan_relu_fusions(graph, op_stage)) {
+    if (grouped.count(f.producer) != 0 || grouped.count(f.relu) != 0) continue;
+    graph.rewrite_op(f.producer, fused_def(graph.op(f.producer))->name);
+    graph.rewrite_op(f.relu, "alias");
+    ++made;
+  }
+  return made;
 }
 
 }  // namespace plexus::runtime

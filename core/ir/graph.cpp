@@ -383,6 +383,25 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   return list.back().outputs;
 }
 
+void Graph::rewrite_op(OpId id, std::string_view type) {
+  const Op& old = op(id);
+  if (id >= kSubgraphOpBase) fail(ErrorCode::Internal, "rewrite of op '" + old.name + "' of a subgraph");
+  const OpDef& def = find_op_def(type, old.inputs.size());
+  InferContext ctx{def.name, input_infos(def, old.inputs, tensors_), old.attrs, replication_factor_, this};
+  const InferResult result = def.infer(ctx);
+  bool same = result.outputs.size() == old.outputs.size();
+  for (size_t k = 0; same && k < old.outputs.size(); ++k) {
+    const TensorInfo& t = tensors_[static_cast<size_t>(old.outputs[k])];
+    same = result.outputs[k].dtype == t.dtype && result.outputs[k].shape == t.shape;
+  }
+  if (!same) fail(ErrorCode::Internal, "rewriting op '" + old.name + "' as '" + def.name + "' changes its outputs");
+  Op& op = ops_[static_cast<size_t>(id)];
+  op.def = &def;
+  op.scratch_bytes = result.scratch_bytes;
+  op.may_inplace = result.may_inplace;
+  if (def.is_view) tensors_[static_cast<size_t>(op.outputs[0])].alias_of = op.inputs[0];
+}
+
 const TensorInfo& Graph::tensor(TensorId id) const {
   if (id < 0 || static_cast<size_t>(id) >= tensors_.size()) {
     fail(ErrorCode::NotFound, "tensor " + std::to_string(id) + " does not exist (the IR has " +

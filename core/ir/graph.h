@@ -177,6 +177,11 @@ class Graph {
   /// Adds an op by registered name; returns its outputs. Throws UnknownOp, InvalidArgument
   /// (input count, attributes), ShapeMismatch / DTypeMismatch (inference), NotFound (ids).
   std::vector<TensorId> add_op(std::string_view type, std::vector<TensorId> inputs, Attributes attrs);
+  /// A compile rewrite (core/compile/passes.h): main-graph op `id` runs registered op
+  /// `type` instead, with the same inputs, attributes and outputs; a view op's output
+  /// becomes its input's storage. Throws UnknownOp, NotFound, Internal when `type` does not
+  /// infer the op's output types from its inputs (a rewrite must not change them).
+  void rewrite_op(OpId id, std::string_view type);
 
   const TensorInfo& tensor(TensorId id) const;
   const Op& op(OpId id) const;

@@ -96,10 +96,6 @@ struct KernelContext {
   std::vector<std::byte*> remote;
   /// Decisions worth reporting (for example the GEMM kernel set chosen); may be null.
   std::vector<std::string>* notes = nullptr;
-  /// The kernel writes relu(y) = y > 0 ? y : +0 instead of its output y, into `out[0]` (the
-  /// fused relu's output; core/compile/relu_fusion.h). Only for ops whose OpDef has
-  /// relu_epilogue.
-  bool relu_epilogue = false;
 
   template <class T>
   const T* input(size_t i) const { return reinterpret_cast<const T*>(in[i]); }
@@ -162,10 +158,6 @@ struct OpDef {
   std::vector<int> inplace_inputs;
   /// Output 0 is input 0's storage reinterpreted (reshape): the kernel does nothing.
   bool is_view = false;
-  /// The kernel applies relu to its one output when KernelContext::relu_epilogue asks: the
-  /// compiler may then run a relu reading only that output inside this op
-  /// (core/compile/relu_fusion.h).
-  bool relu_epilogue = false;
   /// The kernel talks to other replicas (KernelContext::comm): a replicated session with
   /// such an op loads a collectives plugin.
   bool communicates = false;

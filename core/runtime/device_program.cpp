@@ -217,10 +217,6 @@ std::vector<ir::OpId> DeviceProgram::ops_run_by(const Action& a) const {
   switch (a.kind) {
     case ActionKind::RunOp:
       return {a.index};
-    case ActionKind::RunFused: {
-      const ReluFusion& f = r_.program.relu_fusions[static_cast<size_t>(a.index)];
-      return {f.producer, f.relu};
-    }
     case ActionKind::RunGroup:
       return r_.program.op_groups[static_cast<size_t>(a.index)].ops;
     default:
@@ -244,8 +240,6 @@ DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace&
       return offloaded_copy(st, p, a);
     case ActionKind::AllReduceBucket:
       return all_reduce_bucket(st, p, a.index);
-    case ActionKind::RunFused:
-      return run_fused(st, p, a.index);
     case ActionKind::RunGroup:
       return run_group(st, p, a.index);
     case ActionKind::RunOp:
@@ -397,13 +391,6 @@ DeviceProgram::Item DeviceProgram::kernel_item(ir::OpId id, ir::KernelContext ct
   item.fn = op.def->kernel(ctx);
   item.scratch = op.scratch_bytes;
   return item;
-}
-
-DeviceProgram::Item DeviceProgram::run_fused(DeviceState& st, const StepPlace& p, int32_t fusion) {
-  const ReluFusion& f = r_.program.relu_fusions[static_cast<size_t>(fusion)];
-  ir::KernelContext ctx = kernel_context(st, p, r_.graph.op(f.producer), {f.producer}, {f.relu});
-  ctx.relu_epilogue = true;
-  return kernel_item(f.producer, std::move(ctx));
 }
 
 DeviceProgram::Item DeviceProgram::run_group(DeviceState& st, const StepPlace& p, int32_t group) {

@@ -103,9 +103,6 @@ class DeviceProgram {
   Item run_op(DeviceState& st, const StepPlace& place, ir::OpId op);
   /// The item of Program::buckets[bucket]: its first op's OpDef::fused_kernel over every member.
   Item all_reduce_bucket(DeviceState& st, const StepPlace& place, int32_t bucket);
-  /// The item of Program::relu_fusions[fusion]: its producer's kernel with the relu as
-  /// epilogue, writing the relu's output.
-  Item run_fused(DeviceState& st, const StepPlace& place, int32_t fusion);
   /// The item of Program::op_groups[group]: its first op's OpDef::group_kernel.
   Item run_group(DeviceState& st, const StepPlace& place, int32_t group);
   /// The item running op `id`'s kernel in `ctx` (no scratch when the op needs none).

@@ -122,7 +122,7 @@ TEST(GradientBuckets, AGradientReadByAnUpdateOpBeforeItsAllReduceStaysAlone) {
 }
 
 TEST(GradientBuckets, TheProgramRunsABucketAsOneActionOnItsMembersLaidOutAsOneSpan) {
-  const testing::Mlp m = build_mlp(2, 4);
+  testing::Mlp m = build_mlp(2, 4);
   CompileOptions o;
   o.gradient_bucket_bytes = size_t{25} << 20;
   const Program p = compile(m.graph, place(m.graph, {}), o);
@@ -157,7 +157,7 @@ TEST(GradientBuckets, TheProgramRunsABucketAsOneActionOnItsMembersLaidOutAsOneSp
 TEST(GradientBuckets, AccumulatedGradientsArePackedIntoScratchInstead) {
   // With gradient accumulation the update reads the gradients' accumulators, which live
   // apart: the bucket packs them.
-  const testing::Mlp m = build_mlp(2, 4);
+  testing::Mlp m = build_mlp(2, 4);
   CompileOptions o;
   o.gradient_bucket_bytes = size_t{25} << 20;
   o.micro_batches = 2;

@@ -10,7 +10,7 @@
 namespace plexus::runtime::testing {
 
 /// The program of `graph` on one stage, one micro-batch per run.
-inline Program compile_one_stage(const ir::Graph& graph) {
+inline Program compile_one_stage(ir::Graph& graph) {
   const Placement placement = place(graph, {});
   Program program = compile(graph, placement, {1, {1}, false, {}});
   program.training = is_training(graph);

@@ -1,4 +1,4 @@
-// Relu epilogues at run time (core/compile/relu_fusion.h; DeviceProgram::run_fused): a small
+// Relu epilogues at run time (core/compile/relu_fusion.h; the `<op>_relu` kernels): a small
 // CNN (small_cnn.h) trained with each conv block's relu run inside its producer (conv2d, or
 // max_pool2d) ends with the same weights, bit for bit, as with the fusion blocked (the
 // relu's input streamed to the host, so that it must be stored), in both block orders of

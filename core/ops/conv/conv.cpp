@@ -16,6 +16,7 @@
 #include "core/ir/graph.h"
 #include "core/ops/conv/conv_gemm.h"
 #include "core/ops/conv/conv_pool.h"
+#include "core/ops/common/relu_fused.h"
 #include "core/ops/common/window_attrs.h"
 
 namespace plexus::ops {
@@ -109,11 +110,12 @@ ir::InferResult infer_conv(const ir::InferContext& ctx) {
   return r;
 }
 
-ir::Kernel conv_kernel(const ir::KernelContext& ctx) {
+/// conv2d's kernel, with relu applied to y when `relu` (conv2d_relu).
+ir::Kernel conv_forward(const ir::KernelContext& ctx, bool relu) {
   const Geometry g = geometry(ctx.inputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs, nullptr);
   const float* b = ctx.inputs.size() == 3 ? ctx.input<float>(2) : nullptr;
   return [p = plan(ctx, g, ConvPass::Forward), b, scratch = reinterpret_cast<float*>(ctx.scratch),
-          x = ctx.input<float>(0), w = ctx.input<float>(1), y = ctx.output<float>(0), relu = ctx.relu_epilogue] {
+          x = ctx.input<float>(0), w = ctx.input<float>(1), y = ctx.output<float>(0), relu] {
     p.forward(x, w, b, y, scratch, relu);
   };
 }
@@ -211,8 +213,7 @@ ir::OpDef conv_def() {
   d.max_inputs = 3;
   d.attrs = {stride_spec(), padding_spec()};
   d.infer = infer_conv;
-  d.kernel = conv_kernel;
-  d.relu_epilogue = true;
+  d.kernel = [](const ir::KernelContext& ctx) { return conv_forward(ctx, false); };
   d.group_scratch = conv_pool_forward_scratch;
   d.group_kernel = conv_pool_forward_kernel;
   d.grad = conv_grad;
@@ -240,6 +241,8 @@ ir::OpDef grad_weight_def() {
 }
 
 const ir::OpRegistration conv_op{conv_def()};
+const ir::OpRegistration conv_relu_op{
+    relu_fused_def(conv_def(), [](const ir::KernelContext& ctx) { return conv_forward(ctx, true); })};
 const ir::OpRegistration conv_grad_input_op{grad_input_def()};
 const ir::OpRegistration conv_grad_weight_op{grad_weight_def()};
 

@@ -34,6 +34,7 @@
 #include "core/ops/pool/max_pool.h"
 #include "core/ops/pool/max_pool_avx512.h"
 #include "core/ops/elementwise/relu.h"
+#include "core/ops/common/relu_fused.h"
 #include "core/ops/common/window_attrs.h"
 
 namespace plexus::ops {
@@ -269,19 +270,21 @@ void run_forward(const MaxPoolPlan& plan, const float* x, float* y) {
   }
 }
 
+/// max_pool2d's kernel, with relu applied to each maximum when `relu` (max_pool2d_relu).
+ir::Kernel max_pool_kernel(const ir::KernelContext& ctx, bool relu) {
+  return [plan = MaxPoolPlan(checked_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr)), x = ctx.input<float>(0),
+          y = ctx.output<float>(0), relu] { max_pool_forward(plan, x, y, relu); };
+}
+
 ir::OpDef max_pool_def() {
   ir::OpDef d;
   d.name = "max_pool2d";
   d.attrs = pool_attrs();
-  d.relu_epilogue = true;
   d.infer = [](const ir::InferContext& ctx) {
     const PoolGeometry p = check_x(ctx);
     return ir::InferResult{{{DType::Float32, out_shape(ctx.shape(0), p)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
-    return [plan = MaxPoolPlan(checked_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr)), x = ctx.input<float>(0),
-            y = ctx.output<float>(0), relu = ctx.relu_epilogue] { max_pool_forward(plan, x, y, relu); };
-  };
+  d.kernel = [](const ir::KernelContext& ctx) { return max_pool_kernel(ctx, false); };
   d.grad = [](ir::GradContext& ctx) {
     const TensorId x = ctx.op.inputs[0];
     ir::Attributes attrs = ctx.op.attrs;
@@ -361,6 +364,8 @@ ir::OpDef max_pool_grad_def() {
 }
 
 const ir::OpRegistration max_pool_op{max_pool_def()};
+const ir::OpRegistration max_pool_relu_op{
+    relu_fused_def(max_pool_def(), [](const ir::KernelContext& ctx) { return max_pool_kernel(ctx, true); })};
 const ir::OpRegistration max_pool_grad_op{max_pool_grad_def()};
 
 MaxPoolPlan::Path path_of(const PoolGeometry& p) {

@@ -2,6 +2,7 @@
 //   reshape(x; shape)   view of x's buffer (no copy); one dim may be -1 (inferred)
 //   transpose(x; perm)  permutes dims; empty perm reverses them (numpy's default)
 //   expand(x; shape)    numpy broadcast_to
+//   alias(x)            view of x under another tensor (the relu-epilogue rewrite makes it)
 //   flatten(x; axis=1)  [prod(dims < axis), prod(dims >= axis)], a view like reshape (ONNX
 //                       Flatten; PyTorch's x.view(N, -1) for axis 1); axis in [-rank, rank]
 #include <algorithm>
@@ -63,6 +64,20 @@ ir::OpDef reshape_def() {
   d.name = "reshape";
   d.attrs = {{"shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = infer_reshape;
+  d.is_view = true;
+  d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
+  d.grad = reshape_back;
+  return d;
+}
+
+// --- alias ---------------------------------------------------------------------------
+
+// alias(x) -> x's storage under another tensor: what the relu-epilogue rewrite
+// (core/compile/relu_fusion.h) makes of a relu whose producer now applies it.
+ir::OpDef alias_def() {
+  ir::OpDef d;
+  d.name = "alias";
+  d.infer = [](const ir::InferContext& ctx) { return ir::InferResult{{{ctx.dtype(0), ctx.shape(0)}}}; };
   d.is_view = true;
   d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
   d.grad = reshape_back;
@@ -183,6 +198,7 @@ ir::OpDef expand_def() {
 }
 
 const ir::OpRegistration reshape_op{reshape_def()};
+const ir::OpRegistration alias_op{alias_def()};
 const ir::OpRegistration transpose_op{transpose_def()};
 const ir::OpRegistration expand_op{expand_def()};
 const ir::OpRegistration flatten_op{flatten_def()};

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <tuple>
 
@@ -364,6 +366,19 @@ TEST(Conv2dGradOps, ShapesAreChecked) {
   e = expect_build_error("conv2d_grad_weight", {random_f32({1, 3, 7, 7}, 1), random_f32({1, 2, 4, 4}, 2)}, conv_attrs(cv),
                   ir::ErrorCode::InvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("attribute 'weight_shape'"));
+}
+
+TEST(Conv2dRelu, IsReluOfConv2dBitForBit) {
+  // conv2d_relu (the relu-epilogue rewrite's op, core/compile/relu_fusion.h) on each kernel
+  // path: with and without bias, strided and padded.
+  const Value x = random_f32({2, 3, 7, 6}, 5), w = random_f32({4, 3, 3, 3}, 6), b = random_f32({4}, 7);
+  for (const auto& attrs : {make_attrs({}), make_attrs({{"stride", Ints{2}}, {"padding", Ints{1}}})}) {
+    for (const std::vector<Value>& in : {std::vector<Value>{x, w}, std::vector<Value>{x, w, b}}) {
+      const Value fused = run_op1("conv2d_relu", in, attrs);
+      expect_equal(fused, run_op1("relu", {run_op1("conv2d", in, attrs)}), "conv2d_relu");
+      EXPECT_GT(std::count(fused.data.begin(), fused.data.end(), 0.0), 0) << "some outputs the relu zeroes";
+    }
+  }
 }
 
 }  // namespace

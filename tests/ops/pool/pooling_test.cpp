@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -298,7 +300,7 @@ TEST(MaxPool2dGrad, ReluFoldedAddsNothingWhereTheWindowMaxIsNotPositive) {
 }
 
 /// Where the memory plan puts tensor t of the one-stage graph g in its slot region.
-size_t slot_offset(const ir::Graph& g, ir::TensorId t) {
+size_t slot_offset(ir::Graph& g, ir::TensorId t) {
   const runtime::Program p = runtime::compile(g, runtime::place(g, {}), {});
   return p.stages[0].slot_offset.at(p.root_of[static_cast<size_t>(t)]);
 }
@@ -416,6 +418,18 @@ TEST(MaxPool2d, OnlyFloat32) {
   const OpError e = expect_build_error("max_pool2d", {i32({1, 1, 2, 2}, {1, 2, 3, 4})}, make_attrs({{"kernel", Ints{2}}}),
                                 ir::ErrorCode::DTypeMismatch);
   EXPECT_THAT(e.message, HasSubstr("input 0 must be float32"));
+}
+
+TEST(MaxPool2dRelu, IsReluOfMaxPool2dBitForBit) {
+  // max_pool2d_relu (the relu-epilogue rewrite's op, core/compile/relu_fusion.h): tiles and
+  // general windows.
+  const Value x = random_f32({2, 3, 8, 8}, 8, -1.0, 0.2);  // mostly negative: the relu zeroes many maxima
+  for (const auto& attrs : {make_attrs({{"kernel", Ints{2}}}),
+                            make_attrs({{"kernel", Ints{3}}, {"stride", Ints{2}}, {"padding", Ints{1}}})}) {
+    const Value fused = run_op1("max_pool2d_relu", {x}, attrs);
+    expect_equal(fused, run_op1("relu", {run_op1("max_pool2d", {x}, attrs)}), "max_pool2d_relu");
+    EXPECT_GT(std::count(fused.data.begin(), fused.data.end(), 0.0), 0) << "some outputs the relu zeroes";
+  }
 }
 
 }  // namespace

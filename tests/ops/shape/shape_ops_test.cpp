@@ -273,5 +273,15 @@ TEST(Flatten, AxisOutOfRangeIsRejected) {
   }
 }
 
+TEST(Alias, IsAZeroCopyViewOfTheSameTypeWithGradients) {
+  ir::Graph g;
+  const Value x = random_f32({2, 3}, 4);
+  const ir::TensorId in = add_inputs(g, {x}).front();
+  const ir::TensorId y = g.add_op("alias", {in}, {}).front();
+  EXPECT_EQ(g.storage_root(y), in);
+  expect_equal(evaluate(g, {y}).front(), x, "alias of a variable");
+  expect_gradients("alias", {x}, {}, [](const std::vector<Value>& in) { return in[0]; });
+}
+
 }  // namespace
 }  // namespace plexus::ops::test
