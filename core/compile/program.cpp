@@ -225,7 +225,6 @@ class Builder {
   }
 
   void find_buckets() {
-    p_.buckets = plan_gradient_buckets(g_, pl_.op_stage, o_.gradient_bucket_bytes);
     for (size_t b = 0; b < p_.buckets.size(); ++b) {
       for (ir::OpId op : p_.buckets[b].ops) bucket_of_[op] = static_cast<int32_t>(b);
     }
@@ -662,15 +661,8 @@ bool stored_by_update(const Program& program, ir::StreamId stream) {
   });
 }
 
-Program compile(ir::Graph& graph, const Placement& placement, const CompileOptions& options) {
-  Program program;
-  program.placement = placement;
-  program.micro_batches = options.micro_batches;
-  program.training = is_training(graph);
-  program.op_groups = plan_conv_pool_groups(graph, placement.op_stage);
-  fuse_relu_epilogues(graph, placement.op_stage, program.op_groups);
-  Builder(graph, placement, options, program).run();
-  return program;
+void build_program(const ir::Graph& graph, const CompileOptions& options, Program& program) {
+  Builder(graph, program.placement, options, program).run();
 }
 
 }  // namespace plexus::runtime

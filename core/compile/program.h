@@ -114,13 +114,14 @@ struct CompileOptions {
   size_t gradient_bucket_bytes = 0;
 };
 
-/// Builds the program of one replica, after rewriting `graph`'s relu epilogues
-/// (relu_fusion.h: a relu and its producer become `<op>_relu` and `alias`). Throws InvalidArgument naming the op or tensor when a
+/// Builds the actions and memory plans of one replica into `program`, whose placement,
+/// micro_batches, training flag, op_groups and buckets the passes before it set
+/// (passes.h; compile() there runs them all for a placed graph). Throws InvalidArgument naming the op or tensor when a
 /// variable is used by two stages, a tensor flows backward against the pipeline, the
 /// update step reads a per-micro-batch tensor of another stage or a non-float one while
 /// accumulating several micro-batches, or an update op reads what the update of another
 /// stage on the same device computes (the two updates run one after the other).
-Program compile(ir::Graph& graph, const Placement& placement, const CompileOptions& options);
+void build_program(const ir::Graph& graph, const CompileOptions& options, Program& program);
 
 /// True when device-to-host stream `stream` is copied by the update step (once per
 /// iteration: its host array has no micro-batch dim) rather than once per micro-batch.

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "core/compile/strategy.h"
+#include "core/compile/passes.h"
 #include "core/ir/error.h"
 #include "core/runtime/device_program.h"
 #include "core/runtime/host_update.h"
@@ -25,22 +25,6 @@ namespace {
 SessionOptions checked(const SessionOptions& options) {
   check_session_options(options);
   return resolve_workers(options);
-}
-
-/// The most micro-batches an inference program runs as one schedule. Device iterations
-/// beyond it repeat the program (DeviceProgram's iterations), so that compiling, the
-/// schedule and the channels do not grow with device_iterations: a session of 2^24
-/// iterations took 23 s and 1.8 GB to create when the schedule held every micro-batch.
-/// 4096 keeps a pipeline's fill and drain under 0.1 % of an iteration of 4 stages.
-constexpr int64_t kMaxInferenceMicroBatches = 4096;
-
-/// Iterations of an inference program of device_iterations d and gradient_accumulation g:
-/// d / k for the largest k dividing d with k * g <= kMaxInferenceMicroBatches (1 at least).
-int64_t inference_iterations(int64_t d, int64_t g) {
-  for (int64_t k = std::min(d, std::max<int64_t>(1, kMaxInferenceMicroBatches / g)); k > 1; --k) {
-    if (d % k == 0) return d / k;
-  }
-  return d;
 }
 
 /// Bytes of physical memory (the bound of a host array that can exist).
@@ -80,26 +64,23 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
 Session::~Session() { queue_.reset(); }
 
 void Session::compile_program() {
-  const Placement placement = place(graph_, options_.stages);
-  program_.placement = placement;
-  program_.training = is_training(graph_);
-  iterations_ = program_.training ? options_.device_iterations
-                                  : inference_iterations(options_.device_iterations, options_.gradient_accumulation);
-  program_.micro_batches = options_.device_iterations / iterations_ * options_.gradient_accumulation;
-  make_schedule();
-  const ScheduleAnalysis analysis = check_schedule(
-      {placement.num_stages, placement.num_devices, placement.stage_device, program_.micro_batches, program_.training},
-      schedule_, strategy_name_);
-  std::set<ir::TensorId> in_place;
+  CompileRequest request{options_.stages, options_.execution_strategy, options_.strategy_options,
+                         options_.device_iterations, options_.gradient_accumulation, {}, options_.device_memory_bytes};
   for (size_t i = 0; i < graph_.num_streams(); ++i) {
     const auto id = static_cast<ir::StreamId>(i);
-    if (reads_in_place(graph_, id, options_.prefetch_depth)) in_place.insert(graph_.storage_root(graph_.stream(id).tensor));
+    if (reads_in_place(graph_, id, options_.prefetch_depth)) {
+      request.program.in_place.insert(graph_.storage_root(graph_.stream(id).tensor));
+    }
   }
   // The host update keeps the optimizer state in host memory: offloaded, never staged.
-  const bool offload = options_.offload_optimizer_state || options_.weight_update_on_host;
-  program_ = compile(graph_, placement,
-                     {program_.micro_batches, analysis.slots, offload, in_place, options_.gradient_bucket_bytes});
-  check_memory();
+  request.program.offload_optimizer_state = options_.offload_optimizer_state || options_.weight_update_on_host;
+  request.program.gradient_bucket_bytes = options_.gradient_bucket_bytes;
+  Compilation c{graph_, std::move(request), {}, {}, 1, {}, {}};
+  run_passes(c);
+  program_ = std::move(c.program);
+  schedule_ = std::move(c.schedule);
+  strategy_name_ = std::move(c.strategy_name);
+  iterations_ = c.iterations;
   check_host_arrays();
 }
 
@@ -108,34 +89,6 @@ void Session::check_host_arrays() const {
   for (size_t i = 0; i < graph_.num_streams(); ++i) {
     const auto id = static_cast<ir::StreamId>(i);
     stream_layout(id).host_bytes("stream '" + graph_.stream(id).name + "'", limit);
-  }
-}
-
-void Session::make_schedule() {
-  const Placement& pl = program_.placement;
-  const ScheduleProblem problem{pl.num_stages, pl.num_devices, pl.stage_device, program_.micro_batches,
-                                program_.training};
-  strategy_name_ = options_.execution_strategy;
-  if (strategy_name_.empty() && pl.num_devices == 1) {
-    strategy_name_ = "trivial";
-    schedule_ = trivial_schedule(problem);
-    return;
-  }
-  if (strategy_name_.empty()) strategy_name_ = "pipelined";
-  const Strategy strategy(strategy_name_);
-  schedule_ = strategy.schedule(problem, options_.strategy_options);
-}
-
-void Session::check_memory() const {
-  if (options_.device_memory_bytes == 0) return;
-  for (size_t d = 0; d < program_.devices.size(); ++d) {
-    const DevicePlan& p = program_.devices[d];
-    if (p.arena_bytes <= options_.device_memory_bytes) continue;
-    ir::fail(ErrorCode::OutOfDeviceMemory,
-             "device " + std::to_string(d) + " needs " + std::to_string(p.arena_bytes) +
-                 " bytes (variables, constants and accumulators " + std::to_string(p.persistent_bytes) +
-                 ", planned peak " + std::to_string(p.planned_peak_bytes) +
-                 ") but its capacity (device_memory_bytes) is " + std::to_string(options_.device_memory_bytes));
   }
 }
 

@@ -148,11 +148,8 @@ class Session {
   RunTrace last_trace() const;
 
  private:
-  /// Places the graph, asks the strategy for a schedule and checks it, compiles the stages
-  /// and checks their memory against device_memory_bytes.
+  /// Runs the compile passes (core/compile/passes.h) on graph_ and keeps what they made.
   void compile_program();
-  void make_schedule();
-  void check_memory() const;
   /// Refuses options whose host arrays cannot exist: more bytes than int64 counts or than
   /// the host's physical memory (ir::Error InvalidArgument naming the stream).
   void check_host_arrays() const;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 #include "tests/runtime/small_cnn.h"
 

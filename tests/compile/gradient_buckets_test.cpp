@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "tests/runtime/data_parallel_mlp.h"

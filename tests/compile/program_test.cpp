@@ -1,3 +1,4 @@
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 
 #include <gtest/gtest.h>

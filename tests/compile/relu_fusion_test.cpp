@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "tests/runtime/test_graphs.h"

@@ -55,6 +55,19 @@ class MaxIndices(torch.nn.Module):
         return indices, torch.argmax(y, dim=1), y.argmax(-1), poptorch.identity_loss(loss, "none")
 
 
+class PoolIndices(torch.nn.Module):
+    """A conv, then `pool` (a MaxPool2d with return_indices): the loss weights the pooled
+    output by w [N, 1, 1, 1], the indices are returned."""
+
+    def __init__(self, pool):
+        super().__init__()
+        self.conv, self.pool = torch.nn.Conv2d(2, 2, 3, padding=1), pool
+
+    def forward(self, x, w):
+        both = self.pool(self.conv(x))  # fx cannot unpack a traced tuple
+        return both[1], poptorch.identity_loss((both[0] * w).sum(), "none")
+
+
 def _frozen_padded():
     """An Embedding with padding_idx 0 (random row 0) and a frozen weight."""
     embedding = torch.nn.Embedding(10, 4, padding_idx=0)
@@ -212,6 +225,14 @@ CASES = {
         lambda: (_x(4, 6), (torch.rand(4, 5) > 0.5).float()), "target"),
     "torch.max(y, 1), .max(-1, keepdim), torch.max(y), argmax": (MaxIndices, lambda: (_x(5, 6), _x(5)),
                                                                  "target"),
+    "MaxPool2d(2, return_indices)": (lambda: PoolIndices(torch.nn.MaxPool2d(2, return_indices=True)),
+                                     lambda: (_x(2, 2, 6, 6), _x(2, 1, 1, 1)), "target"),
+    "MaxPool2d(3, 2, 1, ceil_mode, return_indices) of 6x7": (
+        lambda: PoolIndices(torch.nn.MaxPool2d(3, 2, 1, ceil_mode=True, return_indices=True)),
+        lambda: (_x(2, 2, 6, 7), _x(2, 1, 1, 1)), "target"),
+    "MaxPool2d((2, 3), 2, dilation (2, 1), return_indices) of 6x7": (
+        lambda: PoolIndices(torch.nn.MaxPool2d((2, 3), 2, dilation=(2, 1), return_indices=True)),
+        lambda: (_x(2, 2, 6, 7), _x(2, 1, 1, 1)), "target"),
 }
 
 
@@ -286,7 +307,6 @@ def test_batch_norm_running_statistics(kind, momentum):
 
 
 @pytest.mark.parametrize("module, shape", [
-    (torch.nn.MaxPool2d(2, return_indices=True), (2, 2, 6, 6)),
     (torch.nn.AdaptiveAvgPool2d((4, 4)), (2, 2, 6, 6)),
     (torch.nn.Embedding(10, 4, max_norm=1.0), None),
 ])

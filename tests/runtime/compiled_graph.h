@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/compile/placement.h"
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 #include "core/compile/schedule.h"
 #include "core/ir/graph.h"

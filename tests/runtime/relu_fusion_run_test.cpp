@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "core/session/session.h"

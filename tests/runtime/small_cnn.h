@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "core/session/session.h"

@@ -150,39 +150,53 @@ def _ceil_extension(x, kernel, stride, pad):
     return extra
 
 
-def _dilated_max_pool(x, kernel, stride, dilation):
+def _dilated_max_pool(x, kernel, stride, dilation, plane=None):
     """Max pooling of an already padded x with dilated windows: one strided slice of x per
     tap, folded pairwise in window order, keeping the earlier on a tie (torch's first
-    maximum, which gets the gradient)."""
+    maximum, which gets the gradient). With `plane` (the padding before the last two dims,
+    and the unpadded width), also the flat index of each maximum in the unpadded plane
+    (torch's return_indices; int32, as PopTorch makes int64 tensors)."""
     out = [(int(x.shape[-2 + i]) - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
-    best = None
+    best = index = None
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             rows = slice(i * dilation[0], i * dilation[0] + (out[0] - 1) * stride[0] + 1, stride[0])
             cols = slice(j * dilation[1], j * dilation[1] + (out[1] - 1) * stride[1] + 1, stride[1])
             tap = x[(slice(None),) * (x.rank - 2) + (rows, cols)]
+            tap_index = None if plane is None else _tap_index(out, (i, j), stride, dilation, *plane)
             if best is None:
-                best = tap
+                best, index = tap, tap_index
                 continue
             diff = ops.sub(best, tap)
-            best = ops.where(ops.equal(ops.relu(diff), diff), best, tap)
-    return best
+            keep = ops.equal(ops.relu(diff), diff)
+            best = ops.where(keep, best, tap)
+            if plane is not None:
+                index = ops.where(keep, index, tap_index)
+    return best if plane is None else (best, index)
+
+
+def _tap_index(out, tap, stride, dilation, origin, width):
+    """The int32 [OH, OW] flat indices, in a plane of `width` columns padded with `origin`
+    rows and columns before, of window tap `tap` at each output position."""
+    r = np.arange(out[0])[:, None] * stride[0] + tap[0] * dilation[0] - origin[0]
+    c = np.arange(out[1])[None, :] * stride[1] + tap[1] * dilation[1] - origin[1]
+    return plexus.constant((r * width + c).astype(np.int32), plexus.int32)
 
 
 def _max_pool2d(m, ctx, x):
-    """MaxPool2d: the max_pool2d op, or with dilation _dilated_max_pool of x padded with the
-    lowest float; ceil_mode extends x (_ceil_extension)."""
-    if m.return_indices:
-        raise Unsupported("MaxPool2d with return_indices")
+    """MaxPool2d: the max_pool2d op, or with dilation or return_indices _dilated_max_pool of
+    x padded with the lowest float (return_indices: the output and the int32 flat index of
+    each maximum in its input plane, as torch's); ceil_mode extends x (_ceil_extension)."""
     kernel, stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
     dilation = _pair(m.dilation)
     extent = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
     lowest = np.finfo(np.float32).min
     extra = _ceil_extension(x, extent, stride, pad) if m.ceil_mode else [0, 0]
-    if dilation == [1, 1]:
+    if dilation == [1, 1] and not m.return_indices:
         return ops.max_pool2d(_extended(x, extra, lowest), kernel=kernel, stride=stride, padding=pad)
     framed = _extended(x, [e + p for e, p in zip(extra, pad)], lowest, before=pad)
-    return _dilated_max_pool(framed, kernel, stride, dilation)
+    plane = (pad, int(x.shape[-1])) if m.return_indices else None
+    return _dilated_max_pool(framed, kernel, stride, dilation, plane)
 
 
 def _per_position(x, target, reduction, loss):

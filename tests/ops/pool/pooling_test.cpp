@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/compile/placement.h"
+#include "core/compile/passes.h"
 #include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "core/ir/graph.h"
