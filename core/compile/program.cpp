@@ -592,6 +592,7 @@ class Builder {
     for (const auto& [r, req] : sr.request_of) {
       const auto inside = sr.offset_in_request.find(r);
       plan.slot_offset[r] = plan.slot_plan.offsets[req] + (inside == sr.offset_in_request.end() ? 0 : inside->second);
+      plan.slot_live[r] = {sr.requests[req].first, sr.requests[req].last};
     }
   }
 

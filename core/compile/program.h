@@ -61,6 +61,8 @@ struct StagePlan {
   std::vector<Action> actions[3];      ///< per ir::Phase: forward, backward, update
   size_t first_position[3] = {0, 0, 0};  ///< timeline position of each phase's first action
   std::map<ir::TensorId, size_t> slot_offset;     ///< roots in the slot region
+  /// Roots in the slot region -> the first and last timeline positions of their buffer.
+  std::map<ir::TensorId, std::pair<int64_t, int64_t>> slot_live;
   std::map<ir::TensorId, size_t> accumulator;     ///< root -> offset in the device's persistent block
   /// Host-to-device streams this stage reads in place (CompileOptions::in_place) -> the
   /// timeline position of the last action that touches their tensor.

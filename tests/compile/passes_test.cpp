@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ TEST(Passes, TheMemoryLimitRefusesADeviceOverItsCapacity) {
     EXPECT_EQ(e.code(), ir::ErrorCode::OutOfDeviceMemory);
     EXPECT_THAT(e.what(), HasSubstr("device 0 needs"));
     EXPECT_THAT(e.what(), HasSubstr("its capacity (device_memory_bytes) is 1024"));
+    // The five largest live at the peak, largest first: the MLP's weights (persistent).
+    const std::string message = e.what();
+    const size_t list = message.find("the largest tensors live at its peak: ");
+    ASSERT_NE(list, std::string::npos) << message;
+    EXPECT_EQ(std::count(message.begin() + static_cast<std::ptrdiff_t>(list), message.end(), '\''), 10) << message;
+    EXPECT_THAT(message.substr(list), HasSubstr(" bytes (persistent)"));
   }
 }
 

@@ -908,8 +908,9 @@ PLX_API void plx_session_options_init(plx_session_options* options);
  * @param options NULL for defaults.
  * @param out_session Receives the session; release with plx_session_destroy().
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, bad option, struct_size too
- *         small); PLX_ERR_OUT_OF_DEVICE_MEMORY (names the device, the bytes needed and
- *         the capacity); PLX_ERR_UNSUPPORTED (BLIS_ARCH_TYPE invalid for this CPU).
+ *         small); PLX_ERR_OUT_OF_DEVICE_MEMORY (names the device, the bytes needed,
+ *         the capacity and the five largest tensors live at the planned peak, without
+ *         running anything); PLX_ERR_UNSUPPORTED (BLIS_ARCH_TYPE invalid for this CPU).
  * Thread safety: safe from any thread; no other thread may change `ir` during the call.
  * @since 1
  */
