@@ -265,14 +265,12 @@ Program build_train(const Options& o, const std::vector<std::vector<float>>& wei
 
 plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64_t device_iterations) {
   for (int64_t s = 0; s < o.model.stages; ++s) stages.add({"s" + std::to_string(s)}, s);
-  plx::SessionOptions opts;
-  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
+  plx::SessionOptions opts = samples::common_session_options(o);
   if (o.model.stages > 1) {
     stages.apply(opts);
     opts.execution_strategy = "pipelined";
   }
   opts.device_iterations = device_iterations;
-  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   return opts;
 }
 
@@ -375,7 +373,6 @@ Trained train(const Options& o, const plx::Text& text) {
   plx::Stages stages;
   plx::SessionOptions opts = session_options(o, stages, o.device_iterations);
   opts.gradient_accumulation = o.gradient_accumulation;
-  opts.prefetch_depth = o.prefetch_depth;
   opts.offload_optimizer_state = o.offload_optimiser ? 1 : 0;
   plx::Session session(p.ir, opts);
   Trained result;

@@ -83,12 +83,7 @@ struct TrainResult {
 /// session once it is compiled (to report memory, kernels, ...).
 inline TrainResult train(TrainProgram& t, const CommonOptions& o, ImageSplit& data,
                          const std::function<void(const plx::Session&, const TrainProgram&)>& on_session) {
-  plx::SessionOptions opts;
-  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
-  opts.device_iterations = o.device_iterations;
-  opts.prefetch_depth = o.prefetch_depth;
-  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
-  plx::Session session(t.ir, opts);
+  plx::Session session(t.ir, common_session_options(o));
   on_session(session, t);
 
   // The data loader feeds images and labels through fill callbacks on the io threads, in

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <plexus/plexus.h>
+#include <plexus/plexus.hpp>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -79,6 +80,8 @@ struct CommonOptions {
   int64_t gradient_accumulation = 1;
   int64_t replication_factor = 1;  ///< with kWorkers: of all workers; 0: one per worker
   size_t gradient_bucket_bytes = size_t{25} << 20;  ///< plx_session_options.gradient_bucket_bytes
+  std::string device_memory_limit = "0";  ///< --device-memory-limit as given: bytes, or with K, M or G (KiB, MiB, GiB)
+  size_t device_memory_bytes = 0;         ///< its value (check_training); 0: no limit
   int64_t prefetch_depth = 2;
   int64_t loader_workers = 2;
   int64_t threads_per_device = 0;
@@ -140,8 +143,25 @@ inline void add_training(po::options_description& d, CommonOptions& o, unsigned 
                   replicas_help.c_str())(
       "gradient-bucket-bytes", po::value(&o.gradient_bucket_bytes)->default_value(o.gradient_bucket_bytes),
       "gradient buckets: the gradient all-reduces of a step fused into calls of about this many bytes "
-      "(PyTorch DDP's bucket_cap_mb; 0: one call per gradient)")("seed", po::value(&o.seed)->default_value(o.seed),
-                                         "seed for weight init and shuffling");
+      "(PyTorch DDP's bucket_cap_mb; 0: one call per gradient)")(
+      "device-memory-limit", po::value(&o.device_memory_limit)->default_value(o.device_memory_limit),
+      "memory of each device, in bytes or with K, M or G (KiB, MiB, GiB): compiling refuses a program whose "
+      "planned memory exceeds it, naming the largest tensors live at its peak, before anything runs (0: no limit)")(
+      "seed", po::value(&o.seed)->default_value(o.seed), "seed for weight init and shuffling");
+}
+
+/// Bytes of a --device-memory-limit value: digits, then optionally K, M or G (powers of
+/// 1024). Throws UsageError naming the option for anything else or an overflow.
+inline size_t parse_memory_limit(const std::string& text) {
+  const size_t digits = static_cast<size_t>(
+      std::find_if(text.begin(), text.end(), [](char c) { return c < '0' || c > '9'; }) - text.begin());
+  const std::string unit = text.substr(digits);
+  const int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+  if (digits == 0 || digits > 15 || shift < 0) {
+    throw UsageError("--device-memory-limit must be a number of bytes, optionally followed by K, M or G (for "
+                     "example 512M), got '" + text + "'");
+  }
+  return static_cast<size_t>(std::stoull(text.substr(0, digits))) << shift;
 }
 
 /// Adds the data loader and compute thread options that `f` picks to `d`, bound to `o`.
@@ -181,8 +201,9 @@ inline void add_files(po::options_description& d, CommonOptions& o, unsigned f) 
   }
 }
 
-/// Range checks of the training and machine options; throws UsageError naming the option.
-inline void check_training(const CommonOptions& o, unsigned f) {
+/// Range checks of the training and machine options, and the bytes of
+/// --device-memory-limit; throws UsageError naming the option.
+inline void check_training(CommonOptions& o, unsigned f) {
   require_at_least<int64_t>("num-steps", o.num_steps, (f & kEpochs) ? 0 : 1);
   require_at_least<int64_t>("epochs", o.epochs, 0);
   require_at_least<int64_t>("batch-size", o.batch_size, 1);
@@ -199,6 +220,7 @@ inline void check_training(const CommonOptions& o, unsigned f) {
     throw UsageError("--loader-workers must be <= 256, got " + std::to_string(o.loader_workers));
   }
   require_at_least<int64_t>("threads-per-device", o.threads_per_device, 0);
+  o.device_memory_bytes = parse_memory_limit(o.device_memory_limit);
 }
 
 /// --dataset is mnist or fashion, and --data-dir holds its training images.
@@ -314,6 +336,19 @@ inline nlohmann::json options_json(const CommonOptions& o, unsigned features) {
   }
   if (features & kThreads) j["threads_per_device"] = o.threads_per_device;
   return j;
+}
+
+/// The session options every sample takes from the common options: device iterations,
+/// gradient buckets, prefetch depth, compute threads and the device memory limit. A
+/// sample sets its own (stages, strategy, ...) on the result.
+inline plx::SessionOptions common_session_options(const CommonOptions& o) {
+  plx::SessionOptions opts;
+  opts.device_iterations = o.device_iterations;
+  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
+  opts.prefetch_depth = o.prefetch_depth;
+  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
+  opts.device_memory_bytes = o.device_memory_bytes;
+  return opts;
 }
 
 }  // namespace samples

@@ -124,15 +124,11 @@ struct Trained {
 Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSplit& data) {
   samples::DistProgram t =
       samples::build_dist_train(o.replication_factor, o.batch_size, o.seed, o.learning_rate, o.host_update);
-  plx::SessionOptions opts;
-  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
-  opts.device_iterations = o.device_iterations;
+  plx::SessionOptions opts = samples::common_session_options(o);
   opts.gradient_accumulation = o.gradient_accumulation;
-  opts.prefetch_depth = o.prefetch_depth;
   opts.num_workers = place.count;
   opts.worker_index = place.index;
   opts.weight_update_on_host = o.host_update;
-  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   opts.collective_timeout_ms = o.collective_timeout_ms;
   const std::string plugin = collectives_plugin(o, place);  // outlives the session's creation
   if (!plugin.empty()) opts.collectives_plugin = plugin.c_str();

@@ -96,13 +96,11 @@ void check(const Options& o) {
 // options shared by training and inference.
 plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64_t device_iterations) {
   for (int64_t s = 0; s < kStages; ++s) stages.add({"B" + std::to_string(s + 1)}, s);
-  plx::SessionOptions opts;
-  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
+  plx::SessionOptions opts = samples::common_session_options(o);
   stages.apply(opts);
   opts.execution_strategy = o.strategy.c_str();
   opts.strategy_options = o.strategy == "pipelined" && o.schedule == "fill_drain" ? "fill_drain" : "";
   opts.device_iterations = device_iterations;
-  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   opts.profile = o.profile ? 1 : 0;
   return opts;
 }

@@ -201,13 +201,9 @@ int run_demo(const Options& o) {
       samples::build_cnn_train({o.batch_size, o.replication_factor, o.seed, o.learning_rate});
   plx::Stages stages;
   stages.add({"B1", "B2", "B3", "B4"}, 0);
-  plx::SessionOptions opts;
-  opts.gradient_bucket_bytes = o.gradient_bucket_bytes;
+  plx::SessionOptions opts = samples::common_session_options(o);
   stages.apply(opts);
-  opts.device_iterations = o.device_iterations;
-  opts.prefetch_depth = o.prefetch_depth;
   opts.io_threads = o.io_threads;
-  opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   plx::Session session(t.ir, opts);
 
   plx_loader_options lo = plx::Loader::default_options();

@@ -4,6 +4,8 @@
 #  - a bad value (unknown --dataset, negative --num-steps, --learning-rate 0, a --data-dir
 #    without the dataset, a zero --batch-size) exits 2 with "<sample>: error: " and the
 #    option's name on stderr;
+#  - --device-memory-limit below the program's planned memory is refused when the session
+#    compiles, before any step, naming the largest tensors live at the peak;
 #  - a few steps on Fashion-MNIST (--dataset fashion) train, read data/fashion-mnist and
 #    write the dataset and step limit to the metrics;
 #  - seed 003's --learning-rate 0.002 --debug --epochs 5 runs;
@@ -19,7 +21,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   fail "Fashion-MNIST not found in $data/fashion-mnist: run scripts/fetch-data.sh"
 
 common=(--help --dataset --data-dir --num-steps --batch-size --device-iterations --learning-rate
-        --replication-factor --seed --metrics-out)
+        --replication-factor --seed --metrics-out --device-memory-limit)
 # A few steps of each on Fashion-MNIST.
 declare -A short=(
   [mnist]="--num-steps 20"
@@ -53,7 +55,17 @@ for name in mnist mnist_rts mnist_pipeline distributed_training stream_demo; do
   expect_usage_error "$name" "--data-dir '$tmp/nowhere' holds no fashion data" --data-dir "$tmp/nowhere" \
     --dataset fashion
   expect_usage_error "$name" "unrecognised option\|unrecognized option" --data-dir "$data" --no-such-option
+  expect_usage_error "$name" "--device-memory-limit must be a number of bytes, optionally followed by K, M or G" \
+    --data-dir "$data" --device-memory-limit 12X
   echo "ok: $name lists the common options and rejects bad values with exit 2"
+
+  # shellcheck disable=SC2086  # the short options split into words on purpose
+  if "${bin[$name]}" --data-dir "$data" ${short[$name]} --device-memory-limit 64K >"$tmp/out" 2>"$tmp/err"; then
+    fail "$name --device-memory-limit 64K ran: $(tail -n 3 "$tmp/out")"
+  fi
+  grep -q "capacity (device_memory_bytes) is 65536; the largest tensors live at its peak: '" "$tmp/err" ||
+    fail "$name --device-memory-limit 64K: $(cat "$tmp/err")"
+  echo "ok: $name refuses --device-memory-limit 64K when compiling: $(grep -o "device 0 needs [0-9]* bytes" "$tmp/err")"
 
   # shellcheck disable=SC2086  # the short options split into words on purpose
   "${bin[$name]}" --data-dir "$data" --dataset fashion ${short[$name]} --metrics-out "$tmp/$name.json" \
