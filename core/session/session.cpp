@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <set>
 #include <thread>
 
 #include <unistd.h>

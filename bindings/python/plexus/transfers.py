@@ -75,12 +75,13 @@ def is_piece(ir, runtime_stream):
     return any(s is runtime_stream and s is not user for user, ps in ir.transfers.items() for s, _ in ps)
 
 
-def load(graph, stream, name):
-    """host_load of h2d `stream` inside subgraph `graph`: a hidden input of the stream's
-    shape and dtype, returned as a Tensor."""
+def load(graph, stream, name, shape=None, dims=()):
+    """host_load of h2d `stream` inside subgraph `graph`, moving prod(dims) transfers: a
+    hidden input of `shape` (default the stream's) and the stream's dtype, named `name`
+    (default the stream's name), returned as a Tensor."""
     from plexus.graph import graph_input
-    t = graph_input(stream.shape, stream.dtype, name or stream.name)
-    _table(graph.ir, "inputs").setdefault(graph.id, []).append(Hidden(t.id, stream, ()))
+    t = graph_input(stream.shape if shape is None else shape, stream.dtype, name or stream.name)
+    _table(graph.ir, "inputs").setdefault(graph.id, []).append(Hidden(t.id, stream, dims))
     return t
 
 
@@ -114,14 +115,11 @@ def _pass_input(ir, caller, h, shape, dims):
     leading count): a stream of its own in the main graph, else a hidden input of the
     caller."""
     import plexus
-    from plexus.graph import graph_input
     if caller.is_main:
         runtime_stream = plexus.h2d_stream(shape, h.stream.dtype, name=transfer_name(ir, h.stream))
         add_piece(ir, h.stream, runtime_stream, dims)
         return runtime_stream.tensor
-    t = graph_input(shape, h.stream.dtype, h.stream.name)
-    _table(ir, "inputs").setdefault(caller.id, []).append(Hidden(t.id, h.stream, dims))
-    return t
+    return load(caller, h.stream, None, shape, dims)
 
 
 def _pass_output(ir, caller, h, result, dims):
@@ -143,22 +141,17 @@ def arguments(graph, visible, count=None):
     ir = graph.ir
     hidden = {h.id: h for h in hidden_inputs(graph)}
     visible = iter(visible)
+    lead = () if count is None else (int(count),)
     args, sliced = [], []
     for index, t in enumerate(graph._core_inputs()):
         h = hidden.get(t.id)
         if h is None:
             args.append(next(visible))
             continue
-        lead = () if count is None else (int(count),)
         args.append(_pass_input(ir, caller, h, lead + tuple(t.shape), lead + h.dims))
         if count is not None:
             sliced.append(index)
     return args, sliced
-
-
-def stacked(graph):
-    """How many outputs a repeat of `graph` stacks: its hidden outputs, its last ones."""
-    return added_outputs(graph)
 
 
 def results(graph, outputs, count=None):

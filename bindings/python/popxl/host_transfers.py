@@ -66,7 +66,7 @@ def split_input(ir, session, stream, array):
     if array.size != math.prod(full):
         raise ShapeMismatch(f"input for stream '{stream.name}' has shape {list(array.shape)}, expected "
                             f"{list(user_shape(ir, stream))} ([num_host_transfers, replicas] + shape, dims of 1 left out)")
-    blocks = array.reshape((runs_per_call(ir), transfers_per_block(ir)) + full[1:])  # [runs, T, R] + shape
+    blocks = array.reshape((-1, transfers_per_block(ir)) + full[1:])  # [runs, T, R] + shape
     offset = 0
     for runtime_stream, dims in pieces:
         n = math.prod(dims)
@@ -80,10 +80,9 @@ def join_output(ir, stream, results):
     """The host array of user d2h `stream` (user_shape) from `results` {runtime stream:
     array} of one run."""
     full = _full_shape(ir, stream)
-    runs, t = runs_per_call(ir), transfers_per_block(ir)
-    parts = [np.moveaxis(results[s].reshape((runs, full[1], math.prod(dims)) + full[2:]), 2, 1)
+    parts = [np.moveaxis(results[s].reshape((-1, full[1], math.prod(dims)) + full[2:]), 2, 1)
              for s, dims in transfers.pieces(ir, stream)]
     joined = np.concatenate(parts, axis=1)  # [runs, transfers per run, R] + shape
-    blocks = np.zeros((runs, t) + full[1:], dtype=joined.dtype)
+    blocks = np.zeros((joined.shape[0], transfers_per_block(ir)) + full[1:], dtype=joined.dtype)
     blocks[:, :joined.shape[1]] = joined
     return blocks.reshape(user_shape(ir, stream))

@@ -209,7 +209,7 @@ def repeat_with_info(graph, repeat_count, *inputs, inputs_dict=None, check_input
         raise ValueError(f"Repeat trip count for repeat of {graph.name} must be >= 1 when the graph holds "
                          "host_load or host_store ops (each iteration moves one transfer)")
     args, sliced = transfers.arguments(graph, parents, count)
-    stacked = transfers.stacked(graph)
+    stacked = transfers.added_outputs(graph)  # the hidden outputs, the last ones: stacked per iteration
     outputs = add_op("repeat", args, {"graph": graph.id, "count": count, "sliced": sliced, "stacked": stacked}, ir)
     outputs = () if outputs is None else (outputs,) if isinstance(outputs, Tensor) else outputs
     results = transfers.results(graph, outputs, count)
