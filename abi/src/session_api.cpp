@@ -29,8 +29,11 @@ std::string report(const runtime::Session& s) {
   j["weight_update_on_host"] = s.options().weight_update_on_host;
   j["gradient_bucket_bytes"] = s.options().gradient_bucket_bytes;
   j["gradient_buckets"] = nlohmann::json::array();
-  for (const runtime::GradientBucket& b : s.gradient_buckets()) {
-    j["gradient_buckets"].push_back({{"all_reduces", b.ops.size()}, {"bytes", b.bytes}});
+  for (const ir::Op& op : s.graph().ops()) {  // the gradient-bucket rewrite's ops
+    if (!op.def->name.starts_with("replicated_all_reduce_bucket")) continue;
+    size_t bytes = 0;
+    for (ir::TensorId t : op.inputs) bytes += s.graph().tensor(t).bytes();
+    j["gradient_buckets"].push_back({{"all_reduces", op.inputs.size()}, {"bytes", bytes}});
   }
   j["training"] = s.training();
   j["micro_batches_per_iteration"] = s.micro_batches();

@@ -1,9 +1,12 @@
-// Which conv -> relu -> max-pool ops run as groups (conv_pool_fusion.h).
+// The conv -> relu -> max-pool rewrite (conv_pool_fusion.h).
 #include "core/compile/conv_pool_fusion.h"
 
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <string>
+
+#include "core/ir/error.h"
 
 namespace plexus::runtime {
 
@@ -120,43 +123,52 @@ class Matcher {
   const std::vector<int32_t>& op_stage_;
 };
 
-/// The group of `ops`, reading `inputs` and writing `outputs`, when its leader's kernel
-/// takes it.
-std::optional<OpGroup> group(const ir::Graph& g, std::vector<ir::OpId> ops, std::vector<ir::TensorId> inputs,
-                             std::vector<ir::TensorId> outputs) {
-  const ir::OpDef& leader = *g.op(ops[0]).def;
-  if (!leader.group_scratch || !leader.group_kernel) return std::nullopt;
-  const std::optional<size_t> scratch = leader.group_scratch(g, ops);
-  if (!scratch) return std::nullopt;
-  return OpGroup{std::move(ops), std::move(inputs), std::move(outputs), *scratch};
+/// The fused ops' attributes: the conv's, the pool's prefixed "pool_", and the relu's place.
+ir::Attributes fused_attrs(const ir::Graph& g, const Candidate& c) {
+  ir::Attributes attrs;
+  const ir::Attributes &conv = g.op(c.conv).attrs, &pool = g.op(c.pool).attrs;
+  for (const char* a : {"stride", "padding"}) attrs.set(a, ir::AttrValue{conv.get_ints(a)});
+  for (const char* a : kWindowAttrs) attrs.set(std::string("pool_") + a, ir::AttrValue{pool.get_ints(a)});
+  attrs.set("relu_first", ir::AttrValue{int64_t{c.relu < c.pool}});
+  return attrs;
 }
 
-/// c's forward and gradient groups, when both leaders' kernels take them.
-void append_groups(const ir::Graph& g, const Candidate& c, std::vector<OpGroup>& groups) {
-  const std::vector<ir::TensorId>& x = g.op(c.conv).inputs;  // x, w[, b]
-  const std::vector<ir::OpId> forward_members = forward_ops(c);
+/// Rewrites c's gradient ops, then its forward ops (the gradient's ids are the larger), and
+/// drops the removed ops' stages. False, and nothing changed, when the fused ops refuse the
+/// pool's windows: their shape inference is the one place that knows what their kernels take.
+bool fuse(ir::Graph& g, const Candidate& c, std::vector<int32_t>& op_stage) {
+  const std::vector<ir::TensorId> x = g.op(c.conv).inputs;  // x, w[, b]
+  const std::vector<ir::OpId> forward = forward_ops(c), gradient = gradient_ops(c);
   std::vector<ir::TensorId> gradient_inputs = x;
   gradient_inputs.push_back(g.op(c.pool_grad).inputs[1]);
   std::vector<ir::TensorId> gradients{g.op(c.grad_weight).outputs[0]};
   if (c.bias_grad >= 0) gradients.push_back(g.op(c.bias_grad).outputs[0]);
-  std::optional<OpGroup> forward = group(g, forward_members, x, {g.op(forward_members.back()).outputs[0]});
-  std::optional<OpGroup> gradient = group(g, gradient_ops(c), std::move(gradient_inputs), std::move(gradients));
-  if (!forward || !gradient) return;
-  groups.push_back(std::move(*forward));
-  groups.push_back(std::move(*gradient));
+  ir::Attributes attrs = fused_attrs(g, c), gradient_attrs = attrs;
+  gradient_attrs.set("relu_folded", ir::AttrValue{g.op(c.pool_grad).attrs.get_int("relu_folded")});
+  try {
+    g.fuse_ops(gradient, "conv2d_relu_max_pool2d_grad_weight", gradient_inputs, gradient_attrs, gradients);
+  } catch (const ir::Error& e) {
+    if (e.code() != ir::ErrorCode::InvalidArgument) throw;
+    return false;
+  }
+  g.fuse_ops(forward, "conv2d_relu_max_pool2d", x, attrs, {g.op(forward.back()).outputs[0]});
+  for (const std::vector<ir::OpId>* ops : {&gradient, &forward}) {
+    for (auto it = ops->rbegin(); it + 1 != ops->rend(); ++it) op_stage.erase(op_stage.begin() + *it);
+  }
+  return true;
 }
 
 }  // namespace
 
-std::vector<OpGroup> plan_conv_pool_groups(const ir::Graph& graph, const std::vector<int32_t>& op_stage) {
-  std::vector<OpGroup> groups;
-  const Matcher matcher(graph, op_stage);
-  for (size_t o = 0; o < graph.num_ops(); ++o) {
+size_t fuse_conv_pool_groups(ir::Graph& graph, std::vector<int32_t>& op_stage) {
+  size_t made = 0;
+  for (size_t o = 0; o < graph.num_ops(); ++o) {  // a rewrite removes ops after o only
     const auto conv = static_cast<ir::OpId>(o);
     if (graph.op(conv).def->name != "conv2d") continue;
-    if (const std::optional<Candidate> c = matcher.match(conv)) append_groups(graph, *c, groups);
+    const std::optional<Candidate> c = Matcher(graph, op_stage).match(conv);
+    if (c && fuse(graph, *c, op_stage)) ++made;
   }
-  return groups;
+  return made;
 }
 
 }  // namespace plexus::runtime

@@ -15,9 +15,12 @@
 //             gradient: a first layer, as both seeds' first conv);
 //   no intermediate is streamed to the host or a view, and the leaders' OpDef::group_scratch
 //   accept the groups (the pool's windows tile the plane).
-// The groups are {C, relu, P} in op order (reads C's inputs, writes the last one's output)
-// and {G, W[, B]} (reads C's inputs and G's dy, writes W's[, B's] output); they run at
-// their first op's place, and replace the relu fusion of their relu.
+// The rewrite makes the forward ops the fused op conv2d_relu_max_pool2d (reading C's
+// inputs, writing the last one's output) and the gradient ops
+// conv2d_relu_max_pool2d_grad_weight (reading C's inputs and G's dy, writing W's[, B's]
+// output), each at its first op's place (core/ops/conv/conv_pool.cpp has their kernels).
+// The tensors between the ops are left with no producer and no reader: nothing stores them.
+// It runs before the relu-epilogue rewrite, which would otherwise take the relu.
 #pragma once
 
 #include <cstddef>
@@ -28,18 +31,10 @@
 
 namespace plexus::runtime {
 
-/// Ops run as one kernel, the first op's OpDef::group_kernel; the tensors only they read
-/// and write between them are never stored.
-struct OpGroup {
-  std::vector<ir::OpId> ops;          ///< in op order; the first leads and runs at its place
-  std::vector<ir::TensorId> inputs;   ///< what the kernel reads, in group_kernel's order
-  std::vector<ir::TensorId> outputs;  ///< what it writes
-  size_t scratch_bytes = 0;           ///< from the leader's OpDef::group_scratch
-};
-
-/// The conv -> relu -> max-pool groups of `graph` (above), forward group then gradient
-/// group per conv, in op order; `op_stage` places each op on a stage. Pure function of its
-/// arguments.
-std::vector<OpGroup> plan_conv_pool_groups(const ir::Graph& graph, const std::vector<int32_t>& op_stage);
+/// The rewrite (above) on every conv2d of `graph` that groups, in op order; `op_stage`
+/// places each op on a stage and loses the entries of the ops removed. Returns how many
+/// convs it fused. A conv whose pool's windows the fused kernels do not take (they must
+/// tile the plane) stays as it is. Idempotent: a fused graph has no group left.
+size_t fuse_conv_pool_groups(ir::Graph& graph, std::vector<int32_t>& op_stage);
 
 }  // namespace plexus::runtime

@@ -14,8 +14,8 @@ using ir::OpId;
 using ir::Phase;
 using ir::TensorId;
 
-// What members of one bucket share: stage, dtype, reduction, group_size, stride.
-using BucketKey = std::tuple<int32_t, ir::DType, std::string, int64_t, int64_t>;
+// What members of one bucket share: stage, dtype, reduction, group_size, stride, the op.
+using BucketKey = std::tuple<int32_t, ir::DType, std::string, int64_t, int64_t, std::string>;
 
 bool is_all_reduce(const ir::Op& op) {
   return op.def->name == "replicated_all_reduce" || op.def->name == "replicated_all_reduce_";
@@ -65,7 +65,7 @@ std::vector<GradientBucket> plan_gradient_buckets(const ir::Graph& graph, const 
     const ir::Op& op = graph.op(id);
     const ir::TensorInfo& x = graph.tensor(op.inputs[0]);
     const BucketKey key{op_stage[static_cast<size_t>(id)], x.dtype, op.attrs.get_string("op"),
-                        op.attrs.get_int("group_size"), op.attrs.get_int("stride")};
+                        op.attrs.get_int("group_size"), op.attrs.get_int("stride"), op.def->name};
     auto [it, fresh] = open.emplace(key, buckets.size());
     if (fresh) buckets.emplace_back();
     GradientBucket& b = buckets[it->second];
@@ -75,6 +75,38 @@ std::vector<GradientBucket> plan_gradient_buckets(const ir::Graph& graph, const 
   }
   std::erase_if(buckets, [](const GradientBucket& b) { return b.ops.size() < 2; });
   return buckets;
+}
+
+namespace {
+
+/// Rewrites bucket b into one op; returns the ops removed, ascending.
+std::vector<OpId> fuse_bucket(ir::Graph& graph, const GradientBucket& b) {
+  std::vector<TensorId> inputs, outputs;
+  for (OpId o : b.ops) {
+    inputs.push_back(graph.op(o).inputs[0]);
+    outputs.push_back(graph.op(o).outputs[0]);
+  }
+  const ir::Op& first = graph.op(b.ops.front());
+  const bool in_place = first.def->name.ends_with('_');
+  std::vector<OpId> ops = b.ops;
+  std::sort(ops.begin(), ops.end());
+  graph.fuse_ops(ops, in_place ? "replicated_all_reduce_bucket_" : "replicated_all_reduce_bucket", inputs,
+                 first.attrs, outputs);
+  return {ops.begin() + 1, ops.end()};
+}
+
+}  // namespace
+
+size_t fuse_gradient_buckets(ir::Graph& graph, std::vector<int32_t>& op_stage, size_t bucket_bytes) {
+  std::vector<GradientBucket> buckets = plan_gradient_buckets(graph, op_stage, bucket_bytes);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const std::vector<OpId> removed = fuse_bucket(graph, buckets[b]);
+    for (auto it = removed.rbegin(); it != removed.rend(); ++it) op_stage.erase(op_stage.begin() + *it);
+    for (size_t later = b + 1; later < buckets.size(); ++later) {  // ids after a removed op shift down
+      for (OpId& o : buckets[later].ops) o -= static_cast<OpId>(std::lower_bound(removed.begin(), removed.end(), o) - removed.begin());
+    }
+  }
+  return buckets.size();
 }
 
 }  // namespace plexus::runtime

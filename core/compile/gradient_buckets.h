@@ -9,11 +9,13 @@
 // 17.2) and which is the first update op to use that tensor's storage: every member's input
 // is ready when the update step starts, so the bucket runs at the position of its first
 // member, and no op in between reads or writes a member's tensor.
-// Members of one bucket share the stage, the dtype, the reduction and the replica grouping,
-// and are not replica-sharded. A bucket packs its members' inputs into one buffer, all-
-// reduces it and unpacks the results, or, where the memory plan laid them out as one span
-// (GradientBucket::view), all-reduces that span where it is: every element is reduced over
-// the same members in the same order as alone, so the weights are the same bits as the
+// Members of one bucket share the stage, the dtype, the reduction, the replica grouping and
+// whether they reduce in place, and are not replica-sharded. The rewrite makes each bucket
+// one op, replicated_all_reduce_bucket(_) (core/ops/collective/collectives.cpp), at its first
+// member's place, the other members removed; its kernel packs the inputs into one buffer,
+// all-reduces it and unpacks the results, or, where the memory plan laid them out as one span
+// (OpDef::span_inputs), all-reduces that span where it is: every element is reduced over the
+// same replicas in the same order as alone, so the weights are the same bits as the
 // unbucketed program's.
 #pragma once
 
@@ -30,12 +32,6 @@ namespace plexus::runtime {
 struct GradientBucket {
   std::vector<ir::OpId> ops;
   size_t bytes = 0;
-  /// PyTorch DDP's gradient_as_bucket_view: the memory plan (core/compile/program.cpp)
-  /// laid the members' inputs out one after the other in one buffer, each at an offset
-  /// aligned as the arena's, and their outputs likewise (the same buffer when every member
-  /// reduces in place), so the bucket reduces that span where it is, with no packing into
-  /// scratch. Set by compile().
-  bool view = false;
 };
 
 /// The buckets of `graph`'s gradient all-reduces (above), per stage as `op_stage` places the
@@ -46,5 +42,11 @@ struct GradientBucket {
 /// that compiled.
 std::vector<GradientBucket> plan_gradient_buckets(const ir::Graph& graph, const std::vector<int32_t>& op_stage,
                                                   size_t bucket_bytes);
+
+/// The rewrite: each bucket plan_gradient_buckets finds becomes one
+/// replicated_all_reduce_bucket(_) op reading the members' inputs and writing their outputs,
+/// in the bucket's order, at its first member's place; `op_stage` loses the entries of the
+/// ops removed. Returns the buckets made. Idempotent: a bucket op is no member.
+size_t fuse_gradient_buckets(ir::Graph& graph, std::vector<int32_t>& op_stage, size_t bucket_bytes);
 
 }  // namespace plexus::runtime

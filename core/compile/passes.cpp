@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <array>
 
+#include "core/compile/conv_pool_fusion.h"
+#include "core/compile/gradient_buckets.h"
+#include "core/compile/relu_fusion.h"
 #include "core/compile/strategy.h"
 #include "core/ir/error.h"
 
@@ -53,17 +56,12 @@ void schedule_pass(Compilation& c) {
   c.request.program.slots = c.analysis.slots;
 }
 
-void conv_pool_groups_pass(Compilation& c) {
-  c.program.op_groups = plan_conv_pool_groups(c.graph, c.program.placement.op_stage);
-}
+void conv_pool_groups_pass(Compilation& c) { fuse_conv_pool_groups(c.graph, c.program.placement.op_stage); }
 
-void relu_epilogues_pass(Compilation& c) {
-  fuse_relu_epilogues(c.graph, c.program.placement.op_stage, c.program.op_groups);
-}
+void relu_epilogues_pass(Compilation& c) { fuse_relu_epilogues(c.graph, c.program.placement.op_stage); }
 
 void gradient_buckets_pass(Compilation& c) {
-  c.program.buckets =
-      plan_gradient_buckets(c.graph, c.program.placement.op_stage, c.request.program.gradient_bucket_bytes);
+  fuse_gradient_buckets(c.graph, c.program.placement.op_stage, c.request.program.gradient_bucket_bytes);
 }
 
 void program_pass(Compilation& c) { build_program(c.graph, c.request.program, c.program); }

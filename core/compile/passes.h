@@ -3,9 +3,9 @@
 //
 //   placement          blocks -> stages -> devices                  placement.h
 //   schedule           the strategy's per-device steps, checked     strategy.h, schedule.h
-//   conv-pool groups   conv -> relu -> max-pool as one kernel       conv_pool_fusion.h
+//   conv-pool groups   rewrite: conv -> relu -> max-pool fused ops  conv_pool_fusion.h
 //   relu epilogues     rewrite: <op>_relu + alias                   relu_fusion.h
-//   gradient buckets   all-reduces fused into calls                 gradient_buckets.h
+//   gradient buckets   rewrite: all-reduces -> bucket ops           gradient_buckets.h
 //   program            per-stage actions and slot memory plans      program.h
 //   memory limit       a device's arena against its capacity        passes.cpp
 //

@@ -40,8 +40,6 @@ class Builder {
     find_loaders();
     find_offloaded();
     find_accumulated();
-    find_buckets();
-    find_op_groups();
     for (int32_t s = 0; s < pl_.num_stages; ++s) build_stage(s);
     place_update_sends();
     load_unread_streams();
@@ -217,66 +215,11 @@ class Builder {
       const ChannelPlan& cp = p_.channels[c];
       if (cp.from_phase != Phase::Update) continue;
       auto& body = body_[static_cast<size_t>(cp.from_stage)][phase_index(Phase::Update)];
-      const Action producer = action_running(info(cp.root).producer);
+      const ir::OpId producer = info(cp.root).producer;
       auto it = std::find_if(body.begin(), body.end(),
-                             [&](const Action& a) { return a.kind == producer.kind && a.index == producer.index; });
+                             [&](const Action& a) { return a.kind == ActionKind::RunOp && a.index == producer; });
       body.insert(it + 1, {ActionKind::Send, static_cast<int32_t>(c)});
     }
-  }
-
-  void find_buckets() {
-    for (size_t b = 0; b < p_.buckets.size(); ++b) {
-      for (ir::OpId op : p_.buckets[b].ops) bucket_of_[op] = static_cast<int32_t>(b);
-    }
-  }
-
-  // The action that runs op `op`: its own RunOp, or its gradient bucket's.
-  Action action_running(ir::OpId op) const {
-    const auto it = bucket_of_.find(op);
-    return it == bucket_of_.end() ? Action{ActionKind::RunOp, static_cast<int32_t>(op)}
-                                  : Action{ActionKind::AllReduceBucket, it->second};
-  }
-
-  void find_op_groups() {
-    for (size_t k = 0; k < p_.op_groups.size(); ++k) {
-      for (ir::OpId op : p_.op_groups[k].ops) group_of_[op] = static_cast<int32_t>(k);
-    }
-  }
-
-  // Op `id` of stage s, step x, is in an op group (conv_pool_fusion.h): its first op adds the
-  // RunGroup action; every member makes its outputs available and stores the streams
-  // anchored after it. False: in no group.
-  bool add_group_member(int32_t s, Phase x, ir::OpId id, std::vector<Action>& body) {
-    const auto it = group_of_.find(id);
-    if (it == group_of_.end()) return false;
-    const OpGroup& group = p_.op_groups[static_cast<size_t>(it->second)];
-    if (id == group.ops.front()) {
-      for (TensorId t : group.inputs) provide(s, x, t, g_.op(id));
-      body.push_back({ActionKind::RunGroup, it->second});
-    }
-    for (TensorId t : g_.op(id).outputs) available_[static_cast<size_t>(s)].insert(root(t));
-    store_streams_after(s, id, body);
-    return true;
-  }
-
-  // Op `id` of stage s's update step is a member of a gradient bucket: the whole bucket runs
-  // at its first member's place (gradient_buckets.h), the other members add no action.
-  // Device-to-host copies anchored after a member stay where they were. False: no bucket.
-  bool add_bucket_member(int32_t s, ir::OpId id, std::vector<Action>& body) {
-    const Action a = action_running(id);
-    if (a.kind != ActionKind::AllReduceBucket) return false;
-    const std::vector<ir::OpId>& members = p_.buckets[static_cast<size_t>(a.index)].ops;
-    if (id == *std::min_element(members.begin(), members.end())) {
-      for (ir::OpId m : members) {
-        for (TensorId t : g_.op(m).inputs) provide(s, Phase::Update, t, g_.op(m));
-      }
-      body.push_back(a);
-      for (ir::OpId m : members) {
-        for (TensorId t : g_.op(m).outputs) available_[static_cast<size_t>(s)].insert(root(t));
-      }
-    }
-    store_streams_after(s, id, body);
-    return true;
   }
 
   void build_stage(int32_t s) {
@@ -296,9 +239,6 @@ class Builder {
       for (size_t o = 0; o < g_.num_ops(); ++o) {
         const auto id = static_cast<ir::OpId>(o);
         if (stage_of(id) != s || phase_of(id) != x) continue;
-        if (add_bucket_member(s, id, body) || add_group_member(s, x, id, body)) {
-          continue;
-        }
         const ir::Op& op = g_.op(id);
         for (TensorId t : op.inputs) provide(s, x, t, op);
         const std::vector<TensorId> stored = stage_offloaded(op, body);
@@ -412,14 +352,6 @@ class Builder {
   // scratch bytes the action needs.
   template <class Touch>
   size_t touch_action(const Action& a, Phase x, Touch touch) const {
-    auto op_tensors = [&](const std::vector<ir::OpId>& inputs_of, const std::vector<ir::OpId>& outputs_of) {
-      for (ir::OpId o : inputs_of) {
-        for (TensorId t : g_.op(o).inputs) touch(t, x);
-      }
-      for (ir::OpId o : outputs_of) {
-        for (TensorId t : g_.op(o).outputs) touch(t, x);
-      }
-    };
     switch (a.kind) {
       case ActionKind::LoadStream:
       case ActionKind::StoreStream:
@@ -437,19 +369,10 @@ class Builder {
         touch(a.index, x);
         return 0;
       case ActionKind::RunOp:
-        op_tensors({a.index}, {a.index});
+        for (const auto* list : {&g_.op(a.index).inputs, &g_.op(a.index).outputs}) {
+          for (TensorId t : *list) touch(t, x);
+        }
         return g_.op(a.index).scratch_bytes;
-      case ActionKind::RunGroup: {
-        const OpGroup& group = p_.op_groups[static_cast<size_t>(a.index)];
-        for (TensorId t : group.inputs) touch(t, x);
-        for (TensorId t : group.outputs) touch(t, x);
-        return group.scratch_bytes;
-      }
-      case ActionKind::AllReduceBucket: {  // packed into the device's scratch
-        const GradientBucket& b = p_.buckets[static_cast<size_t>(a.index)];
-        op_tensors(b.ops, b.ops);
-        return b.bytes;
-      }
     }
     return 0;
   }
@@ -475,7 +398,7 @@ class Builder {
     std::map<TensorId, int64_t> last;             ///< root -> the last position touching it
     std::vector<memory::BufferRequest> requests;
     std::map<TensorId, size_t> request_of;        ///< root -> its request
-    std::map<TensorId, size_t> offset_in_request; ///< roots placed inside a joined request (a bucket view)
+    std::map<TensorId, size_t> offset_in_request; ///< roots placed inside a joined request (a span)
   };
 
   // Whether root r, touched in step x, lives in the slot region: not a variable or constant,
@@ -544,16 +467,18 @@ class Builder {
     sr.requests.push_back(joined);
   }
 
-  // PyTorch DDP's gradient_as_bucket_view (GradientBucket::view) for the buckets of stage s:
-  // taken when the members' inputs (and outputs) own their requests, and each member reduces
-  // in place or none does.
-  void lay_out_bucket_views(SlotRequests& sr, int32_t s) {
-    for (GradientBucket& b : p_.buckets) {
-      if (stage_of(b.ops.front()) != s) continue;
+  // The inputs and outputs of stage s's ops with OpDef::span_inputs (PyTorch DDP's
+  // gradient_as_bucket_view) laid out as spans, recorded in Program::span_ops: taken when
+  // they own their requests, each is its root's whole buffer, and each output is its input's
+  // storage or none is.
+  void lay_out_spans(SlotRequests& sr, int32_t s) {
+    for (size_t o = 0; o < g_.num_ops(); ++o) {
+      const ir::Op& op = g_.op(static_cast<ir::OpId>(o));
+      if (!op.def->span_inputs || stage_of(static_cast<ir::OpId>(o)) != s) continue;
       std::vector<TensorId> inputs, outputs;
-      bool whole = true;  // every member is its root's whole buffer (views alias all of it)
-      for (ir::OpId o : b.ops) {
-        const TensorId x = g_.op(o).inputs[0], y = g_.op(o).outputs[0];
+      bool whole = true;  // every tensor is its root's whole buffer (views alias all of it)
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        const TensorId x = op.inputs[k], y = op.outputs[k];
         inputs.push_back(root(x));
         outputs.push_back(root(y));
         whole = whole && info(x).bytes() == info(root(x)).bytes() && info(y).bytes() == info(root(y)).bytes();
@@ -564,12 +489,12 @@ class Builder {
       if (!whole || !own_requests(sr, all)) continue;
       join_requests(sr, inputs);
       if (!in_place) join_requests(sr, outputs);
-      b.view = true;
+      p_.span_ops.insert(static_cast<ir::OpId>(o));
     }
   }
 
   // Memory plan of the stage's slot region over its timeline [forward | backward | update];
-  // a bucket laid out as a view needs no scratch.
+  // an op whose inputs were laid out as a span needs no scratch.
   void plan_stage(int32_t s) {
     StagePlan& plan = p_.stages[static_cast<size_t>(s)];
     const std::vector<Action> timeline = stage_timeline(s, plan);
@@ -581,11 +506,11 @@ class Builder {
       if (timeline[k].kind == ActionKind::RunOp) share_dying_input(sr, timeline[k].index, pos, x);
       scratch[k] = touch_action(timeline[k], x, [&](TensorId t, Phase phase) { touch(sr, t, pos, phase); });
     }
-    lay_out_bucket_views(sr, s);
+    lay_out_spans(sr, s);
     size_t& device_scratch = scratch_[static_cast<size_t>(plan.device)];
     for (size_t k = 0; k < timeline.size(); ++k) {
       const Action& a = timeline[k];
-      const bool view = a.kind == ActionKind::AllReduceBucket && p_.buckets[static_cast<size_t>(a.index)].view;
+      const bool view = a.kind == ActionKind::RunOp && p_.span_ops.count(a.index) != 0;
       device_scratch = std::max(device_scratch, view ? 0 : scratch[k]);
     }
     plan.slot_plan = memory::plan_memory(sr.requests, static_cast<int64_t>(std::max<size_t>(timeline.size(), 1)));
@@ -642,8 +567,6 @@ class Builder {
   std::map<TensorId, int32_t> stream_of_;
   std::map<TensorId, std::pair<int32_t, Phase>> loader_;  ///< stream tensors: the stage and step that load them
   std::set<size_t> placed_streams_;
-  std::map<ir::OpId, int32_t> bucket_of_;  ///< members of gradient buckets -> bucket
-  std::map<ir::OpId, int32_t> group_of_;   ///< members of op groups -> group
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
 

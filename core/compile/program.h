@@ -23,10 +23,7 @@
 
 #include "core/ir/graph.h"
 #include "core/memory/memory_plan.h"
-#include "core/compile/gradient_buckets.h"
 #include "core/compile/placement.h"
-#include "core/compile/conv_pool_fusion.h"
-#include "core/compile/relu_fusion.h"
 
 namespace plexus::runtime {
 
@@ -39,8 +36,6 @@ enum class ActionKind : uint8_t {
   Accumulate,      ///< accumulator += micro-batch value, `index` = root tensor
   LoadOffloaded,   ///< host-resident optimizer state -> staging buffer, `index` = root tensor
   StoreOffloaded,  ///< staging buffer -> host-resident optimizer state, `index` = root tensor
-  AllReduceBucket, ///< the all-reduces of Program::buckets[`index`] as one call (gradient_buckets.h)
-  RunGroup,        ///< Program::op_groups[`index`]: its ops as one kernel (conv_pool_fusion.h)
 };
 
 struct Action {
@@ -94,14 +89,9 @@ struct Program {
   std::map<ir::TensorId, int32_t> home_stage;  ///< variables: the stage that holds them
   std::map<ir::TensorId, size_t> offloaded;    ///< optimizer state kept in host memory: root -> offset
   size_t offloaded_bytes = 0;
-  /// Gradient all-reduces fused into one call each (CompileOptions::gradient_bucket_bytes);
-  /// their member ops have no RunOp action, the bucket's AllReduceBucket action runs them.
-  std::vector<GradientBucket> buckets;
-  /// Ops run as one kernel each (conv_pool_fusion.h): the group's RunGroup action runs at
-  /// its first op's place, its other ops have none, and the tensors between them are
-  /// never stored. The relu-epilogue rewrite leaves groups alone (a relu reading a
-  /// group's output runs as its own op).
-  std::vector<OpGroup> op_groups;
+  /// Ops with OpDef::span_inputs whose inputs (and outputs) the memory plan laid out as one
+  /// span each: they run with no scratch.
+  std::set<ir::OpId> span_ops;
 };
 
 struct CompileOptions {
@@ -117,7 +107,7 @@ struct CompileOptions {
 };
 
 /// Builds the actions and memory plans of one replica into `program`, whose placement,
-/// micro_batches, training flag, op_groups and buckets the passes before it set
+/// micro_batches and training flag the passes before it set
 /// (passes.h; compile() there runs them all for a placed graph). Throws InvalidArgument naming the op or tensor when a
 /// variable is used by two stages, a tensor flows backward against the pipeline, the
 /// update step reads a per-micro-batch tensor of another stage or a non-float one while

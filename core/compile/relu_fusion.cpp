@@ -3,7 +3,6 @@
 #include "core/compile/relu_fusion.h"
 
 #include <algorithm>
-#include <set>
 
 #include "core/ir/op_registry.h"
 
@@ -40,12 +39,9 @@ std::vector<ReluFusion> plan_relu_fusions(const ir::Graph& graph, const std::vec
   return fusions;
 }
 
-size_t fuse_relu_epilogues(ir::Graph& graph, const std::vector<int32_t>& op_stage, const std::vector<OpGroup>& groups) {
-  std::set<ir::OpId> grouped;
-  for (const OpGroup& group : groups) grouped.insert(group.ops.begin(), group.ops.end());
+size_t fuse_relu_epilogues(ir::Graph& graph, const std::vector<int32_t>& op_stage) {
   size_t made = 0;
   for (const ReluFusion& f : plan_relu_fusions(graph, op_stage)) {
-    if (grouped.count(f.producer) != 0 || grouped.count(f.relu) != 0) continue;
     graph.rewrite_op(f.producer, fused_def(graph.op(f.producer))->name);
     graph.rewrite_op(f.relu, "alias");
     ++made;

@@ -12,8 +12,8 @@
 //   - op `<P>_relu` is registered and P has one output, t;
 //   - R is t's only consumer (autodiff's relu_grad reads R's output, not t; a max_pool2d
 //     gradient folded with R reads P's input), and t is not streamed to the host or a view;
-//   - P and R run in the same step (stage and phase), and neither is in a conv -> relu ->
-//     max-pool group (conv_pool_fusion.h), which runs the relu inside its own kernel.
+//   - P and R run in the same step (stage and phase). The conv -> relu -> max-pool rewrite
+//     (conv_pool_fusion.h) runs first: the relus it fuses are gone.
 // The results are the same bits: relu(y) = y > 0 ? y : +0, the kernels' epilogues compute
 // exactly that on the value they would have stored.
 #pragma once
@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/compile/conv_pool_fusion.h"
 #include "core/ir/graph.h"
 
 namespace plexus::runtime {
@@ -36,9 +35,8 @@ struct ReluFusion {
 /// places each op on a stage. Pure function of its arguments.
 std::vector<ReluFusion> plan_relu_fusions(const ir::Graph& graph, const std::vector<int32_t>& op_stage);
 
-/// The rewrite: every fusion plan_relu_fusions finds whose ops are in none of `groups`
-/// becomes `<P>_relu` + `alias` (above). Returns how many it made. Idempotent: a fused
-/// graph has no fusion left.
-size_t fuse_relu_epilogues(ir::Graph& graph, const std::vector<int32_t>& op_stage, const std::vector<OpGroup>& groups);
+/// The rewrite: every fusion plan_relu_fusions finds becomes `<P>_relu` + `alias` (above).
+/// Returns how many it made. Idempotent: a fused graph has no fusion left.
+size_t fuse_relu_epilogues(ir::Graph& graph, const std::vector<int32_t>& op_stage);
 
 }  // namespace plexus::runtime

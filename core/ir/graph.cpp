@@ -383,23 +383,83 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   return list.back().outputs;
 }
 
+InferResult Graph::infer_onto(const Op& op, const std::vector<TensorId>& outputs, const std::string& what) const {
+  InferContext ctx{op.def->name, input_infos(*op.def, op.inputs, tensors_), op.attrs, replication_factor_, this};
+  InferResult result = op.def->infer(ctx);
+  bool same = result.outputs.size() == outputs.size();
+  for (size_t k = 0; same && k < outputs.size(); ++k) {
+    const TensorInfo& t = tensors_[static_cast<size_t>(outputs[k])];
+    same = result.outputs[k].dtype == t.dtype && result.outputs[k].shape == t.shape;
+  }
+  if (!same) fail(ErrorCode::Internal, what + " as '" + op.def->name + "' changes its outputs");
+  return result;
+}
+
 void Graph::rewrite_op(OpId id, std::string_view type) {
   const Op& old = op(id);
   if (id >= kSubgraphOpBase) fail(ErrorCode::Internal, "rewrite of op '" + old.name + "' of a subgraph");
-  const OpDef& def = find_op_def(type, old.inputs.size());
-  InferContext ctx{def.name, input_infos(def, old.inputs, tensors_), old.attrs, replication_factor_, this};
-  const InferResult result = def.infer(ctx);
-  bool same = result.outputs.size() == old.outputs.size();
-  for (size_t k = 0; same && k < old.outputs.size(); ++k) {
-    const TensorInfo& t = tensors_[static_cast<size_t>(old.outputs[k])];
-    same = result.outputs[k].dtype == t.dtype && result.outputs[k].shape == t.shape;
-  }
-  if (!same) fail(ErrorCode::Internal, "rewriting op '" + old.name + "' as '" + def.name + "' changes its outputs");
+  Op rewritten = old;
+  rewritten.def = &find_op_def(type, old.inputs.size());
+  const InferResult result = infer_onto(rewritten, old.outputs, "rewriting op '" + old.name + "'");
   Op& op = ops_[static_cast<size_t>(id)];
-  op.def = &def;
+  op.def = rewritten.def;
   op.scratch_bytes = result.scratch_bytes;
   op.may_inplace = result.may_inplace;
-  if (def.is_view) tensors_[static_cast<size_t>(op.outputs[0])].alias_of = op.inputs[0];
+  if (op.def->is_view) tensors_[static_cast<size_t>(op.outputs[0])].alias_of = op.inputs[0];
+}
+
+void Graph::check_fusable(const std::vector<OpId>& ops, const std::vector<TensorId>& outputs) const {
+  const auto member = [&ops](OpId o) { return std::binary_search(ops.begin(), ops.end(), o); };
+  const bool ascending = !ops.empty() && std::is_sorted(ops.begin(), ops.end()) &&
+                         std::adjacent_find(ops.begin(), ops.end()) == ops.end();
+  if (!ascending || ops.front() < 0 || static_cast<size_t>(ops.back()) >= ops_.size()) {
+    fail(ErrorCode::Internal, "fusing ops: the ops must be main-graph ops in ascending order");
+  }
+  for (const TensorId t : outputs) {
+    if (!member(tensor(t).producer)) fail(ErrorCode::Internal, "fusing ops: '" + tensor(t).name + "' is not theirs");
+  }
+  for (const OpId o : ops) {
+    for (const TensorId t : ops_[static_cast<size_t>(o)].outputs) {
+      if (std::find(outputs.begin(), outputs.end(), t) != outputs.end()) continue;
+      const std::vector<OpId> readers = consumers(t);
+      if (!std::all_of(readers.begin(), readers.end(), member) || streamed(t)) {
+        fail(ErrorCode::Internal, "fusing ops: '" + tensor(t).name + "' is read outside them");
+      }
+    }
+  }
+}
+
+void Graph::fuse_ops(const std::vector<OpId>& ops, std::string_view type, std::vector<TensorId> inputs,
+                     Attributes attrs, std::vector<TensorId> outputs) {
+  check_fusable(ops, outputs);
+  Op fused = ops_[static_cast<size_t>(ops.front())];
+  fused.def = &find_op_def(type, inputs.size());
+  attrs.validate(fused.def->name, fused.def->attrs);
+  fused.name = fused.def->name + "#" + std::to_string(ops.front());
+  fused.inputs = resolve_inputs(*fused.def, std::move(inputs));
+  fused.attrs = std::move(attrs);
+  const InferResult result = infer_onto(fused, outputs, "fusing op '" + ops_[static_cast<size_t>(ops.front())].name + "'");
+  fused.scratch_bytes = result.scratch_bytes;
+  fused.may_inplace = result.may_inplace;
+  fused.outputs = std::move(outputs);
+  for (const OpId o : ops) {
+    for (const TensorId t : ops_[static_cast<size_t>(o)].outputs) tensors_[static_cast<size_t>(t)].producer = -1;
+  }
+  for (const TensorId t : fused.outputs) tensors_[static_cast<size_t>(t)].producer = ops.front();
+  ops_[static_cast<size_t>(ops.front())] = std::move(fused);
+  remove_ops({ops.begin() + 1, ops.end()});
+}
+
+void Graph::remove_ops(const std::vector<OpId>& gone) {
+  // The ops before position p that are gone: what an id or an op count at p shifts by.
+  const auto shift = [&gone](size_t p) {
+    return static_cast<size_t>(std::lower_bound(gone.begin(), gone.end(), static_cast<OpId>(p)) - gone.begin());
+  };
+  for (auto it = gone.rbegin(); it != gone.rend(); ++it) ops_.erase(ops_.begin() + *it);
+  for (TensorInfo& t : tensors_) {
+    if (t.producer >= 0 && t.producer < kSubgraphOpBase) t.producer -= static_cast<OpId>(shift(static_cast<size_t>(t.producer)));
+  }
+  for (Stream& s : streams_) s.after_ops -= shift(s.after_ops);
 }
 
 const TensorInfo& Graph::tensor(TensorId id) const {

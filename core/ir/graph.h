@@ -182,6 +182,16 @@ class Graph {
   /// becomes its input's storage. Throws UnknownOp, NotFound, Internal when `type` does not
   /// infer the op's output types from its inputs (a rewrite must not change them).
   void rewrite_op(OpId id, std::string_view type);
+  /// A compile rewrite (core/compile/passes.h): main-graph ops `ops` (ascending, at least
+  /// one) become one op of registered type `type`, reading `inputs` with `attrs` and
+  /// writing `outputs` (tensors the ops wrote, whose types `type` must infer), at the first
+  /// op's place, in its phase and block. The other ops are removed: later ops' ids and
+  /// streams' after_ops shift down. The ops' other outputs are left with no producer and
+  /// no reader. Throws UnknownOp, InvalidArgument (input count, attributes), NotFound,
+  /// Internal (ops not ascending, an output not theirs, another output read or streamed
+  /// elsewhere, `type` inferring other output types).
+  void fuse_ops(const std::vector<OpId>& ops, std::string_view type, std::vector<TensorId> inputs, Attributes attrs,
+                std::vector<TensorId> outputs);
 
   const TensorInfo& tensor(TensorId id) const;
   const Op& op(OpId id) const;
@@ -228,6 +238,11 @@ class Graph {
   /// `inputs` of an op added to the current graph: each checked to exist and to belong to
   /// it (or captured, begin_capture).
   std::vector<TensorId> resolve_inputs(const OpDef& def, std::vector<TensorId> inputs);
+  /// `op`'s shape inference, checked to give `outputs`' types (`what` names the rewrite).
+  InferResult infer_onto(const Op& op, const std::vector<TensorId>& outputs, const std::string& what) const;
+  void check_fusable(const std::vector<OpId>& ops, const std::vector<TensorId>& outputs) const;
+  /// Erases main-graph ops `gone` (ascending), shifting producers and streams' after_ops.
+  void remove_ops(const std::vector<OpId>& gone);
   int& sequence_depth();
   Subgraph& subgraph_mut(GraphId g);
 

@@ -136,26 +136,18 @@ struct OpDef {
   /// collective on a replica-sharded tensor takes the tensor's shard domain).
   std::function<void(const InferContext&, Attributes&)> resolve_attrs;
   std::function<Kernel(const KernelContext&)> kernel;
-  /// Optional: one kernel for several instances of this op with equal attributes, fused
-  /// (gradient buckets, core/compile/gradient_buckets.h): the context's op is the first
-  /// instance, its inputs and outputs every instance's in turn, its scratch their inputs'
-  /// bytes together, or null when the memory plan laid the inputs out one after the other
-  /// (and the outputs likewise; GradientBucket::view).
-  std::function<Kernel(const KernelContext&)> fused_kernel;
-  /// Optional, with group_kernel: the scratch bytes of one kernel running `group` (ops of
-  /// the graph in op order, this op's instance first) as one, with the tensors between them
-  /// never stored (core/compile/conv_pool_fusion.h); nullopt when the kernel cannot run
-  /// that group (its ops then run one by one).
-  std::function<std::optional<size_t>(const Graph&, std::span<const OpId> group)> group_scratch;
-  /// The kernel of such a group: the context's op is the group's first, its inputs and
-  /// outputs the group's (runtime::OpGroup), its scratch group_scratch's bytes.
-  std::function<Kernel(const KernelContext&, std::span<const OpId> group)> group_kernel;
   /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
   std::function<std::vector<TensorId>(GradContext&)> grad;
   /// In-place op (PopXL's trailing '_'): output k overwrites the storage of input
   /// inplace_inputs[k] (for k < size; -1 = a fresh output). A variadic op may list more
   /// entries than it has outputs: only those of its outputs count.
   std::vector<int> inplace_inputs;
+  /// The memory plan may lay the inputs out one after the other in one buffer, each at an
+  /// offset aligned as the arena's, and the outputs likewise (the same buffer when each
+  /// output is its input's storage), when each is its storage's whole buffer; the kernel then
+  /// gets no scratch (KernelContext::scratch null) and works on the span where it is
+  /// (PyTorch DDP's gradient_as_bucket_view; core/compile/program.cpp).
+  bool span_inputs = false;
   /// Output 0 is input 0's storage reinterpreted (reshape): the kernel does nothing.
   bool is_view = false;
   /// The kernel talks to other replicas (KernelContext::comm): a replicated session with

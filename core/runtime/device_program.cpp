@@ -182,11 +182,9 @@ void DeviceProgram::build_step(DeviceState& st, const StepPlace& p, std::vector<
     const size_t live = sp.slot_plan.live_bytes.empty() ? 0 : sp.slot_plan.live_bytes[position];
     item.live_bytes = live;
     items.push_back(std::move(item));
-    for (ir::OpId finished : hu ? ops_run_by(a) : std::vector<ir::OpId>{}) {
-      for (ir::OpId op : hu->posted_after(finished)) {
-        items.push_back(post_gradient(st, p, op));
-        items.back().live_bytes = live;
-      }
+    for (ir::OpId op : hu && a.kind == ActionKind::RunOp ? hu->posted_after(a.index) : std::vector<ir::OpId>{}) {
+      items.push_back(post_gradient(st, p, op));
+      items.back().live_bytes = live;
     }
     for (const auto& [stream, last] : sp.in_place_last_use) {
       if (last != position) continue;
@@ -213,17 +211,6 @@ void DeviceProgram::add_mean_scaling(const DeviceState& st, int32_t stage, std::
   }
 }
 
-std::vector<ir::OpId> DeviceProgram::ops_run_by(const Action& a) const {
-  switch (a.kind) {
-    case ActionKind::RunOp:
-      return {a.index};
-    case ActionKind::RunGroup:
-      return r_.program.op_groups[static_cast<size_t>(a.index)].ops;
-    default:
-      return {};
-  }
-}
-
 DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace& p, const Action& a) {
   switch (a.kind) {
     case ActionKind::LoadStream:
@@ -238,10 +225,6 @@ DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace&
     case ActionKind::LoadOffloaded:
     case ActionKind::StoreOffloaded:
       return offloaded_copy(st, p, a);
-    case ActionKind::AllReduceBucket:
-      return all_reduce_bucket(st, p, a.index);
-    case ActionKind::RunGroup:
-      return run_group(st, p, a.index);
     case ActionKind::RunOp:
       break;
   }
@@ -322,29 +305,7 @@ DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const S
   return item;
 }
 
-namespace {
-
-/// The inputs (or the outputs) of `ops`, in turn.
-std::vector<ir::TensorId> tensors_of(const ir::Graph& g, const std::vector<ir::OpId>& ops, bool inputs) {
-  std::vector<ir::TensorId> tensors;
-  for (ir::OpId id : ops) {
-    const std::vector<ir::TensorId>& of = inputs ? g.op(id).inputs : g.op(id).outputs;
-    tensors.insert(tensors.end(), of.begin(), of.end());
-  }
-  return tensors;
-}
-
-}  // namespace
-
-ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace& p, const ir::Op& op,
-                                               const std::vector<ir::OpId>& inputs_of,
-                                               const std::vector<ir::OpId>& outputs_of) {
-  return kernel_context_of(st, p, op, tensors_of(r_.graph, inputs_of, true), tensors_of(r_.graph, outputs_of, false));
-}
-
-ir::KernelContext DeviceProgram::kernel_context_of(DeviceState& st, const StepPlace& p, const ir::Op& op,
-                                                  const std::vector<ir::TensorId>& inputs,
-                                                  const std::vector<ir::TensorId>& outputs) {
+ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace& p, const ir::Op& op) {
   std::byte* scratch = st.device->arena().data() + r_.program.devices[static_cast<size_t>(st.index)].scratch_offset;
   ir::KernelContext ctx{.graph = r_.graph,
                         .op = op,
@@ -358,49 +319,25 @@ ir::KernelContext DeviceProgram::kernel_context_of(DeviceState& st, const StepPl
                                     : r_.collectives[static_cast<size_t>(st.index)]->communicator(st.global_replica),
                         .remote = r_.storage.remote(st.replica).bases(),
                         .notes = st.replica == 0 ? &notes_ : nullptr};
-  for (ir::TensorId t : inputs) {
+  for (ir::TensorId t : op.inputs) {
     ctx.inputs.push_back(&r_.graph.tensor(t));
     ctx.in.push_back(tensor_address(st, p, t));
   }
-  for (ir::TensorId t : outputs) {
+  for (ir::TensorId t : op.outputs) {
     ctx.outputs.push_back(&r_.graph.tensor(t));
     ctx.out.push_back(tensor_address(st, p, t));
   }
   return ctx;
 }
 
-DeviceProgram::Item DeviceProgram::all_reduce_bucket(DeviceState& st, const StepPlace& p, int32_t bucket) {
-  const GradientBucket& b = r_.program.buckets[static_cast<size_t>(bucket)];
-  Item item;
-  item.op = b.ops.front();
-  const ir::Op& first = r_.graph.op(b.ops.front());
-  ir::KernelContext ctx = kernel_context(st, p, first, b.ops, b.ops);
-  if (b.view) ctx.scratch = nullptr;  // the members lie in one span: reduced where they are
-  item.fn = first.def->fused_kernel(ctx);
-  item.scratch = b.view ? 0 : b.bytes;
-  item.traced = true;
-  item.span = SpanKind::Collective;
-  return item;
-}
-
 DeviceProgram::Item DeviceProgram::kernel_item(ir::OpId id, ir::KernelContext ctx) const {
   const ir::Op& op = r_.graph.op(id);
-  if (op.scratch_bytes == 0) ctx.scratch = nullptr;
+  const size_t scratch = r_.program.span_ops.count(id) ? 0 : op.scratch_bytes;  // a span needs none
+  if (scratch == 0) ctx.scratch = nullptr;
   Item item;
   item.op = id;
   item.fn = op.def->kernel(ctx);
-  item.scratch = op.scratch_bytes;
-  return item;
-}
-
-DeviceProgram::Item DeviceProgram::run_group(DeviceState& st, const StepPlace& p, int32_t group) {
-  const OpGroup& g = r_.program.op_groups[static_cast<size_t>(group)];
-  const ir::Op& first = r_.graph.op(g.ops.front());
-  ir::KernelContext ctx = kernel_context_of(st, p, first, g.inputs, g.outputs);
-  Item item;
-  item.op = g.ops.front();
-  item.fn = first.def->group_kernel(ctx, g.ops);
-  item.scratch = g.scratch_bytes;
+  item.scratch = scratch;
   return item;
 }
 
@@ -415,7 +352,7 @@ DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, i
     item.receive = item.traced = true;
     return item;
   }
-  Item item = kernel_item(id, kernel_context(st, p, op, {id}, {id}));
+  Item item = kernel_item(id, kernel_context(st, p, op));
   item.traced = op.def->communicates;
   item.span = SpanKind::Collective;
   if (!item.fn) item.fn = [] {};

@@ -92,29 +92,17 @@ class DeviceProgram {
   /// Update step with gradient accumulation: the accumulated sums -> their means, once.
   void add_mean_scaling(const DeviceState& st, int32_t stage, std::vector<Item>& items) const;
   Item action_item(DeviceState& st, const StepPlace& place, const Action& a);
-  /// The ops action `a` runs as kernels (an op, a relu fusion's two, a group's); none for
-  /// the other kinds. Host-updated gradients finished by one of them are posted after `a`.
-  std::vector<ir::OpId> ops_run_by(const Action& a) const;
   Item load_stream(DeviceState& st, const StepPlace& place, int32_t stream) const;
   Item store_stream(DeviceState& st, const StepPlace& place, int32_t stream) const;
   Item channel_transfer(const DeviceState& st, const StepPlace& place, const Action& a) const;
   Item accumulate(DeviceState& st, const StepPlace& place, ir::TensorId tensor) const;
   Item offloaded_copy(const DeviceState& st, const StepPlace& place, const Action& a) const;
   Item run_op(DeviceState& st, const StepPlace& place, ir::OpId op);
-  /// The item of Program::buckets[bucket]: its first op's OpDef::fused_kernel over every member.
-  Item all_reduce_bucket(DeviceState& st, const StepPlace& place, int32_t bucket);
-  /// The item of Program::op_groups[group]: its first op's OpDef::group_kernel.
-  Item run_group(DeviceState& st, const StepPlace& place, int32_t group);
   /// The item running op `id`'s kernel in `ctx` (no scratch when the op needs none).
   Item kernel_item(ir::OpId id, ir::KernelContext ctx) const;
-  /// The context of a kernel of `op` run for st at `place`: the device's scratch, the inputs
-  /// of the ops `inputs_of` and the outputs of the ops `outputs_of`, in that order (`op`
-  /// alone for an op).
-  ir::KernelContext kernel_context(DeviceState& st, const StepPlace& place, const ir::Op& op,
-                                   const std::vector<ir::OpId>& inputs_of, const std::vector<ir::OpId>& outputs_of);
-  /// The same with the kernel's input and output tensors given.
-  ir::KernelContext kernel_context_of(DeviceState& st, const StepPlace& place, const ir::Op& op,
-                                      const std::vector<ir::TensorId>& inputs, const std::vector<ir::TensorId>& outputs);
+  /// The context of `op`'s kernel run for st at `place`: the device's scratch, its inputs
+  /// and outputs.
+  ir::KernelContext kernel_context(DeviceState& st, const StepPlace& place, const ir::Op& op);
   /// The item that hands replica st's gradient of host-updated op `op` to the host.
   Item post_gradient(const DeviceState& st, const StepPlace& place, ir::OpId op) const;
   std::byte* slot_region(const DeviceState& state, int32_t stage, int64_t slot) const;

@@ -126,8 +126,6 @@ class Session {
   /// Micro-batches per iteration of the schedule (gradient accumulation when training).
   int64_t micro_batches() const { return program_.micro_batches; }
   bool training() const { return program_.training; }
-  /// The gradient all-reduces fused into one call each (SessionOptions::gradient_bucket_bytes).
-  const std::vector<GradientBucket>& gradient_buckets() const { return program_.buckets; }
   int64_t replication_factor() const { return graph_.replication_factor(); }
   /// The global replicas this worker hosts (all R with one worker).
   const HostedReplicas& hosted_replicas() const { return hosted_; }

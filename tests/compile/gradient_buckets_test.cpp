@@ -1,5 +1,5 @@
 // Gradient buckets (core/compile/gradient_buckets.h): which all-reduces a bucket takes, in
-// what order, where the cap closes it, and the program's one action per bucket.
+// what order, where the cap closes it, the rewrite into one bucket op, and its span layout.
 #include "core/compile/gradient_buckets.h"
 
 #include <gtest/gtest.h>
@@ -122,36 +122,72 @@ TEST(GradientBuckets, AGradientReadByAnUpdateOpBeforeItsAllReduceStaysAlone) {
   EXPECT_TRUE(buckets_of(m.g, 1024).empty());
 }
 
-TEST(GradientBuckets, TheProgramRunsABucketAsOneActionOnItsMembersLaidOutAsOneSpan) {
+/// The bucket ops of g (the rewrite's).
+std::vector<ir::OpId> bucket_ops(const ir::Graph& g) {
+  std::vector<ir::OpId> out;
+  for (size_t o = 0; o < g.num_ops(); ++o) {
+    if (g.op(static_cast<ir::OpId>(o)).def->name.starts_with("replicated_all_reduce_bucket")) {
+      out.push_back(static_cast<ir::OpId>(o));
+    }
+  }
+  return out;
+}
+
+TEST(GradientBuckets, TheRewriteMakesOneBucketOpAtItsFirstMembersPlace) {
+  testing::Mlp m = build_mlp(2, 4);
+  const std::vector<ir::OpId> members = all_reduces(m.graph);
+  const std::vector<GradientBucket> planned = buckets_of(m.graph, size_t{25} << 20);
+  ASSERT_EQ(planned.size(), 1u);
+  std::vector<ir::TensorId> inputs, outputs;
+  for (ir::OpId o : planned[0].ops) {
+    inputs.push_back(m.graph.op(o).inputs[0]);
+    outputs.push_back(m.graph.op(o).outputs[0]);
+  }
+  ir::Graph g = m.graph;
+  std::vector<int32_t> op_stage = place(g, {}).op_stage;
+  EXPECT_EQ(fuse_gradient_buckets(g, op_stage, size_t{25} << 20), 1u);
+  EXPECT_EQ(op_stage, place(g, {}).op_stage) << "the removed members' stages dropped";
+  ASSERT_EQ(bucket_ops(g), std::vector<ir::OpId>{*std::min_element(members.begin(), members.end())});
+  const ir::Op& bucket = g.op(bucket_ops(g)[0]);
+  EXPECT_EQ(bucket.def->name, "replicated_all_reduce_bucket");
+  EXPECT_EQ(bucket.inputs, inputs) << "in the order the gradients are computed";
+  EXPECT_EQ(bucket.outputs, outputs);
+  EXPECT_EQ(bucket.attrs.get_string("op"), "mean");
+  EXPECT_EQ(bucket.scratch_bytes, kW0 + kB0 + kW1 + kB1) << "what packing them takes";
+  EXPECT_EQ(g.num_ops(), m.graph.num_ops() - 3);
+  EXPECT_TRUE(all_reduces(g).empty());
+  EXPECT_EQ(fuse_gradient_buckets(g, op_stage, size_t{25} << 20), 0u) << "idempotent";
+}
+
+TEST(GradientBuckets, TheProgramRunsABucketOpOnItsMembersLaidOutAsOneSpan) {
   testing::Mlp m = build_mlp(2, 4);
   CompileOptions o;
   o.gradient_bucket_bytes = size_t{25} << 20;
-  const Program p = compile(m.graph, place(m.graph, {}), o);
-  ASSERT_EQ(p.buckets.size(), 1u);
+  ir::Graph g = m.graph;
+  const Program p = compile(g, place(g, {}), o);
+  ASSERT_EQ(bucket_ops(g).size(), 1u);
+  const ir::Op& bucket = g.op(bucket_ops(g)[0]);
   const std::vector<Action>& update = p.stages[0].actions[static_cast<int>(ir::Phase::Update)];
-  const auto count = [&](ActionKind k) {
-    return std::count_if(update.begin(), update.end(), [&](const Action& a) { return a.kind == k; });
-  };
-  EXPECT_EQ(count(ActionKind::AllReduceBucket), 1);
-  EXPECT_EQ(count(ActionKind::RunOp), 4);  // the four SGD updates; no all-reduce of its own
-  EXPECT_EQ(update.front().kind, ActionKind::AllReduceBucket);  // before the first update reads a result
+  EXPECT_EQ(update.size(), 5u) << "the bucket op and the four SGD updates";
+  EXPECT_EQ(update.front().kind, ActionKind::RunOp);
+  EXPECT_EQ(update.front().index, bucket_ops(g)[0]) << "before the first update reads a result";
   // gradient_as_bucket_view: inputs one after the other at aligned offsets, outputs too,
   // and no scratch to pack them into.
-  EXPECT_TRUE(p.buckets[0].view);
+  EXPECT_EQ(p.span_ops, std::set<ir::OpId>{bucket_ops(g)[0]});
   for (const bool inputs : {true, false}) {
-    const ir::Op& first = m.graph.op(p.buckets[0].ops.front());
     const auto root = [&](ir::TensorId t) { return p.root_of[static_cast<size_t>(t)]; };
-    size_t at = p.stages[0].slot_offset.at(root(inputs ? first.inputs[0] : first.outputs[0]));
-    for (ir::OpId member : p.buckets[0].ops) {
-      const ir::TensorId t = inputs ? m.graph.op(member).inputs[0] : m.graph.op(member).outputs[0];
-      EXPECT_EQ(p.stages[0].slot_offset.at(root(t)), at) << (inputs ? "input of op " : "output of op ") << member;
-      at += memory::align_up(m.graph.tensor(t).bytes());
+    const std::vector<ir::TensorId>& tensors = inputs ? bucket.inputs : bucket.outputs;
+    size_t at = p.stages[0].slot_offset.at(root(tensors[0]));
+    for (ir::TensorId t : tensors) {
+      EXPECT_EQ(p.stages[0].slot_offset.at(root(t)), at) << (inputs ? "input " : "output ") << g.tensor(t).name;
+      at += memory::align_up(g.tensor(t).bytes());
     }
   }
   EXPECT_LT(p.devices[0].scratch_bytes, kW0 + kB0 + kW1 + kB1);
   // Without buckets every all-reduce is a RunOp of its own.
-  const Program alone = compile(m.graph, place(m.graph, {}), {});
-  EXPECT_TRUE(alone.buckets.empty());
+  ir::Graph plain = m.graph;
+  const Program alone = compile(plain, place(plain, {}), {});
+  EXPECT_TRUE(bucket_ops(plain).empty());
   EXPECT_EQ(alone.stages[0].actions[static_cast<int>(ir::Phase::Update)].size(), 8u);
 }
 
@@ -162,9 +198,10 @@ TEST(GradientBuckets, AccumulatedGradientsArePackedIntoScratchInstead) {
   CompileOptions o;
   o.gradient_bucket_bytes = size_t{25} << 20;
   o.micro_batches = 2;
-  const Program p = compile(m.graph, place(m.graph, {}), o);
-  ASSERT_EQ(p.buckets.size(), 1u);
-  EXPECT_FALSE(p.buckets[0].view);
+  ir::Graph g = m.graph;
+  const Program p = compile(g, place(g, {}), o);
+  ASSERT_EQ(bucket_ops(g).size(), 1u);
+  EXPECT_TRUE(p.span_ops.empty());
   EXPECT_GE(p.devices[0].scratch_bytes, kW0 + kB0 + kW1 + kB1);
 }
 

@@ -139,5 +139,51 @@ TEST(Graph, MissingTensorIsNotFound) {
   EXPECT_THAT(msg, HasSubstr("tensor 7 does not exist"));
 }
 
+/// x -> neg -> exp -> sqrt -> add(., x), sqrt's output streamed; a chain whose middle ops a rewrite can fuse.
+struct Chain {
+  Graph g;
+  TensorId x, a, b, c, d;
+  StreamId out;
+  Chain() {
+    x = g.add_variable("x", DType::Float32, {2}, f32({1, 2}));
+    a = g.add_op("neg", {x}, {})[0];
+    b = g.add_op("exp", {a}, {})[0];
+    c = g.add_op("sqrt", {b}, {})[0];
+    out = g.add_d2h_stream("c", c);
+    d = g.add_op("add", {c, x}, {})[0];
+  }
+};
+
+TEST(Graph, FuseOpsReplacesTheOpsByOneAndShiftsLaterOpsAndStreams) {
+  Chain m;
+  ASSERT_EQ(m.g.stream(m.out).after_ops, 3u);
+  m.g.fuse_ops({1, 2}, "tanh", {m.a}, {}, {m.c});  // exp and sigmoid as one op (of the same output type)
+  ASSERT_EQ(m.g.num_ops(), 3u);
+  EXPECT_EQ(m.g.op(1).def->name, "tanh");
+  EXPECT_EQ(m.g.op(1).name, "tanh#1");
+  EXPECT_EQ(m.g.op(1).inputs, std::vector<TensorId>{m.a});
+  EXPECT_EQ(m.g.tensor(m.c).producer, 1);
+  EXPECT_EQ(m.g.tensor(m.b).producer, -1) << "the tensor between them: made by nothing";
+  EXPECT_TRUE(m.g.consumers(m.b).empty());
+  EXPECT_EQ(m.g.tensor(m.d).producer, 2) << "the add moved down by one";
+  EXPECT_EQ(m.g.stream(m.out).after_ops, 2u) << "still copied after the fused op";
+}
+
+TEST(Graph, FuseOpsRefusesOpsOutOfOrderForeignOutputsAndReadIntermediates) {
+  Chain m;
+  EXPECT_THAT(error_of([&] { m.g.fuse_ops({2, 1}, "tanh", {m.a}, {}, {m.c}); }, ErrorCode::Internal),
+              HasSubstr("ascending"));
+  EXPECT_THAT(error_of([&] { m.g.fuse_ops({1, 2}, "tanh", {m.a}, {}, {m.d}); }, ErrorCode::Internal),
+              HasSubstr("is not theirs"));
+  EXPECT_THAT(error_of([&] { m.g.fuse_ops({2, 3}, "add", {m.b, m.x}, {}, {m.d}); }, ErrorCode::Internal),
+              HasSubstr("is read outside them")) << "c is streamed";
+  EXPECT_THAT(error_of([&] { m.g.fuse_ops({0}, "neg", {m.x}, {}, {}); }, ErrorCode::Internal),
+              HasSubstr("is read outside them")) << "exp reads a";
+  EXPECT_THAT(error_of([&] { m.g.fuse_ops({1, 2}, "reduce_sum", {m.a}, {}, {m.c}); }, ErrorCode::Internal),
+              HasSubstr("changes its outputs"));
+  EXPECT_EQ(m.g.num_ops(), 4u) << "a refused rewrite changes nothing";
+  EXPECT_EQ(m.g.tensor(m.c).producer, 2);
+}
+
 }  // namespace
 }  // namespace plexus::ir

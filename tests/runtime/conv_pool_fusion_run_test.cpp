@@ -1,5 +1,5 @@
-// Conv -> relu -> max-pool groups at run time (core/compile/conv_pool_fusion.h,
-// core/ops/conv/conv_pool.h): the small CNN (small_cnn.h) trained with its conv blocks grouped
+// The conv -> relu -> max-pool rewrite at run time (core/compile/conv_pool_fusion.h,
+// core/ops/conv/conv_pool.cpp): the small CNN (small_cnn.h) trained with its conv blocks fused
 // ends with the same weights, bit for bit, as with the groups blocked (the relu's input
 // streamed to the host), over both block orders, with and without a bias, 2x2 and 3x3
 // windows, batches whose weight gradient takes one chunk of images or several with a short
@@ -22,15 +22,15 @@ std::string describe(const CnnRecipe& r) {
          std::to_string(r.pool) + ", batch " + std::to_string(r.batch) + ", conv stride " + std::to_string(r.stride);
 }
 
-/// Trains r grouped and blocked: two groups in the first, none in the second, and the same bits.
+/// Trains r fused and blocked: the two fused ops in the first, none in the second, and the same bits.
 void expect_grouped_equals_unfused(CnnRecipe r) {
   SCOPED_TRACE(describe(r));
   r.block = false;
   const testing::TrainedCnn grouped = testing::train_cnn(r);
   r.block = true;
   const testing::TrainedCnn plain = testing::train_cnn(r);
-  EXPECT_EQ(grouped.op_groups, 2u);
-  EXPECT_EQ(plain.op_groups, 0u);
+  EXPECT_EQ(grouped.conv_pool_ops, 2u);
+  EXPECT_EQ(plain.conv_pool_ops, 0u);
   ASSERT_EQ(grouped.params.size(), plain.params.size());
   EXPECT_NE(grouped.params, grouped.initial) << "training changed the weights";
   EXPECT_EQ(std::memcmp(grouped.params.data(), plain.params.data(), grouped.params.size() * sizeof(float)), 0);
@@ -78,7 +78,7 @@ TEST(ConvPoolFusionRun, TheWeightUpdateOnTheHostGetsTheGroupsGradients) {
   host.weight_update_on_host = true;
   const testing::TrainedCnn on_host = testing::train_cnn({}, host);
   const testing::TrainedCnn on_device = testing::train_cnn({});
-  EXPECT_EQ(on_host.op_groups, 2u);
+  EXPECT_EQ(on_host.conv_pool_ops, 2u);
   EXPECT_NE(on_host.params, on_host.initial);
   EXPECT_EQ(std::memcmp(on_host.params.data(), on_device.params.data(), on_host.params.size() * sizeof(float)), 0);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/compile/passes.h"
+#include "core/compile/relu_fusion.h"
 #include "core/compile/program.h"
 #include "core/ir/autodiff.h"
 #include "core/session/session.h"
@@ -40,7 +41,7 @@ TEST(ReluFusionRun, FusedAndUnfusedTrainingGiveTheSameWeightsBitForBit) {
     r.block = true;
     const testing::TrainedCnn plain = testing::train_cnn(r);
     EXPECT_EQ(fused.relu_fusions, 1u);
-    EXPECT_EQ(fused.op_groups, 0u);
+    EXPECT_EQ(fused.conv_pool_ops, 0u);
     EXPECT_EQ(plain.relu_fusions, 0u);
     ASSERT_EQ(fused.params.size(), plain.params.size());
     EXPECT_NE(fused.params, fused.initial) << "training changed the weights";

@@ -88,10 +88,11 @@ inline Cnn build_cnn(const CnnRecipe& r) {
   return m;
 }
 
-/// The fusions the session's program runs (relu_fusions: the `<op>_relu` ops of the
-/// rewritten graph), and every parameter before and after kCnnSteps steps.
+/// The fusions the session's program runs (the rewritten graph's `<op>_relu` ops and its
+/// conv2d_relu_max_pool2d[_grad_weight] ops), and every parameter before and after
+/// kCnnSteps steps.
 struct TrainedCnn {
-  size_t relu_fusions = 0, op_groups = 0;
+  size_t relu_fusions = 0, conv_pool_ops = 0;
   std::vector<float> initial, params;
 };
 
@@ -101,9 +102,11 @@ inline TrainedCnn train_cnn(const CnnRecipe& r, SessionOptions o = {}) {
   Cnn m = build_cnn(r);
   TrainedCnn t;
   ir::Graph rewritten = m.g;
-  const Program program = compile(rewritten, place(rewritten, {}), {});
-  for (const ir::Op& op : rewritten.ops()) t.relu_fusions += op.def->name.ends_with("_relu");
-  t.op_groups = program.op_groups.size();
+  compile(rewritten, place(rewritten, {}), {});
+  for (const ir::Op& op : rewritten.ops()) {
+    t.relu_fusions += op.def->name.ends_with("_relu");
+    t.conv_pool_ops += op.def->name.starts_with("conv2d_relu_max_pool2d");
+  }
   o.device_iterations = kCnnSteps;
   Session s(m.g, o);
   t.initial = read_float_variables(s, m.params);

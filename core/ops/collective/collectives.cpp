@@ -3,6 +3,12 @@
 // default) and stride (1); the collective runs within each group of it.
 //   replicated_all_reduce(x; op)     op over the group, same shape ("sum" "mean" "max" "min")
 //   replicated_all_reduce_(x; op)    the same, in place
+//   replicated_all_reduce_bucket(x0, ..., xk; op)
+//                                    the all-reduces of several tensors of one dtype in one
+//                                    call (a gradient bucket, core/compile/gradient_buckets.h,
+//                                    PyTorch DDP's buckets): outputs y0..yk, element for
+//                                    element the reduction each does alone, so the same bits
+//   replicated_all_reduce_bucket_(x0, ..., xk; op)   the same, in place
 //   replicated_all_gather(x; output_shape)
 //                                    "auto": the full tensor for a replica-sharded x (its
 //                                    original shape, padding removed), else "new_axis";
@@ -153,8 +159,8 @@ ir::Kernel all_reduce_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-// A bucket laid out as a view (GradientBucket::view; no scratch): the members' inputs lie one
-// after the other from in[0], their outputs likewise from out[0] (small alignment gaps
+// A bucket laid out as a view (OpDef::span_inputs; no scratch): its inputs lie one
+// after the other from in[0], its outputs likewise from out[0] (small alignment gaps
 // between them, reduced along and never read), so one call reduces the span where it is.
 ir::Kernel all_reduce_span_kernel(const ir::KernelContext& ctx, GroupView view, replication::Communicator* comm) {
   const std::byte *x = ctx.in[0], *end = ctx.in.back() + ctx.inputs.back()->bytes();
@@ -176,12 +182,9 @@ ir::Kernel all_reduce_span_kernel(const ir::KernelContext& ctx, GroupView view, 
   };
 }
 
-// The fused kernel of several all-reduces (OpDef::fused_kernel; a gradient bucket,
-// core/compile/gradient_buckets.h, PyTorch DDP's buckets): packs every member's input into
-// the scratch, all-reduces it in one call over the first member's group (every member has
-// its reduction and grouping) and unpacks the results: element for element the reduction
-// each member does alone, so the same bits. A group of one copies inputs to outputs.
-// Without scratch the members are a view (all_reduce_span_kernel).
+// The kernel of a bucket: packs every input into the scratch, all-reduces it in one call
+// and unpacks the results. A group of one copies inputs to outputs. Without scratch the
+// memory plan laid the inputs out as one span (OpDef::span_inputs; all_reduce_span_kernel).
 ir::Kernel all_reduce_bucket_kernel(const ir::KernelContext& ctx) {
   GroupView view = group_view(ctx);
   replication::Communicator* comm = comm_for(ctx, view);
@@ -228,13 +231,43 @@ ir::OpDef all_reduce_def(const char* name, bool in_place) {
   d.attrs = with(grouping_attrs(), {{"op", ir::AttrKind::String, ir::AttrValue{std::string("sum")}}});
   d.infer = infer_all_reduce;
   d.kernel = all_reduce_kernel;
-  d.fused_kernel = all_reduce_bucket_kernel;
   d.communicates = true;
   if (in_place) {
     d.inplace_inputs = {0};
   } else {
     d.grad = all_reduce_grad;
   }
+  return d;
+}
+
+/// The most tensors one bucket op reduces.
+constexpr size_t kMaxBucketInputs = 4096;
+
+/// Every input numeric, of input 0's dtype and not replica-sharded; scratch to pack them.
+ir::InferResult infer_all_reduce_bucket(const ir::InferContext& ctx) {
+  checked_grouping(ctx);
+  check_reduce_op(ctx, false);
+  ir::InferResult r;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    ctx.expect_numeric(i);
+    const std::string input = "input " + std::to_string(i);
+    if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail(ErrorCode::DTypeMismatch, input + ": a bucket's inputs share a dtype");
+    if (ctx.inputs[i]->sharding) ctx.fail(ErrorCode::InvalidArgument, input + " is replica-sharded");
+    r.outputs.push_back({ctx.dtype(i), ctx.shape(i)});
+    r.scratch_bytes += ctx.inputs[i]->bytes();
+  }
+  return r;
+}
+
+ir::OpDef all_reduce_bucket_def(const char* name, bool in_place) {
+  ir::OpDef d = all_reduce_def(name, in_place);
+  d.max_inputs = kMaxBucketInputs;
+  d.infer = infer_all_reduce_bucket;
+  d.kernel = all_reduce_bucket_kernel;
+  d.grad = nullptr;  // made after autodiff
+  d.span_inputs = true;
+  d.inplace_inputs.clear();
+  for (size_t i = 0; in_place && i < kMaxBucketInputs; ++i) d.inplace_inputs.push_back(static_cast<int>(i));
   return d;
 }
 
@@ -432,6 +465,8 @@ ir::OpDef slice_grad_def() {
 
 const ir::OpRegistration all_reduce_op{all_reduce_def("replicated_all_reduce", false)};
 const ir::OpRegistration all_reduce_inplace_op{all_reduce_def("replicated_all_reduce_", true)};
+const ir::OpRegistration all_reduce_bucket_op{all_reduce_bucket_def("replicated_all_reduce_bucket", false)};
+const ir::OpRegistration all_reduce_bucket_inplace_op{all_reduce_bucket_def("replicated_all_reduce_bucket_", true)};
 const ir::OpRegistration all_gather_op{all_gather_def()};
 const ir::OpRegistration reduce_scatter_op{reduce_scatter_def()};
 const ir::OpRegistration slice_op{slice_def()};

@@ -1,6 +1,6 @@
 // The sum of a contiguous row in a fixed order (reduce_sum's inner loop, reductions.cpp),
 // shared with kernels that sum rows they make themselves: the conv bias gradient of the
-// conv -> max-pool fusion (conv_pool.h) gives reduce_sum's bits that way.
+// conv -> max-pool fusion (conv_pool.cpp) gives reduce_sum's bits that way.
 #pragma once
 
 #include <algorithm>

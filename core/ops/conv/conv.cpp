@@ -15,7 +15,6 @@
 
 #include "core/ir/graph.h"
 #include "core/ops/conv/conv_gemm.h"
-#include "core/ops/conv/conv_pool.h"
 #include "core/ops/common/relu_fused.h"
 #include "core/ops/common/window_attrs.h"
 
@@ -214,8 +213,6 @@ ir::OpDef conv_def() {
   d.attrs = {stride_spec(), padding_spec()};
   d.infer = infer_conv;
   d.kernel = [](const ir::KernelContext& ctx) { return conv_forward(ctx, false); };
-  d.group_scratch = conv_pool_forward_scratch;
-  d.group_kernel = conv_pool_forward_kernel;
   d.grad = conv_grad;
   return d;
 }

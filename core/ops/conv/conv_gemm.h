@@ -54,7 +54,7 @@ class ConvPlan {
   /// order, the last one fewer.
   int64_t grad_weight_images() const;
   /// grad_weight() a chunk at a time, for callers that make dy a chunk at a time
-  /// (conv_pool.h): adds the chunk of `images` images from image n0 (x and dy at that
+  /// (conv_pool.cpp): adds the chunk of `images` images from image n0 (x and dy at that
   /// image; n0 == 0 starts the sum) to what dw and scratch hold; grad_weight_end() then
   /// leaves the gradient in dw. With grad_weight_images()'s chunks, grad_weight()'s bits.
   void grad_weight_add(const float* x, const float* dy, int64_t n0, int64_t images, float* dw, float* scratch) const;

@@ -1,6 +1,6 @@
 // max_pool2d's kernels as functions (pooling.cpp has the ops and their semantics), for
 // kernels that pool a tensor they make themselves: the conv -> relu -> max-pool fusion
-// (conv_pool.h) pools one image's conv output at a time.
+// (conv_pool.cpp) pools one image's conv output at a time.
 #pragma once
 
 #include <cstdint>

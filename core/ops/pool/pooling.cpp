@@ -22,14 +22,13 @@
 // Windows that tile the plane (kernel == stride == 2 or 3, no padding) take a branch-free
 // fast path (tiled_forward, tiled_grad) with the same results, bit for bit; 2x2 tiles on
 // AVX-512 rows (max_pool_avx512.h) where the CPU has it. The kernels are also functions
-// (max_pool.h) for the conv -> relu -> max-pool groups (conv_pool.h).
+// (max_pool.h) for the fused conv -> relu -> max-pool ops (conv_pool.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/ir/graph.h"
-#include "core/ops/conv/conv_pool.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/pool/max_pool.h"
 #include "core/ops/pool/max_pool_avx512.h"
@@ -352,8 +351,6 @@ ir::OpDef max_pool_grad_def() {
     if (p.tiles(2) || p.tiles(3)) result.may_inplace = 0;  // tiled_grad: a window's x is read before its dx is written
     return result;
   };
-  d.group_scratch = conv_pool_grad_scratch;
-  d.group_kernel = conv_pool_grad_kernel;
   d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
     return [plan = MaxPoolPlan(checked_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr)), x = ctx.input<float>(0),
             dy = ctx.input<float>(1), dx = ctx.output<float>(0), folded = ctx.op.attrs.get_int("relu_folded") != 0] {

@@ -187,6 +187,66 @@ TEST(ReplicatedAllReduce, InPlaceVariantUpdatesItsInput) {
   }
 }
 
+TEST(ReplicatedAllReduceBucket, GivesEachInputsAllReduceBitForBitInOneOpAndInPlace) {
+  // The gradient-bucket rewrite's op (core/compile/gradient_buckets.h) against one
+  // replicated_all_reduce per input, in one graph of kR replicas: a = neg(x) [2,3], b = exp(x)
+  // [2,3] and c = x [5] (a second stream), reduced by mean over groups of 2.
+  for (const char* type : {"replicated_all_reduce_bucket", "replicated_all_reduce_bucket_"}) {
+    SCOPED_TRACE(type);
+    ir::Graph g;
+    g.set_replication_factor(kR);
+    const ir::StreamId xs = g.add_h2d_stream("x", ir::DType::Float32, {2, 3}), cs = g.add_h2d_stream("c", ir::DType::Float32, {5});
+    const ir::TensorId x = g.stream(xs).tensor;
+    const std::vector<ir::TensorId> in{g.add_op("neg", {x}, {})[0], g.add_op("exp", {x}, {})[0],
+                                       g.add_op("neg", {g.stream(cs).tensor}, {})[0]};
+    const ir::Attributes attrs = grouping_attrs({2, 1}, {{"op", std::string("mean")}});
+    std::vector<ir::StreamId> expected, actual;
+    for (size_t i = 0; i < in.size(); ++i) {
+      expected.push_back(g.add_d2h_stream("e" + std::to_string(i), g.add_op("replicated_all_reduce", {in[i]}, attrs)[0]));
+    }
+    const std::vector<ir::TensorId> out = g.add_op(type, in, attrs);
+    ASSERT_EQ(out.size(), in.size());
+    for (size_t i = 0; i < out.size(); ++i) actual.push_back(g.add_d2h_stream("a" + std::to_string(i), out[i]));
+    runtime::Session session(g, {});
+    const auto xv = random_inputs(6, 3), cv = random_inputs(5, 4);
+    std::vector<float> x_host, c_host;
+    for (int64_t r = 0; r < kR; ++r) {
+      x_host.insert(x_host.end(), xv[static_cast<size_t>(r)].begin(), xv[static_cast<size_t>(r)].end());
+      c_host.insert(c_host.end(), cv[static_cast<size_t>(r)].begin(), cv[static_cast<size_t>(r)].end());
+    }
+    const runtime::HostArray host_in[2] = {{xs, x_host.data(), ir::DType::Float32, {kR, 2, 3}},
+                                           {cs, c_host.data(), ir::DType::Float32, {kR, 5}}};
+    std::vector<std::vector<float>> results(2 * in.size());
+    std::vector<runtime::HostArray> host_out;
+    for (size_t i = 0; i < 2 * in.size(); ++i) {
+      const ir::StreamId s = i < in.size() ? expected[i] : actual[i - in.size()];
+      ir::Shape shape = g.tensor(g.stream(s).tensor).shape;
+      results[i].resize(static_cast<size_t>(kR * ir::numel(shape)));
+      shape.insert(shape.begin(), kR);
+      host_out.push_back({s, results[i].data(), ir::DType::Float32, shape});
+    }
+    session.run(host_in, host_out);
+    for (size_t i = 0; i < in.size(); ++i) {
+      EXPECT_EQ(results[in.size() + i], results[i]) << "input " << i;
+      EXPECT_NE(results[i], std::vector<float>(results[i].size(), 0.0f));
+    }
+  }
+}
+
+TEST(ReplicatedAllReduceBucket, RefusesInputsOfTwoDtypes) {
+  ir::Graph g;
+  g.set_replication_factor(kR);
+  const ir::TensorId x = g.stream(g.add_h2d_stream("x", ir::DType::Float32, {4})).tensor;
+  const ir::TensorId i = g.stream(g.add_h2d_stream("i", ir::DType::Int32, {4})).tensor;
+  try {
+    g.add_op("replicated_all_reduce_bucket", {x, i}, grouping_attrs({2, 1}));
+    ADD_FAILURE() << "no error";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.code(), ir::ErrorCode::DTypeMismatch);
+    EXPECT_THAT(e.what(), HasSubstr("input 1: a bucket's inputs share a dtype"));
+  }
+}
+
 TEST(ReplicatedAllGather, NewAxisAndConcatWithGradients) {
   for (const Grouping g : kGroupings) {
     const MultiReference reference = [g](const std::vector<std::vector<double>>& in) {
