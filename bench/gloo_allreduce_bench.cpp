@@ -86,7 +86,7 @@ void expect_sum(const std::vector<float>& recv, int workers, const char* engine)
 void run(const bench::EngineOptions& options, const Cluster& cluster) {
   const int rank = static_cast<int>(cluster.index);
   const int workers = static_cast<int>(cluster.workers.size());
-  bench::PluginComm plugin(options.plugin, workers, rank);
+  bench::PluginComm plugin(options.plugin, bench::engine_config(workers, rank));
   const std::string store_dir =
       options.store_dir.empty() ? "/tmp/plexus-gloo-bench-" + port_of(cluster.workers[0]) : options.store_dir;
   const std::shared_ptr<gloo::Context> context = gloo_context(cluster, store_dir);

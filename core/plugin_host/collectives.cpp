@@ -137,7 +137,12 @@ Collectives::Collectives(const std::string& name, int64_t replication_factor, in
   auto entry = reinterpret_cast<plx_collectives_plugin_entry>(library_.symbol(PLX_COLLECTIVES_PLUGIN_SYMBOL));
   plugin_->table = entry();
   check_table(plugin_->table, library_.path());
-  plugin_->config = plx_comm_config{sizeof(plx_comm_config), replication_factor, first_local, local_replicas, timeout_ms};
+  plx_comm_config& config = plugin_->config;
+  config.struct_size = sizeof(plx_comm_config);
+  config.replication_factor = replication_factor;
+  config.first_local_replica = first_local;
+  config.local_replicas = local_replicas;
+  config.timeout_ms = timeout_ms;
   create_comm();
   for (int64_t r = 0; r < replication_factor; ++r) everyone_.push_back(r);
   for (int64_t r = first_local; r < first_local + local_replicas; ++r) {
