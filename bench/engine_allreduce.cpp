@@ -65,17 +65,27 @@ double time_calls(const ProcessSync& sync, const EngineOptions& options, size_t 
   return seconds[seconds.size() / 2];
 }
 
-PluginComm::PluginComm(const std::string& path, int processes, int replica) : replica_(replica) {
+plx_comm_config engine_config(int processes, int replica) {
+  plx_comm_config config{};
+  config.struct_size = sizeof(config);
+  config.replication_factor = processes;
+  config.first_local_replica = replica;
+  config.local_replicas = 1;
+  config.timeout_ms = 60000;
+  return config;
+}
+
+PluginComm::PluginComm(const std::string& path, const plx_comm_config& config)
+    : replica_(static_cast<int>(config.first_local_replica)) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) throw std::runtime_error(dlerror());
   const auto entry = reinterpret_cast<plx_collectives_plugin_entry>(dlsym(library, PLX_COLLECTIVES_PLUGIN_SYMBOL));
   if (entry == nullptr) throw std::runtime_error(path + " has no " + PLX_COLLECTIVES_PLUGIN_SYMBOL);
   plugin_ = entry();
-  const plx_comm_config config{sizeof(plx_comm_config), processes, replica, 1, 60000};
   if (plugin_->comm_create(&config, &comm_, message_, sizeof message_) != PLX_OK) {
     throw std::runtime_error(std::string("comm_create: ") + message_);
   }
-  for (int r = 0; r < processes; ++r) members_.push_back(r);
+  for (int64_t r = 0; r < config.replication_factor; ++r) members_.push_back(r);
 }
 
 PluginComm::~PluginComm() { plugin_->comm_destroy(comm_); }

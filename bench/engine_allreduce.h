@@ -41,12 +41,16 @@ struct ProcessSync {
 double time_calls(const ProcessSync& sync, const EngineOptions& options, size_t bytes, int* calls,
                   const std::function<void()>& call);
 
-/** A collectives plugin loaded by path (dlopen) with a communicator of `processes` replicas,
- *  one per process, this process's being `replica`. Throws std::runtime_error naming the
- *  path or the plugin's message. Not copyable. */
+/** The config of a communicator of `processes` replicas, one per process, this process's
+ *  being `replica`, calls waiting 60 s, without a cluster definition (NULL / 0). */
+plx_comm_config engine_config(int processes, int replica);
+
+/** A collectives plugin loaded by path (dlopen) with a communicator of `config` (its
+ *  pointers borrowed for the constructor only). Throws std::runtime_error naming the path or
+ *  the plugin's message. Not copyable. */
 class PluginComm {
  public:
-  PluginComm(const std::string& path, int processes, int replica);
+  PluginComm(const std::string& path, const plx_comm_config& config);
   ~PluginComm();
   PluginComm(const PluginComm&) = delete;
   PluginComm& operator=(const PluginComm&) = delete;

@@ -7,8 +7,9 @@
 //   tests/plugins/conformance/launch_workers.sh 2 build-bench/bench/gloo_allreduce_bench
 //       [--plugin=PATH] [--repetitions=N] [--seconds=S] [--store-dir=DIR] [--raw]
 //
-// Workers come from PLEXUS_CLUSTER='{"workers": ["host:port", ...], "index": i}' (the
-// plugin reads it too and meets through worker 0's store). gloo's own context is a
+// Workers come from PLEXUS_CLUSTER='{"workers": ["host:port", ...], "index": i}', read by the
+// core's parser (core/plugin_host/cluster.h) and passed to the plugin in plx_comm_config as
+// the core passes it (the plugin meets through worker 0's store). gloo's own context is a
 // gloo::rendezvous::Context over a gloo::rendezvous::FileStore in --store-dir (a folder
 // every worker sees; default /tmp/plexus-gloo-bench-<worker 0's port>; worker 0 removes
 // it at the end) and its own TCP device on the worker's host.
@@ -34,12 +35,12 @@
 #include <string>
 #include <vector>
 
-#include "collectives_workers/cluster.h"
+#include "core/plugin_host/cluster.h"
 #include "engine_allreduce.h"
 
 namespace {
 
-using Cluster = plexus::collectives::workers::ClusterDefinition;
+using Cluster = plexus::runtime::ClusterDefinition;
 
 std::string host_of(const std::string& host_port) { return host_port.substr(0, host_port.rfind(':')); }
 std::string port_of(const std::string& host_port) { return host_port.substr(host_port.rfind(':') + 1); }
@@ -86,7 +87,10 @@ void expect_sum(const std::vector<float>& recv, int workers, const char* engine)
 void run(const bench::EngineOptions& options, const Cluster& cluster) {
   const int rank = static_cast<int>(cluster.index);
   const int workers = static_cast<int>(cluster.workers.size());
-  bench::PluginComm plugin(options.plugin, workers, rank);
+  plx_comm_config config = bench::engine_config(workers, rank);
+  const plexus::runtime::ClusterFields fields(cluster);
+  fields.fill(config);
+  bench::PluginComm plugin(options.plugin, config);
   const std::string store_dir =
       options.store_dir.empty() ? "/tmp/plexus-gloo-bench-" + port_of(cluster.workers[0]) : options.store_dir;
   const std::shared_ptr<gloo::Context> context = gloo_context(cluster, store_dir);
@@ -130,7 +134,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const auto cluster = plexus::collectives::workers::cluster_from_environment();
+    const auto cluster = plexus::runtime::cluster_from_environment();
     if (!cluster) throw std::runtime_error("no PLEXUS_CLUSTER (start the workers with launch_workers.sh)");
     run(options, *cluster);
     return 0;

@@ -35,7 +35,7 @@ void run(const bench::EngineOptions& options, int rank, int ranks) {
                                   MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
                                   return most;
                                 }};
-  bench::PluginComm plugin(options.plugin, ranks, rank);
+  bench::PluginComm plugin(options.plugin, bench::engine_config(ranks, rank));
   if (rank == 0) bench::print_header(ranks, options, "MPI");
   for (const size_t bytes : bench::engine_sizes()) {
     const size_t count = bytes / sizeof(float);

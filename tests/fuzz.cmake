@@ -29,8 +29,8 @@ add_compile_options(-O1 -gline-tables-only -fno-omit-frame-pointer -Wall -Wextra
 set(CMAKE_FIND_PACKAGE_TARGETS_GLOBAL ON)
 
 # plexus_fuzz_core(): the instrumented core, once per build tree. plexus_fuzz_core is an
-# object library of every source of libplexus.so (core/, abi/src and the cluster-definition
-# parser it uses; the glob keeps up with new files), so that a fuzzer linking it gets every
+# object library of every source of libplexus.so (core/ and abi/src; the glob keeps up with
+# new files), so that a fuzzer linking it gets every
 # op's static registration; plexus_fuzz_core_archive is a static archive of the same
 # objects, from which a fuzzer's link takes only the objects it reaches. Built once, however
 # many fuzzers link it (it was built four times, once per fuzzer, when each listed its own).
@@ -49,10 +49,10 @@ function(plexus_fuzz_core)
   find_package(Boost 1.74 REQUIRED)
   file(GLOB sources CONFIGURE_DEPENDS ${PLEXUS_ROOT}/core/*/*.cpp ${PLEXUS_ROOT}/core/ops/*/*.cpp
     ${PLEXUS_ROOT}/abi/src/*.cpp)
-  add_library(plexus_fuzz_core OBJECT ${sources} ${PLEXUS_ROOT}/plugins/collectives_workers/cluster.cpp)
+  add_library(plexus_fuzz_core OBJECT ${sources})
   add_library(plexus_fuzz_core_archive STATIC $<TARGET_OBJECTS:plexus_fuzz_core>)
   foreach(lib plexus_fuzz_core plexus_fuzz_core_archive)
-    target_include_directories(${lib} PUBLIC ${PLEXUS_ROOT} ${PLEXUS_ROOT}/abi/include ${PLEXUS_ROOT}/plugins)
+    target_include_directories(${lib} PUBLIC ${PLEXUS_ROOT} ${PLEXUS_ROOT}/abi/include)
     target_compile_options(${lib} PUBLIC ${plexus_fuzz_sanitizers})
     target_link_options(${lib} PUBLIC ${plexus_fuzz_sanitizers})
     target_link_libraries(${lib} PUBLIC Blis::blis ZLIB::ZLIB PkgConfig::libdeflate zstd::libzstd_shared

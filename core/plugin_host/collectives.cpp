@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include "core/ir/error.h"
 
@@ -67,7 +68,10 @@ ErrorCode error_code(plx_status status) {
 
 /// What the C plugin ABI needs of one communicator.
 struct Collectives::Plugin {
+  explicit Plugin(std::optional<ClusterDefinition> definition) : cluster(std::move(definition)) {}
+
   const plx_collectives_plugin* table = nullptr;
+  ClusterFields cluster;  ///< what config's cluster fields point into
   plx_comm_config config{};
   plx_comm* comm = nullptr;
   plx_buffer_kind buffer_kind = PLX_BUFFER_DEVICE;
@@ -131,13 +135,21 @@ class Collectives::View final : public replication::Communicator {
 };
 
 Collectives::Collectives(const std::string& name, int64_t replication_factor, int64_t first_local,
-                         int64_t local_replicas, int64_t timeout_ms, bool host_buffers)
-    : library_(PluginLibrary::open("collectives", plugin_name(name))), plugin_(std::make_unique<Plugin>()) {
+                         int64_t local_replicas, int64_t timeout_ms, bool host_buffers,
+                         std::optional<ClusterDefinition> cluster)
+    : library_(PluginLibrary::open("collectives", plugin_name(name))),
+      plugin_(std::make_unique<Plugin>(std::move(cluster))) {
   plugin_->buffer_kind = host_buffers ? PLX_BUFFER_HOST : PLX_BUFFER_DEVICE;
   auto entry = reinterpret_cast<plx_collectives_plugin_entry>(library_.symbol(PLX_COLLECTIVES_PLUGIN_SYMBOL));
   plugin_->table = entry();
   check_table(plugin_->table, library_.path());
-  plugin_->config = plx_comm_config{sizeof(plx_comm_config), replication_factor, first_local, local_replicas, timeout_ms};
+  plx_comm_config& config = plugin_->config;
+  config.struct_size = sizeof(plx_comm_config);
+  config.replication_factor = replication_factor;
+  config.first_local_replica = first_local;
+  config.local_replicas = local_replicas;
+  config.timeout_ms = timeout_ms;
+  plugin_->cluster.fill(config);
   create_comm();
   for (int64_t r = 0; r < replication_factor; ++r) everyone_.push_back(r);
   for (int64_t r = first_local; r < first_local + local_replicas; ++r) {

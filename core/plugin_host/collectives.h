@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/replication/communicator.h"
+#include "core/plugin_host/cluster.h"
 #include "core/plugin_host/plugin_library.h"
+#include "core/replication/communicator.h"
 
 namespace plexus::runtime {
 
@@ -25,10 +27,12 @@ class Collectives {
   /// `replication_factor` replicas of which this process hosts [first_local, first_local +
   /// local_replicas) (all of them unless the session has several workers, seed 002).
   /// `host_buffers`: the calls pass PLX_BUFFER_HOST (host memory: the weight update on the
-  /// host), else PLX_BUFFER_DEVICE. Throws ir::Error(Plugin) naming the plugin, its path
-  /// and what is wrong.
+  /// host), else PLX_BUFFER_DEVICE. `cluster`: the workers' cluster definition
+  /// (runtime/workers.h, cluster_definition()), which the plugin gets in plx_comm_config's
+  /// worker_addresses .. cluster_source (NULL / 0 without one). Throws ir::Error(Plugin)
+  /// naming the plugin, its path and what is wrong.
   Collectives(const std::string& name, int64_t replication_factor, int64_t first_local, int64_t local_replicas,
-              int64_t timeout_ms, bool host_buffers = false);
+              int64_t timeout_ms, bool host_buffers = false, std::optional<ClusterDefinition> cluster = std::nullopt);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;

@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "collectives_workers/cluster.h"
 #include "core/ir/error.h"
 
 namespace plexus::runtime {
@@ -26,16 +25,15 @@ int64_t env_number(const char* name, int64_t fallback) {
   return value;
 }
 
-// The cluster definition in the environment, if any; a malformed one is InvalidArgument.
-std::optional<collectives::workers::ClusterDefinition> cluster_definition() {
+}  // namespace
+
+std::optional<ClusterDefinition> cluster_definition() {
   try {
-    return collectives::workers::cluster_from_environment();
+    return cluster_from_environment();
   } catch (const std::invalid_argument& e) {
     ir::fail(ir::ErrorCode::InvalidArgument, e.what());
   }
 }
-
-}  // namespace
 
 WorkerPlace workers_from_environment() {
   if (const auto cluster = cluster_definition()) {

@@ -12,6 +12,7 @@
 #include "core/runtime/device_program.h"
 #include "core/runtime/host_update.h"
 #include "core/runtime/run_queue.h"
+#include "core/runtime/workers.h"
 #include "core/session/core_budget.h"
 
 namespace plexus::runtime {
@@ -96,8 +97,7 @@ void Session::open_plugins() {
                                         [](const ir::Op& op) { return op.def->communicates; });
   if (replication_factor() > 1 && communicates) {
     for (int64_t d = 0; d < devices_per_replica(); ++d) {
-      collectives_.push_back(std::make_unique<Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first,
-                                                           hosted_.count, options_.collective_timeout_ms));
+      collectives_.push_back(make_collectives(false));
     }
   }
   if (options_.weight_update_on_host && program_.training) {
@@ -109,10 +109,14 @@ void Session::open_plugins() {
 
 Collectives& Session::host_collectives() const {
   if (!host_collectives_) {
-    host_collectives_ = std::make_unique<Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first,
-                                                      hosted_.count, options_.collective_timeout_ms, true);
+    host_collectives_ = make_collectives(true);
   }
   return *host_collectives_;
+}
+
+std::unique_ptr<Collectives> Session::make_collectives(bool host_buffers) const {
+  return std::make_unique<Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first, hosted_.count,
+                                       options_.collective_timeout_ms, host_buffers, cluster_definition());
 }
 
 void Session::bind_streams(bool spin, bool io_spin) {

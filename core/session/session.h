@@ -157,6 +157,9 @@ class Session {
   void bind_streams(bool spin, bool io_spin);
   /// host_collectives_, opened first if needed (a collective step of every worker).
   Collectives& host_collectives() const;
+  /// A communicator over the session's replicas through its collectives plugin, given the
+  /// environment's cluster definition (runtime/workers.h); host_buffers as Collectives'.
+  std::unique_ptr<Collectives> make_collectives(bool host_buffers) const;
   void check_request(const RunRequest& request) const;
   void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
                     std::vector<bool>& seen) const;

@@ -143,15 +143,49 @@ Outcome check_buffers(const plx_coll_args& args, Collective kind) {
   return Outcome::ok();
 }
 
+// Version 1's size or more, and never ending inside the cluster definition's fields.
+Outcome check_config_size(size_t size) {
+  if (size < kCommConfigSizeV1) {
+    return invalid("comm_create: config->struct_size is " + std::to_string(size) + ", expected at least " +
+                   std::to_string(kCommConfigSizeV1) + " (plugin ABI 1)");
+  }
+  if (size > kCommConfigSizeV1 && size < kCommConfigSizeV1_1) {
+    return invalid("comm_create: config->struct_size is " + std::to_string(size) +
+                   ", which ends inside the cluster definition's fields (plugin ABI 1 is " +
+                   std::to_string(kCommConfigSizeV1) + " bytes, 1.1 is " + std::to_string(kCommConfigSizeV1_1) + ")");
+  }
+  return Outcome::ok();
+}
+
+// The cluster definition's fields (plugin ABI 1.1): W >= 0 addresses, none NULL, this
+// worker among them, and the variable they came from.
+Outcome check_cluster(const plx_comm_config& config) {
+  const int64_t w = config.num_worker_addresses;
+  if (w < 0) return invalid("comm_create: num_worker_addresses is " + std::to_string(w) + ", must be >= 0");
+  if (w > 0 && config.worker_addresses == nullptr) {
+    return invalid("comm_create: worker_addresses is NULL but num_worker_addresses is " + std::to_string(w));
+  }
+  for (int64_t i = 0; i < w; ++i) {
+    if (config.worker_addresses[i] == nullptr) {
+      return invalid("comm_create: worker_addresses[" + std::to_string(i) + "] is NULL");
+    }
+  }
+  if (config.worker_index < 0 || config.worker_index >= std::max<int64_t>(w, 1)) {
+    return invalid("comm_create: worker_index is " + std::to_string(config.worker_index) + ", not a worker in [0, " +
+                   std::to_string(w) + ")" + (w == 0 ? " (num_worker_addresses is 0: no cluster definition)" : ""));
+  }
+  if (w > 0 && config.cluster_source == nullptr) {
+    return invalid("comm_create: cluster_source is NULL; it names the variable of the cluster definition");
+  }
+  return Outcome::ok();
+}
+
 }  // namespace
 
 Outcome validate_config(const plx_comm_config* config, plx_comm** out_comm) {
   if (config == nullptr) return invalid("comm_create: config is NULL");
   if (out_comm == nullptr) return invalid("comm_create: out_comm is NULL");
-  if (config->struct_size < sizeof(plx_comm_config)) {
-    return invalid("comm_create: config->struct_size is " + std::to_string(config->struct_size) +
-                   ", expected at least " + std::to_string(sizeof(plx_comm_config)));
-  }
+  if (Outcome size = check_config_size(config->struct_size); !size.is_ok()) return size;
   const int64_t r = config->replication_factor;
   const int64_t first = config->first_local_replica;
   const int64_t local = config->local_replicas;
@@ -169,7 +203,7 @@ Outcome validate_config(const plx_comm_config* config, plx_comm** out_comm) {
     return invalid("comm_create: timeout_ms is " + std::to_string(config->timeout_ms) +
                    ", must be > 0");
   }
-  return Outcome::ok();
+  return carries_cluster(*config) ? check_cluster(*config) : Outcome::ok();
 }
 
 HostedReplicas hosted_replicas(const plx_comm_config& config) {

@@ -15,7 +15,7 @@ constexpr std::chrono::milliseconds kMinConnectWait{60000};
 }  // namespace
 
 Outcome open_job(const plx_comm_config& config, Job* job, std::shared_ptr<::gloo::Context>* context) {
-  if (Outcome found = job_from_environment(job); !found.is_ok()) return found;
+  if (Outcome found = job_of_config(config, job); !found.is_ok()) return found;
   const std::string me = job->describe(job->rank);
   if (Outcome layout = workers::check_layout(config, job->rank, job->size(), me); !layout.is_ok()) return layout;
   const std::chrono::milliseconds timeout = timeout_of(config);

@@ -8,9 +8,9 @@
 
 #include <atomic>
 #include <mutex>
-#include <stdexcept>
+#include <string>
 
-#include "collectives_workers/cluster.h"
+#include "collectives_common/validation.h"
 #include "kv_store.h"
 
 namespace plexus::collectives::gloo_plugin {
@@ -61,18 +61,30 @@ std::string Job::describe(int worker) const {
   return text;
 }
 
-Outcome job_from_environment(Job* out) {
-  try {
-    const auto cluster = workers::cluster_from_environment();
-    if (!cluster) {
-      *out = Job{{"127.0.0.1:0"}, 0, "", ""};
-      return Outcome::ok();
-    }
-    *out = Job{cluster->workers, static_cast<int>(cluster->index), cluster->rendezvous, cluster->source};
+Outcome job_of_config(const plx_comm_config& config, Job* out) {
+  if (carries_cluster(config) && config.num_worker_addresses > 0) {
+    const auto count = static_cast<size_t>(config.num_worker_addresses);
+    *out = Job{{config.worker_addresses, config.worker_addresses + count},
+               static_cast<int>(config.worker_index),
+               config.rendezvous != nullptr ? config.rendezvous : "",
+               config.cluster_source};
     return Outcome::ok();
-  } catch (const std::invalid_argument& e) {
-    return Outcome::error(PLX_ERR_INVALID_ARGUMENT, std::string("comm_create: ") + e.what());
   }
+  if (config.local_replicas == config.replication_factor) {
+    *out = Job{{"127.0.0.1:0"}, 0, "", ""};
+    return Outcome::ok();
+  }
+  const std::string job = "comm_create: this process hosts " + std::to_string(config.local_replicas) + " of " +
+                          std::to_string(config.replication_factor) + " replicas, a job of several workers, ";
+  if (!carries_cluster(config)) {
+    return Outcome::error(PLX_ERR_INVALID_ARGUMENT,
+                          job + "but config->struct_size is " + std::to_string(config.struct_size) +
+                              " (plugin ABI 1) and ends before the cluster definition (the workers' addresses, from "
+                              "PLEXUS_CLUSTER or TF_CONFIG); the gloo plugin needs a Plexus passing plugin ABI 1.1's "
+                              "config (" + std::to_string(kCommConfigSizeV1_1) + " bytes)");
+  }
+  return Outcome::error(PLX_ERR_UNSUPPORTED, job + "but the config carries no cluster definition (the workers' "
+                                                 "addresses): start every worker with PLEXUS_CLUSTER or TF_CONFIG set");
 }
 
 Outcome connect_job(const Job& job, std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout,

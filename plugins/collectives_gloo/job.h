@@ -1,8 +1,8 @@
-// The Gloo job this process belongs to: the workers of the cluster definition
-// (PLEXUS_CLUSTER or TF_CONFIG, collectives_workers/cluster.h), this worker's rank, and
-// how its workers meet: worker 0's key-value store (kv_store.h) on the port of its entry,
-// or Gloo's file store in the definition's "rendezvous" folder. Without a definition the
-// job is this process alone, on loopback.
+// The Gloo job this process belongs to: the workers of the cluster definition (PLEXUS_CLUSTER
+// or TF_CONFIG, which Plexus reads and passes in plx_comm_config: the plugin never reads the
+// environment), this worker's rank, and how its workers meet: worker 0's key-value store
+// (kv_store.h) on the port of its entry, or Gloo's file store in the definition's
+// "rendezvous" folder. Without a definition the job is this process alone, on loopback.
 #ifndef PLEXUS_COLLECTIVES_GLOO_JOB_H
 #define PLEXUS_COLLECTIVES_GLOO_JOB_H
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives_common/outcome.h"
+#include "plexus/collectives_plugin.h"
 
 namespace plexus::collectives::gloo_plugin {
 
@@ -35,10 +36,14 @@ struct Job {
   std::string describe(int worker) const;
 };
 
-/** The job of the environment's cluster definition; PLX_ERR_INVALID_ARGUMENT naming the
- *  variable and field when it is malformed. Thread-safe while nobody changes the
- *  environment. */
-Outcome job_from_environment(Job* out);
+/**
+ * The job of `config`'s cluster definition (valid: validate_config passed), or this process
+ * alone when it carries none and hosts every replica. A job of several workers without the
+ * workers' addresses is refused naming PLEXUS_CLUSTER and TF_CONFIG: PLX_ERR_UNSUPPORTED when
+ * the caller passed no definition, PLX_ERR_INVALID_ARGUMENT naming struct_size when the
+ * caller's config (plugin ABI 1) ends before the definition's fields. Thread-safe.
+ */
+Outcome job_of_config(const plx_comm_config& config, Job* out);
 
 /**
  * Connects this worker to every other worker of `job` (Gloo's connectFullMesh over TCP,

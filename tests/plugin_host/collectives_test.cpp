@@ -6,8 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <plexus/collectives_plugin.h>
+
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/ir/error.h"
 #include "tests/scoped_env.h"
@@ -90,6 +94,26 @@ INSTANTIATE_TEST_SUITE_P(
                       BrokenCase{"mock_small_table", "is smaller than the"},
                       BrokenCase{"mock_null_table", "plx_collectives_plugin_v1() returned NULL"}),
     [](const ::testing::TestParamInfo<BrokenCase>& info) { return std::string(info.param.name); });
+
+// The core passes the plugin the cluster definition it was given, the addresses in worker
+// order (plugin ABI 1.1), and NULL / 0 without one.
+TEST(Collectives, ThePluginGetsTheClusterDefinitionInItsConfig) {
+  ScopedEnv path("PLEXUS_PLUGIN_PATH", plugin_path_with_mocks());
+  const auto message = [](std::optional<ClusterDefinition> cluster) -> std::string {
+    try {
+      Collectives c("mock_echo_config", 4, 2, 2, 1000, false, std::move(cluster));
+    } catch (const ir::Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string size = "struct_size " + std::to_string(sizeof(plx_comm_config));
+  EXPECT_THAT(message(ClusterDefinition{{"10.0.0.1:29500", "10.0.0.2:29500"}, 1, "/shared", "TF_CONFIG"}),
+              HasSubstr(size + ", workers 2 [10.0.0.1:29500 10.0.0.2:29500], index 1, rendezvous /shared, source TF_CONFIG"));
+  EXPECT_THAT(message(ClusterDefinition{{"h:1", "h:2"}, 1, "", "PLEXUS_CLUSTER"}),
+              HasSubstr("workers 2 [h:1 h:2], index 1, rendezvous NULL, source PLEXUS_CLUSTER"));
+  EXPECT_THAT(message(std::nullopt), HasSubstr(size + ", workers 0 [], index 0, rendezvous NULL, source NULL"));
+}
 
 TEST(Collectives, PluginErrorsInCallsBecomeErrorsNamingTheCollective) {
   Collectives c("local", 2, 0, 2, 1000);

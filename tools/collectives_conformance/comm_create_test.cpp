@@ -2,6 +2,7 @@
 // comm_destroy accepts NULL. The plugin's table is well formed.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <functional>
 
@@ -17,6 +18,17 @@ struct ConfigCase {
 };
 
 void PrintTo(const ConfigCase& c, std::ostream* os) { *os << c.name; }
+
+const char* const kAddresses[] = {"127.0.0.1:1", "127.0.0.1:2"};
+const char* const kNullAddress[] = {"127.0.0.1:1", nullptr};
+
+// A cluster definition of `count` workers at `addresses`, this process worker `index`.
+void with_cluster(plx_comm_config& c, const char* const* addresses, int64_t count, int64_t index) {
+  c.worker_addresses = addresses;
+  c.num_worker_addresses = count;
+  c.worker_index = index;
+  c.cluster_source = "PLEXUS_CLUSTER";
+}
 
 class CommCreateRejects : public testing::TestWithParam<ConfigCase> {};
 
@@ -45,8 +57,36 @@ INSTANTIATE_TEST_SUITE_P(
         {"local_replicas_more_than_R", [](plx_comm_config& c) { c.local_replicas = 5; }},
         {"timeout_zero", [](plx_comm_config& c) { c.timeout_ms = 0; }},
         {"timeout_negative", [](plx_comm_config& c) { c.timeout_ms = -1; }},
+        // Plugin ABI 1.1: the cluster definition's fields.
+        {"struct_size_ending_inside_the_cluster_fields",
+         [](plx_comm_config& c) { c.struct_size = offsetof(plx_comm_config, num_worker_addresses); }},
+        {"num_worker_addresses_negative", [](plx_comm_config& c) { c.num_worker_addresses = -1; }},
+        {"worker_addresses_null", [](plx_comm_config& c) { with_cluster(c, nullptr, 2, 0); }},
+        {"worker_address_null", [](plx_comm_config& c) { with_cluster(c, kNullAddress, 2, 0); }},
+        {"worker_index_outside_the_workers", [](plx_comm_config& c) { with_cluster(c, kAddresses, 2, 2); }},
+        {"worker_index_negative", [](plx_comm_config& c) { with_cluster(c, kAddresses, 2, -1); }},
+        {"worker_index_without_workers", [](plx_comm_config& c) { with_cluster(c, nullptr, 0, 1); }},
+        {"cluster_source_null", [](plx_comm_config& c) {
+           with_cluster(c, kAddresses, 2, 0);
+           c.cluster_source = nullptr;
+         }},
     }),
     [](const testing::TestParamInfo<ConfigCase>& info) { return info.param.name; });
+
+// A caller of plugin ABI 1 (an older Plexus) passes a config that ends at timeout_ms, with
+// no cluster definition: every plugin serves it in one process.
+TEST(CommCreate, AConfigOfPluginAbi1IsServed) {
+  CONFORMANCE_SINGLE_PROCESS_ONLY("one process needs no cluster definition");
+  plx_comm_config config = make_config(2, 1000);
+  config.struct_size = offsetof(plx_comm_config, worker_addresses);
+  config.num_worker_addresses = -1;  // past struct_size: never read
+  plx_comm* comm = nullptr;
+  char message[512] = "";
+  ASSERT_EQ(status_name(plugin().comm_create(&config, &comm, message, sizeof(message))), status_name(PLX_OK))
+      << message;
+  run_replicas(2, [&](int64_t r) { EXPECT_EQ(invoke(comm, Call{Kind::barrier, {0, 1}, r}).status, PLX_OK); });
+  plugin().comm_destroy(comm);
+}
 
 TEST(CommCreate, NullPointersAreRejected) {
   const plx_comm_config config = make_config(2, 1000);

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "collectives_workers/cluster.h"
+#include "core/plugin_host/cluster.h"
 #include "plugin_under_test.h"
 
 namespace conformance {
@@ -74,10 +74,17 @@ int64_t env_number(const char* name, const char* fallback, int64_t otherwise) {
 }
 
 // The cluster definition (PLEXUS_CLUSTER / TF_CONFIG: one process per worker, started by
-// hand or by a script) if there is one, else the MPI launcher's variables.
+// hand or by a script), read as the core reads it and passed in every config as the core
+// passes it (core/plugin_host/cluster.h); none under mpirun or in one process.
+const plexus::runtime::ClusterFields& cluster() {
+  static const plexus::runtime::ClusterFields kCluster(plexus::runtime::cluster_from_environment());
+  return kCluster;
+}
+
+// The cluster definition's workers if there is one, else the MPI launcher's variables.
 World world_from_environment() {
-  if (const auto cluster = plexus::collectives::workers::cluster_from_environment()) {
-    return World{static_cast<int64_t>(cluster->workers.size()), cluster->index};
+  if (const auto& definition = cluster().definition()) {
+    return World{static_cast<int64_t>(definition->workers.size()), definition->index};
   }
   return World{env_number("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", 1), env_number("OMPI_COMM_WORLD_RANK", "PMI_RANK", 0)};
 }
@@ -101,6 +108,7 @@ plx_comm_config make_config(int64_t replicas, int64_t timeout_ms) {
   config.local_replicas = replicas / world().workers;
   config.first_local_replica = world().index * config.local_replicas;
   config.timeout_ms = timeout_ms;
+  cluster().fill(config);
   return config;
 }
 

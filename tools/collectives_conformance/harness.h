@@ -79,7 +79,8 @@ class Comm {
   int64_t replicas_;
 };
 
-/** A config for `replicas` replicas, this process hosting its share. */
+/** A config for `replicas` replicas, this process hosting its share, with the cluster
+ *  definition the core would pass (plugin ABI 1.1; none in one process or under mpirun). */
 plx_comm_config make_config(int64_t replicas, int64_t timeout_ms);
 
 /** One collective call (see collectives_plugin.h, "Element layout"). */

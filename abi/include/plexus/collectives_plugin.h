@@ -77,7 +77,11 @@
  * Versioning: the table only grows; a field is added at the end with a new minor
  * version and Plexus checks struct_size before reading it. A change that breaks old
  * plugins bumps PLX_COLLECTIVES_ABI_VERSION and the exported symbol's _vN suffix.
- *   1  communicators, all_reduce, all_gather, reduce_scatter, broadcast, barrier, abort.
+ *   1    communicators, all_reduce, all_gather, reduce_scatter, broadcast, barrier, abort.
+ *   1.1  plx_comm_config carries the cluster definition (worker_addresses .. cluster_source),
+ *        so that a plugin whose workers find each other by address never reads the
+ *        environment itself. A plugin reads those fields only when config->struct_size covers
+ *        them, and accepts every struct_size from version 1's on.
  */
 #ifndef PLEXUS_COLLECTIVES_PLUGIN_H
 #define PLEXUS_COLLECTIVES_PLUGIN_H
@@ -109,13 +113,30 @@ enum { PLX_BUFFER_DEVICE = 0, PLX_BUFFER_HOST = 1 };
 /** A communicator, owned by the plugin. */
 typedef struct plx_comm plx_comm;
 
-/** What a communicator serves. Versions (plugin ABI): 1 every field. */
+/**
+ * What a communicator serves. Versions (plugin ABI, struct_size): 1 struct_size ..
+ * timeout_ms (40 bytes on LP64); 1.1 worker_addresses .. cluster_source (80).
+ *
+ * The cluster definition (1.1) is the one Plexus read from the environment for workers
+ * started by hand (PLEXUS_CLUSTER='{"workers": ["host:port", ...], "index": i}', optional
+ * "rendezvous", else TF_CONFIG; plexus.h, plx_workers_read_environment): the address of
+ * every worker in worker order, this process's worker, and where the workers may meet.
+ * Without one (a single process, or workers under mpirun) worker_addresses, rendezvous and
+ * cluster_source are NULL and num_worker_addresses and worker_index 0. Every pointer is
+ * borrowed for the comm_create call only: a plugin copies what it keeps.
+ */
 typedef struct plx_comm_config {
   size_t struct_size;            /**< sizeof(plx_comm_config) as the caller knows it */
   int64_t replication_factor;    /**< global replicas R >= 1 */
   int64_t first_local_replica;   /**< global index of this process's first replica */
   int64_t local_replicas;        /**< replicas hosted by this process, >= 1 */
   int64_t timeout_ms;            /**< how long a call waits for missing members, > 0 */
+  /* since plugin ABI 1.1 */
+  const char* const* worker_addresses; /**< "host:port" per worker, in worker order, or NULL */
+  int64_t num_worker_addresses;        /**< workers W of the definition, >= 1; 0 without one */
+  int64_t worker_index;                /**< this process's worker, in [0, W); 0 without one */
+  const char* rendezvous;              /**< PLEXUS_CLUSTER's "rendezvous" folder, or NULL */
+  const char* cluster_source;          /**< "PLEXUS_CLUSTER" or "TF_CONFIG", or NULL */
 } plx_comm_config;
 
 /** A group of replicas taking part in one call. */

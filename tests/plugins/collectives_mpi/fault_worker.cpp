@@ -89,7 +89,12 @@ int main(int argc, char** argv) {
   const int rank = env_int("OMPI_COMM_WORLD_RANK");
   const int ranks = std::max(1, env_int("OMPI_COMM_WORLD_SIZE"));
 
-  const plx_comm_config config{sizeof(plx_comm_config), ranks, rank, 1, options.timeout_ms};
+  plx_comm_config config{};
+  config.struct_size = sizeof(config);
+  config.replication_factor = ranks;
+  config.first_local_replica = rank;
+  config.local_replicas = 1;
+  config.timeout_ms = options.timeout_ms;
   plx_comm* comm = nullptr;
   char message[1024] = "";
   if (plugin.comm_create(&config, &comm, message, sizeof message) != PLX_OK) {

@@ -61,7 +61,11 @@ int main(int argc, char** argv) {
   auto entry = reinterpret_cast<plx_collectives_plugin_entry>(dlsym(library, PLX_COLLECTIVES_PLUGIN_SYMBOL));
   if (entry == nullptr) return fail(dlerror());
   const plx_collectives_plugin& plugin = *entry();
-  const plx_comm_config config{sizeof(plx_comm_config), 2, 0, 2, /*timeout_ms=*/10000};
+  plx_comm_config config{};
+  config.struct_size = sizeof(config);
+  config.replication_factor = 2;
+  config.local_replicas = 2;
+  config.timeout_ms = 10000;
   size_t created = 0;
   std::string refusal;
   for (int attempt = 1; attempt <= kFailures; ++attempt) {

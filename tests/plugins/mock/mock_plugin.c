@@ -8,6 +8,8 @@
  *   MOCK_NULL_TABLE      the entry point returns NULL
  *   MOCK_TIMING_OUT      every collective times out at once, as a member that never arrives
  *                        makes one (a fault injected at a known point: c_api_run_test.cpp)
+ *   MOCK_ECHO_CONFIG     comm_create fails with a message spelling out the config's cluster
+ *                        definition (what the core passed: collectives_test.cpp)
  */
 #include <plexus/collectives_plugin.h>
 #include <stdio.h>
@@ -17,9 +19,30 @@ struct plx_comm {
   int unused;
 };
 
+#ifdef MOCK_ECHO_CONFIG
+/* "struct_size 80, workers 2 [a:1 b:1], index 1, rendezvous /r, source PLEXUS_CLUSTER". */
+static void echo_config(const plx_comm_config* config, char* message, size_t capacity) {
+  int64_t i;
+  size_t used = (size_t)snprintf(message, capacity, "struct_size %zu, workers %lld [", config->struct_size,
+                                 (long long)config->num_worker_addresses);
+  for (i = 0; i < config->num_worker_addresses && used < capacity; ++i) {
+    used += (size_t)snprintf(message + used, capacity - used, "%s%s", i > 0 ? " " : "", config->worker_addresses[i]);
+  }
+  if (used < capacity) {
+    snprintf(message + used, capacity - used, "], index %lld, rendezvous %s, source %s", (long long)config->worker_index,
+             config->rendezvous != NULL ? config->rendezvous : "NULL",
+             config->cluster_source != NULL ? config->cluster_source : "NULL");
+  }
+}
+#endif
+
 static plx_status create(const plx_comm_config* config, plx_comm** out, char* message, size_t capacity) {
   (void)config;
-#ifdef MOCK_FAILING_INIT
+#ifdef MOCK_ECHO_CONFIG
+  (void)out;
+  echo_config(config, message, capacity);
+  return PLX_ERR_PLUGIN;
+#elif defined(MOCK_FAILING_INIT)
   (void)out;
   snprintf(message, capacity, "mock: no network today");
   return PLX_ERR_PLUGIN;

@@ -1,10 +1,11 @@
-#include "collectives_workers/cluster.h"
+#include "core/plugin_host/cluster.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <utility>
 
-namespace plexus::collectives::workers {
+namespace plexus::runtime {
 namespace {
 
 using nlohmann::json;
@@ -81,4 +82,17 @@ std::optional<ClusterDefinition> cluster_from_environment() {
   return std::nullopt;
 }
 
-}  // namespace plexus::collectives::workers
+ClusterFields::ClusterFields(std::optional<ClusterDefinition> cluster) : cluster_(std::move(cluster)) {
+  if (!cluster_) return;
+  for (const std::string& worker : cluster_->workers) addresses_.push_back(worker.c_str());
+}
+
+void ClusterFields::fill(plx_comm_config& config) const {
+  config.worker_addresses = cluster_ ? addresses_.data() : nullptr;
+  config.num_worker_addresses = static_cast<int64_t>(addresses_.size());
+  config.worker_index = cluster_ ? cluster_->index : 0;
+  config.rendezvous = cluster_ && !cluster_->rendezvous.empty() ? cluster_->rendezvous.c_str() : nullptr;
+  config.cluster_source = cluster_ ? cluster_->source.c_str() : nullptr;
+}
+
+}  // namespace plexus::runtime

@@ -1,8 +1,9 @@
-// Cluster definitions (plugins/collectives_workers/cluster.h; seed 002's TF_CONFIG
-// launch): the workers of a job started by hand, and every malformed definition refused
-// with the variable and the field named. Which definition wins over the MPI launcher's
-// variables is tests/runtime/workers_test.cpp.
-#include "collectives_workers/cluster.h"
+// Cluster definitions (core/plugin_host/cluster.h; seed 002's TF_CONFIG launch): the
+// workers of a job started by hand, every malformed definition refused with the variable and
+// the field named, and the definition as plx_comm_config carries it to a plugin. Which
+// definition wins over the MPI launcher's variables is tests/runtime/workers_test.cpp; that
+// the session's plugin gets it, collectives_test.cpp.
+#include "core/plugin_host/cluster.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +12,7 @@
 
 #include "tests/scoped_env.h"
 
-namespace plexus::collectives::workers {
+namespace plexus::runtime {
 namespace {
 
 using ::testing::ElementsAre;
@@ -89,5 +90,38 @@ TEST(Cluster, PlexusClusterComesBeforeTfConfig) {
   EXPECT_FALSE(cluster_from_environment().has_value());
 }
 
+TEST(Cluster, FieldsLendTheDefinitionToAConfig) {
+  ClusterFields fields(parse_cluster(R"({"workers": ["a:1", "b:2", "c:3"], "index": 2, "rendezvous": "/j"})",
+                                     "PLEXUS_CLUSTER"));
+  plx_comm_config config{};
+  config.timeout_ms = 7;
+  fields.fill(config);
+  ASSERT_EQ(config.num_worker_addresses, 3);
+  EXPECT_THAT(std::vector<std::string>(config.worker_addresses, config.worker_addresses + 3),
+              ElementsAre("a:1", "b:2", "c:3"));
+  EXPECT_EQ(config.worker_index, 2);
+  EXPECT_STREQ(config.rendezvous, "/j");
+  EXPECT_STREQ(config.cluster_source, "PLEXUS_CLUSTER");
+  EXPECT_EQ(config.timeout_ms, 7);  // the caller's fields stay
+  EXPECT_EQ(config.struct_size, 0u);
+
+  ClusterFields no_rendezvous(
+      parse_cluster(R"({"cluster": {"worker": ["h:1", "h:2"]}, "task": {"type": "worker", "index": 1}})", "TF_CONFIG"));
+  no_rendezvous.fill(config);
+  EXPECT_EQ(config.num_worker_addresses, 2);
+  EXPECT_STREQ(config.worker_addresses[1], "h:2");
+  EXPECT_EQ(config.worker_index, 1);
+  EXPECT_EQ(config.rendezvous, nullptr);
+  EXPECT_STREQ(config.cluster_source, "TF_CONFIG");
+
+  const ClusterFields none;
+  none.fill(config);
+  EXPECT_EQ(config.worker_addresses, nullptr);
+  EXPECT_EQ(config.num_worker_addresses, 0);
+  EXPECT_EQ(config.worker_index, 0);
+  EXPECT_EQ(config.rendezvous, nullptr);
+  EXPECT_EQ(config.cluster_source, nullptr);
+}
+
 }  // namespace
-}  // namespace plexus::collectives::workers
+}  // namespace plexus::runtime
