@@ -10,7 +10,7 @@ namespace plexus::runtime {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 json kind_bytes(const std::array<size_t, kNumMemoryKinds>& bytes) {
   json j = json::object();

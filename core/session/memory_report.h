@@ -19,6 +19,6 @@ inline constexpr int kMemoryReportVersion = 1;
 /// sums equal the session's memory_stats() of each device of its first hosted replica
 /// (every hosted replica's are the same). Reads only what compiling fixed: safe while a
 /// run goes on.
-nlohmann::json memory_report(const Session& session);
+nlohmann::ordered_json memory_report(const Session& session);
 
 }  // namespace plexus::runtime

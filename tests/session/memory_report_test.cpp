@@ -15,7 +15,7 @@
 namespace plexus::runtime {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using testing::TwoBlockModel;
 
 size_t step_total(const json& step) {
