@@ -324,7 +324,10 @@ def test_memory_report_sums_equal_the_memory_stats():
         peak = device["peak"]
         assert peak["bytes"] == device["planned_peak_bytes"]
         assert peak["bytes"] == peak["scratch_bytes"] + sum(t["bytes"] for t in peak["tensors"])
-        assert [t["name"] for t in peak["tensors"]][:1] == ["w"] or peak["tensors"][0]["bytes"] >= 48
+        # At x * w: w and b, the stream slot x and the product, largest first.
+        assert {t["name"]: (t["kind"], t["bytes"]) for t in peak["tensors"]} == {
+            "w": ("variables", 48), "b": ("variables", 4), "x": ("stream_slots", 48), "mul#0": ("activations", 48)}
+        assert [t["bytes"] for t in peak["tensors"]] == sorted((t["bytes"] for t in peak["tensors"]), reverse=True)
         assert {v["name"]: v["device_bytes"] for v in device["variables"]} == {"w": 48, "b": 4}
     with pytest.raises(plexus.InvalidArgument, match="closed"):
         session.memory_report()
