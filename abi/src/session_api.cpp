@@ -7,6 +7,7 @@
 #include "abi/src/session_options_api.h"
 #include "abi/src/struct_size.h"
 #include "core/ops/matmul/blis_runtime.h"
+#include "core/session/memory_report.h"
 
 using namespace plexus;
 using abi::guarded;
@@ -194,6 +195,15 @@ PLX_API plx_status plx_session_get_report(const plx_session* session, char* buff
     require(session, "plx_session_get_report", "session");
     if (capacity > 0) require(buffer, "plx_session_get_report", "buffer");
     abi::copy_text(report(*session->session), buffer, capacity, out_size);
+  });
+}
+
+PLX_API plx_status plx_session_get_memory_report(const plx_session* session, char* buffer, size_t capacity,
+                                                 size_t* out_size) {
+  return guarded([&] {
+    require(session, "plx_session_get_memory_report", "session");
+    if (capacity > 0) require(buffer, "plx_session_get_memory_report", "buffer");
+    abi::copy_text(runtime::memory_report(*session->session).dump(1), buffer, capacity, out_size);
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/compile/conv_pool_fusion.h"
 #include "core/compile/gradient_buckets.h"
+#include "core/compile/live_buffers.h"
 #include "core/compile/relu_fusion.h"
 #include "core/compile/strategy.h"
 #include "core/ir/error.h"
@@ -66,34 +67,12 @@ void gradient_buckets_pass(Compilation& c) {
 
 void program_pass(Compilation& c) { build_program(c.graph, c.request.program, c.program); }
 
-/// One tensor live at a device's planned peak: "'name' N bytes (what it is)", by bytes.
-struct LiveTensor {
-  size_t bytes;
-  std::string text;
-};
-
-/// The tensors live at device d's planned peak: its persistent block (variables, constants,
-/// accumulators), and in each of its stages' slot regions those live at the region's peak,
-/// once per micro-batch slot. Largest first.
-std::vector<LiveTensor> live_at_peak(const ir::Graph& g, const Program& p, size_t d) {
-  std::vector<LiveTensor> live;
-  const auto describe = [&](ir::TensorId t, size_t bytes, const std::string& what) {
-    live.push_back({bytes, "'" + g.tensor(t).name + "' " + std::to_string(bytes) + " bytes (" + what + ")"});
-  };
-  for (const auto& [root, offset] : p.devices[d].persistent_offset) describe(root, g.tensor(root).bytes(), "persistent");
-  for (size_t s = 0; s < p.stages.size(); ++s) {
-    const StagePlan& sp = p.stages[s];
-    const std::vector<size_t>& bytes = sp.slot_plan.live_bytes;
-    if (static_cast<size_t>(sp.device) != d || bytes.empty()) continue;
-    const auto peak = static_cast<int64_t>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
-    for (const auto& [root, span] : sp.slot_live) {
-      if (span.first > peak || peak > span.second) continue;
-      describe(root, g.tensor(root).bytes() * static_cast<size_t>(sp.slots),
-               "stage " + std::to_string(s) + ", " + std::to_string(sp.slots) + " micro-batch slot(s)");
-    }
-  }
-  std::stable_sort(live.begin(), live.end(), [](const LiveTensor& a, const LiveTensor& b) { return a.bytes > b.bytes; });
-  return live;
+/// "'name' N bytes (what it is)" of a buffer live at a device's planned peak.
+std::string describe(const ir::Graph& g, const LiveBuffer& b) {
+  const std::string what = b.persistent ? "persistent"
+                                        : "stage " + std::to_string(b.stage) + ", " + std::to_string(b.copies) +
+                                              " micro-batch slot(s)";
+  return "'" + g.tensor(b.root).name + "' " + std::to_string(b.bytes) + " bytes (" + what + ")";
 }
 
 void memory_limit_pass(Compilation& c) {
@@ -102,10 +81,10 @@ void memory_limit_pass(Compilation& c) {
   for (size_t d = 0; d < c.program.devices.size(); ++d) {
     const DevicePlan& p = c.program.devices[d];
     if (p.arena_bytes <= limit) continue;
-    std::vector<LiveTensor> live = live_at_peak(c.graph, c.program, d);
+    std::vector<LiveBuffer> live = live_buffers(c.graph, c.program, d);
     live.resize(std::min<size_t>(live.size(), 5));
     std::string largest;
-    for (const LiveTensor& t : live) largest += (largest.empty() ? "" : ", ") + t.text;
+    for (const LiveBuffer& b : live) largest += (largest.empty() ? "" : ", ") + describe(c.graph, b);
     ir::fail(ir::ErrorCode::OutOfDeviceMemory,
              "device " + std::to_string(d) + " needs " + std::to_string(p.arena_bytes) +
                  " bytes (variables, constants and accumulators " + std::to_string(p.persistent_bytes) +

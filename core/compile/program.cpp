@@ -399,6 +399,7 @@ class Builder {
     std::vector<memory::BufferRequest> requests;
     std::map<TensorId, size_t> request_of;        ///< root -> its request
     std::map<TensorId, size_t> offset_in_request; ///< roots placed inside a joined request (a span)
+    std::map<TensorId, int64_t> first_touch;      ///< root -> the first position touching it
   };
 
   // Whether root r, touched in step x, lives in the slot region: not a variable or constant,
@@ -415,6 +416,7 @@ class Builder {
       sr.plan.in_place_last_use[it->second] = static_cast<size_t>(position);
     }
     if (!in_slot(sr, r, x)) return;
+    sr.first_touch.emplace(r, position);
     auto [it, fresh] = sr.request_of.emplace(r, sr.requests.size());
     if (fresh) sr.requests.push_back({info(r).bytes(), position, position, false});
     memory::BufferRequest& req = sr.requests[it->second];
@@ -498,7 +500,7 @@ class Builder {
   void plan_stage(int32_t s) {
     StagePlan& plan = p_.stages[static_cast<size_t>(s)];
     const std::vector<Action> timeline = stage_timeline(s, plan);
-    SlotRequests sr{plan, in_place_streams(timeline), last_touches(timeline, plan), {}, {}, {}};
+    SlotRequests sr{plan, in_place_streams(timeline), last_touches(timeline, plan), {}, {}, {}, {}};
     std::vector<size_t> scratch(timeline.size());
     for (size_t k = 0; k < timeline.size(); ++k) {
       const auto pos = static_cast<int64_t>(k);
@@ -519,6 +521,33 @@ class Builder {
       plan.slot_offset[r] = plan.slot_plan.offsets[req] + (inside == sr.offset_in_request.end() ? 0 : inside->second);
       plan.slot_live[r] = {sr.requests[req].first, sr.requests[req].last};
     }
+    plan.slot_pieces = slot_pieces(sr);
+  }
+
+  // The pieces of every request (SlotPiece): a joined request's members side by side, each
+  // of its aligned size, over the whole request; the roots sharing a request one after the
+  // other, each from its first touch to the next one's.
+  std::vector<SlotPiece> slot_pieces(const SlotRequests& sr) const {
+    std::vector<std::vector<TensorId>> roots(sr.requests.size());
+    for (const auto& [r, req] : sr.request_of) roots[req].push_back(r);
+    std::vector<SlotPiece> pieces;
+    for (size_t q = 0; q < sr.requests.size(); ++q) {
+      const memory::BufferRequest& req = sr.requests[q];
+      std::vector<TensorId>& members = roots[q];
+      if (req.bytes == 0 || members.empty()) continue;
+      if (sr.offset_in_request.count(members.front())) {
+        for (TensorId r : members) pieces.push_back({r, memory::align_up(info(r).bytes()), req.first, req.last});
+        continue;
+      }
+      std::stable_sort(members.begin(), members.end(),
+                       [&](TensorId a, TensorId b) { return sr.first_touch.at(a) < sr.first_touch.at(b); });
+      for (size_t i = 0; i < members.size(); ++i) {
+        const int64_t first = i == 0 ? req.first : sr.first_touch.at(members[i]);
+        const int64_t last = i + 1 == members.size() ? req.last : sr.first_touch.at(members[i + 1]) - 1;
+        if (first <= last) pieces.push_back({members[i], req.bytes, first, last});
+      }
+    }
+    return pieces;
   }
 
   void plan_devices() {

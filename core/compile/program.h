@@ -52,6 +52,16 @@ struct ChannelPlan {
   size_t bytes;
 };
 
+/// A share of a slot region's bytes: `bytes` held for `root` at timeline positions
+/// [first, last]. A buffer an op's output takes over from a dying input (may_inplace) is
+/// its input's piece up to the op and its output's from the op on; the inputs (or outputs) of
+/// an op laid out as one span (Program::span_ops) are one piece each, of its aligned size.
+struct SlotPiece {
+  ir::TensorId root;
+  size_t bytes;
+  int64_t first, last;
+};
+
 struct StagePlan {
   std::vector<Action> actions[3];      ///< per ir::Phase: forward, backward, update
   size_t first_position[3] = {0, 0, 0};  ///< timeline position of each phase's first action
@@ -63,6 +73,9 @@ struct StagePlan {
   /// timeline position of the last action that touches their tensor.
   std::map<int32_t, size_t> in_place_last_use;
   memory::MemoryPlan slot_plan;        ///< live_bytes per timeline position
+  /// Who holds the slot region's bytes: at every position k, the bytes of the pieces live
+  /// at k sum to slot_plan.live_bytes[k] (core/compile/live_buffers.h reads them).
+  std::vector<SlotPiece> slot_pieces;
   int64_t slots = 1;                   ///< micro-batch slots (micro-batches in flight at once)
   int64_t device = 0;
 };

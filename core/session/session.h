@@ -137,6 +137,8 @@ class Session {
   const SessionOptions& options() const { return options_; }
   const ir::Graph& graph() const { return graph_; }
   const Placement& placement() const { return program_.placement; }
+  /// What the compile passes made of the graph for one replica (program.h).
+  const Program& program() const { return program_; }
   /// Decisions made while compiling (GEMM kernel sets, ...), one line each.
   const std::vector<std::string>& notes() const;
   /// What the session warned about when it was created (core_budget.h: compute threads

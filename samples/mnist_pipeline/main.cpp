@@ -69,8 +69,10 @@ samples::po::options_description describe(Options& o) {
       ("offload-optimiser", samples::po::bool_switch(&o.offload_optimiser),
        "keep the AdamW state in host memory, loaded only for the update")
       ("profile", samples::po::bool_switch(&o.profile),
-       "write Chrome Trace Event JSON of the last training and test runs")
-      ("profile-dir", value(&o.profile_dir)->default_value(o.profile_dir), "folder for the traces")
+       "write Chrome Trace Event JSON of the last training and test runs (<dir>/training.json, "
+       "<dir>/inference.json) and each session's memory report beside it (<dir>/training.memory.json, "
+       "<dir>/inference.memory.json; docs/profiling.md)")
+      ("profile-dir", value(&o.profile_dir)->default_value(o.profile_dir), "folder for the traces and memory reports")
       ("debug", samples::po::bool_switch(&o.debug),
        "print the compiled sessions (stages, schedules, memory) and run times");
   return desc;
@@ -133,13 +135,17 @@ nlohmann::json memory_report(const plx::Session& s, bool print) {
   return out;
 }
 
-// Writes the last run's trace and prints busy and bubble fractions next to fill-drain's
+// Writes the last run's trace and the session's memory report beside it (<name>.json,
+// <name>.memory.json) and prints busy and bubble fractions next to fill-drain's
 // (S-1)/(M+S-1).
 nlohmann::json write_profile(const Options& o, const plx::Session& s, const std::string& name, int64_t micro_batches) {
   std::filesystem::create_directories(o.profile_dir);
   const std::string path = o.profile_dir + "/" + name + ".json";
+  const std::string memory_path = o.profile_dir + "/" + name + ".memory.json";
   const std::string trace = s.trace();
   std::ofstream(path) << trace;
+  std::ofstream(memory_path) << s.memory_report();
+  std::printf("%s memory report: %s (docs/profiling.md)\n", name.c_str(), memory_path.c_str());
   const nlohmann::json other = nlohmann::json::parse(trace)["otherData"];
   const double formula = static_cast<double>(kStages - 1) / static_cast<double>(micro_batches + kStages - 1);
   std::printf("%s profile: %s (open in https://ui.perfetto.dev or chrome://tracing)\n  busy fraction per device:",
@@ -150,6 +156,7 @@ nlohmann::json write_profile(const Options& o, const plx::Session& s, const std:
               100.0 * other["bubble_fraction"].get<double>(), static_cast<long long>(kStages - 1),
               static_cast<long long>(micro_batches + kStages - 1), 100.0 * formula);
   return {{"file", path},
+          {"memory_report", memory_path},
           {"busy_fraction", other["busy_fraction"]},
           {"bubble_fraction", other["bubble_fraction"]},
           {"fill_drain_formula", formula}};

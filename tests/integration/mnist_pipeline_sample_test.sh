@@ -7,7 +7,8 @@
 #  - offloading moves exactly the AdamW state (exp_avg, exp_avg_sq, step of each parameter
 #    of the device's stage) from device memory to host memory;
 #  - --profile writes a Chrome trace with forward, backward and update spans on 4 device
-#    tracks;
+#    tracks, and the memory report beside it (training.memory.json: 4 devices, each largest
+#    step its planned peak);
 #  - one epoch reaches >= 95.0% test accuracy (3 epochs: 98.4%, see bench/README.md);
 #  - bad command lines are clear errors.
 # Usage: mnist_pipeline_sample_test.sh <mnist_pipeline binary> <data dir>
@@ -77,6 +78,16 @@ for e in trace["traceEvents"]:
 for d in range(4):
     assert spans.get((d, "forward")) == 100 and spans.get((d, "backward")) == 100 and spans.get((d, "update")) == 10, spans
 print("ok: the trace has 100 forward, 100 backward and 10 update spans on each of 4 device tracks")
+report = json.load(open(f"{tmp}/profile/training.memory.json"))
+assert report["schema"] == "plexus.memory_report" and report["version"] == 1, report.keys()
+assert len(report["devices"]) == 4
+for dev in report["devices"]:
+    peak = max(sum(s["bytes"].values()) for s in dev["steps"])
+    assert peak == dev["planned_peak_bytes"] == dev["peak"]["bytes"], (peak, dev["planned_peak_bytes"])
+    assert {s["phase"] for s in dev["steps"]} == {"forward", "backward", "update"}
+    assert all(s["stage"] in dev["stages"] for s in dev["steps"])
+assert json.load(open(f"{tmp}/one_f_one_b.json"))["profile"]["training"]["memory_report"].endswith("training.memory.json")
+print("ok: the memory report beside the trace: 4 devices, each largest step its planned peak")
 PY
 
 # One epoch reaches >= 95 %; sanitizer builds (PLEXUS_SANITIZED=1, scripts/test.sh) train

@@ -11,7 +11,8 @@
 #  (c) mnist_pipeline.py (seed 003) trains (its mean loss falls below ln 10, the running
 #      mean falls from run to run, the test accuracy is far above chance) and ends a short run with the C++ sample's
 #      weights, byte for byte (cmp), for the same --seed, saving the same checkpoints on the
-#      same steps (--checkpoint-every-seconds).
+#      same steps (--checkpoint-every-seconds); its --profile writes each memory report
+#      beside its trace, with the C++ sample's planned peaks.
 # Under sanitizers (PLEXUS_SANITIZED=1) the runs are shorter. Python runs preload
 # $PLEXUS_PYTHON_PRELOAD (libasan in the ASan build; the interpreter is not instrumented).
 # Usage: python_samples_test.sh <mnist_rts> <mnist_pipeline> <python> <source dir> <data dir>
@@ -95,7 +96,18 @@ PY
   --metrics-out "$tmp/cnn.cpp.json" --checkpoint-dir "$tmp/ck" --checkpoint-every-seconds 0.000001 >"$tmp/cnn.cpp.out"
 py mnist_pipeline.py --data-dir "$data" --epochs 1 --num-steps "$pipeline_steps" --seed 0 --weights-out "$tmp/cnn.py.bin" \
   --metrics-out "$tmp/cnn.py.json" --checkpoint-dir "$tmp/ck" --checkpoint-every-seconds 0.000001 \
-  >"$tmp/cnn.py.out" 2>"$tmp/cnn.py.err"
+  --profile --profile-dir "$tmp/pyprofile" >"$tmp/cnn.py.out" 2>"$tmp/cnn.py.err"
+"$pipeline_bin" --data-dir "$data" --epochs 1 --num-steps 10 --seed 0 --profile --profile-dir "$tmp/cppprofile" >/dev/null
+"$python" - "$tmp/pyprofile" "$tmp/cppprofile" <<'PY'
+import json, sys
+for name in ("training", "inference"):
+    py, cpp = (json.load(open(f"{d}/{name}.memory.json")) for d in sys.argv[1:3])
+    assert py["schema"] == "plexus.memory_report", py.keys()
+    peaks = [d["planned_peak_bytes"] for d in py["devices"]]
+    assert peaks == [max(sum(s["bytes"].values()) for s in d["steps"]) for d in py["devices"]], name
+    assert peaks == [d["planned_peak_bytes"] for d in cpp["devices"]], (name, peaks)
+print("ok: mnist_pipeline.py --profile writes the memory reports beside its traces, the C++ sample's peaks")
+PY
 tail -n 1 "$tmp/cnn.py.out"
 diff <(grep "^checkpoint: " "$tmp/cnn.cpp.out") <(grep "^checkpoint: " "$tmp/cnn.py.out") ||
   fail "mnist_pipeline.py's checkpoint lines differ from mnist_pipeline's"

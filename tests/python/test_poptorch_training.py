@@ -136,6 +136,26 @@ def test_mlp_training_matches_pytorch(name):
     assert _max_diff(training.state_dict(), reference.state_dict()) < WEIGHT_ATOL
 
 
+def test_memory_report_after_compilation_with_optimizer_state_and_gradients():
+    torch.manual_seed(1)
+    model = MLP()
+    training = poptorch.trainingModel(model, optimizer=poptorch.optim.AdamW(model.parameters(), lr=0.01))
+    with pytest.raises(RuntimeError, match="call the model once first"):
+        training.memory_report()
+    x, y = _data(1, 8)[0]
+    training(x, y)
+    (device,) = training.memory_report()["devices"]
+    assert device["planned_peak_bytes"] == max(sum(s["bytes"].values()) for s in device["steps"])
+    parameters = 4 * (8 * 16 + 16 + 16 * 4 + 4)
+    assert all(s["bytes"]["variables"] >= parameters for s in device["steps"])
+    # AdamW's two moments per parameter, and step counts.
+    assert all(s["bytes"]["optimizer_state"] >= 2 * parameters for s in device["steps"])
+    assert any(s["bytes"]["gradients"] > 0 for s in device["steps"] if s["phase"] == "backward")
+    inference = poptorch.inferenceModel(MLP())
+    with pytest.raises(RuntimeError, match="compiles at its first call"):
+        inference.memory_report()
+
+
 def _lamb_reference(model, data, lr, weight_decay, max_weight_norm, betas=(0.9, 0.999), eps=1e-8):
     """Losses of LAMB steps on `model` in plain PyTorch, from the definition (You et al.
     2019; PopTorch's LAMB): bias-corrected moments, r = m / (sqrt(v) + eps) + wd w, w -= lr

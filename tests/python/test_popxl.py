@@ -39,6 +39,17 @@ def test_every_device_desc_runs_on_the_virtual_devices(device_desc):
     assert out[y_d2h].dtype == np.float32
 
 
+def test_memory_report_of_the_compiled_ir_before_any_run():
+    ir, x_h2d, y_d2h = _increment_ir()
+    session = popxl.Session(ir, "ipu_model")
+    report = session.memory_report()  # not attached, nothing run
+    assert report["schema"] == "plexus.memory_report"
+    (device,) = report["devices"]
+    assert device["planned_peak_bytes"] == max(sum(s["bytes"].values()) for s in device["steps"])
+    assert device["planned_peak_bytes"] == session._session.memory_stats(0)["planned_peak_bytes"]
+    assert any(s["bytes"]["stream_slots"] == 8 for s in device["steps"])  # x, float32[2]
+
+
 def test_num_host_transfers_gives_the_leading_dim_of_every_stream():
     ir, x_h2d, y_d2h = _increment_ir(num_host_transfers=3)
     x = np.arange(6, dtype=np.float32).reshape(3, 2)

@@ -298,3 +298,36 @@ def test_cancelling_one_run_leaves_the_next_one_running():
         with pytest.raises(plexus.Cancelled, match="plx_run_cancel"):
             held.wait(30)
         np.testing.assert_array_equal(after.wait(30)[y], [0, 1, 2, 3])
+
+
+def _report_total(step):
+    return sum(step["bytes"].values())
+
+
+def test_memory_report_sums_equal_the_memory_stats():
+    """The memory report (docs/profiling.md) of a replicated session: one device per
+    replica, its largest step the planned peak, its figures those of memory_stats."""
+    ir, x, y = _affine_ir(2)
+    with plexus.Session(ir, device_iterations=3) as session:
+        report = session.memory_report()
+        assert (report["schema"], report["version"], report["replication_factor"]) == ("plexus.memory_report", 1, 2)
+        (device,) = report["devices"]
+        assert device["kinds"] == ["variables", "activations", "gradients", "optimizer_state", "stream_slots", "scratch"]
+        assert max(_report_total(s) for s in device["steps"]) == device["planned_peak_bytes"]
+        for replica in range(2):
+            stats = session.memory_stats(replica)
+            for key in ("arena_bytes", "planned_peak_bytes", "variable_bytes", "remote_buffer_bytes", "offloaded_bytes"):
+                assert device[key] == stats[key], key
+        for step in device["steps"]:
+            assert step["bytes"]["variables"] == 4 * 3 * 4 + 4  # w and b throughout
+            assert step["bytes"]["gradients"] == step["bytes"]["optimizer_state"] == 0  # inference
+        peak = device["peak"]
+        assert peak["bytes"] == device["planned_peak_bytes"]
+        assert peak["bytes"] == peak["scratch_bytes"] + sum(t["bytes"] for t in peak["tensors"])
+        # At x * w: w and b, the stream slot x and the product, largest first.
+        assert {t["name"]: (t["kind"], t["bytes"]) for t in peak["tensors"]} == {
+            "w": ("variables", 48), "b": ("variables", 4), "x": ("stream_slots", 48), "mul#0": ("activations", 48)}
+        assert [t["bytes"] for t in peak["tensors"]] == sorted((t["bytes"] for t in peak["tensors"]), reverse=True)
+        assert {v["name"]: v["device_bytes"] for v in device["variables"]} == {"w": 48, "b": 4}
+    with pytest.raises(plexus.InvalidArgument, match="closed"):
+        session.memory_report()

@@ -75,6 +75,8 @@
  *  16  plx_run_cancel: one run cancelled, the others left running or queued.
  *  17  PLX_ERR_STILL_RUNNING: plx_run_wait's limit passing, told apart from a collective's
  *      timeout (PLX_ERR_TIMEOUT), which plx_run_wait returned for both before.
+ *  18  plx_session_get_memory_report: the planned memory of each device over its schedule,
+ *      by kind, as JSON (docs/profiling.md).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -1289,6 +1291,30 @@ PLX_API plx_status plx_session_get_memory_stats(const plx_session* session, size
  */
 PLX_API plx_status plx_session_get_report(const plx_session* session, char* buffer, size_t capacity,
                                           size_t* out_size);
+
+/**
+ * The memory report of the compiled session as JSON (schema "plexus.memory_report",
+ * version 1; docs/profiling.md gives every key; all sizes in bytes): for each device of
+ * one replica, the planned bytes live at every action of its schedule split by kind
+ * (variables, activations, gradients, optimizer_state, stream_slots, scratch), the
+ * tensors live at its planned peak with their sizes and kinds, its remote-buffer and
+ * host-offloaded bytes, and each of its variables' per-replica storage (device_bytes,
+ * remote_bytes, shard_over as plx_session_get_variable_storage). Each device's sums equal
+ * plx_session_get_memory_stats of that device (arena, variable, remote-buffer and
+ * offloaded bytes; the largest step is planned_peak_bytes). Made from the compiled plan
+ * alone: no run is needed. Buffer protocol as plx_session_get_report().
+ *
+ * @param session  Borrowed.
+ * @param buffer   Receives the NUL-terminated UTF-8 text (may be NULL when capacity is 0).
+ * @param capacity Bytes available in `buffer`.
+ * @param out_size Receives the bytes needed including the NUL (may be NULL).
+ * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (session NULL, buffer NULL with capacity > 0);
+ *         PLX_ERR_BUFFER_TOO_SMALL (out_size tells; the buffer is untouched).
+ * Thread safety: safe from any thread, also while a run goes on.
+ * @since 18
+ */
+PLX_API plx_status plx_session_get_memory_report(const plx_session* session, char* buffer, size_t capacity,
+                                                 size_t* out_size);
 
 /**
  * The last run's trace as Chrome Trace Event JSON (loads in Perfetto's UI and

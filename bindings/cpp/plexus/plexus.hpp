@@ -916,6 +916,9 @@ class Session {
   std::string report() const { return text(plx_session_get_report); }
   /// The last run's Chrome Trace Event JSON (plx_session_get_trace; needs options.profile).
   std::string trace() const { return text(plx_session_get_trace); }
+  /// The memory report of the compiled session as JSON text, schema "plexus.memory_report"
+  /// (plx_session_get_memory_report; docs/profiling.md). Throws plx::Error on failure.
+  std::string memory_report() const { return text(plx_session_get_memory_report); }
 
  private:
   std::string text(plx_status (*get)(const plx_session*, char*, size_t, size_t*)) const {

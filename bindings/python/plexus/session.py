@@ -463,6 +463,16 @@ class Session:
         """The last run's Chrome trace (a dict; json.dump it for Perfetto). Needs profile=True."""
         return json.loads(read_text(lib.plx_session_get_trace, self._live()))
 
+    @_guarded
+    def memory_report(self):
+        """The planned memory of each device of one replica as a dict
+        (plx_session_get_memory_report; schema "plexus.memory_report" version 1 in
+        docs/profiling.md; sizes in bytes): per device its schedule's steps with the bytes
+        live at each by kind, the tensors live at the peak, remote-buffer and offloaded
+        bytes, and its variables' per-replica storage. Needs no run. Raises
+        plexus.InvalidArgument once the session is closed. Safe while a run goes on."""
+        return json.loads(read_text(lib.plx_session_get_memory_report, self._live()))
+
 
 class _SaveHandle:
     """An asynchronous checkpoint save; wait(timeout) as Run.wait, returning None."""

@@ -169,6 +169,15 @@ class PoplarExecutor:
         """Whether the model holds devices."""
         return self._attached and self._session is not None
 
+    def memory_report(self):
+        """The planned memory of the compiled model as a dict (plexus.Session.memory_report;
+        schema in docs/profiling.md, sizes in bytes). The model compiles at its first
+        call: raises RuntimeError before it, and after detachFromDevice until the next."""
+        if self._session is None:
+            raise RuntimeError("poptorch: memory_report() needs the compiled model: call the model once first "
+                               "(it compiles at its first call, and again after detachFromDevice)")
+        return self._session.memory_report()
+
     def __getattr__(self, name):
         return getattr(self.__dict__["model"], name)
 

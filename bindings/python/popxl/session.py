@@ -89,6 +89,13 @@ class Session:
             raise ValueError("Must be attached to device before calling a runtime function. Put the call inside a "
                              "`Session` context, for example `with session: session.run()`.")
 
+    def memory_report(self):
+        """The planned memory of the compiled Ir as a dict (plexus.Session.memory_report;
+        schema in docs/profiling.md, sizes in bytes): each device's bytes at every step
+        of its schedule by kind, the tensors live at its peak, remote and offloaded bytes,
+        the variables' per-replica storage. Works attached or not, before any run."""
+        return self._session.memory_report()
+
     def expected_inputs(self):
         """The Ir's host-to-device streams that host_loads read, which run's inputs must
         cover (a list)."""
