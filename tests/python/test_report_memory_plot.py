@@ -36,6 +36,15 @@ def test_a_device_with_other_kinds_has_its_own_series(tmp_path):
     assert series == ["device1-series-variables", "device1-series-activations", "device1-series-spill"]
 
 
+def test_a_device_with_no_step_has_empty_series_and_no_peak(tmp_path):
+    doc = memory_report(num_devices=2)
+    doc["devices"][1].update(steps=[], peak={"step": -1, "bytes": 0, "tensors": []})
+    _, _, svg = _plotted(tmp_path, doc)
+    ids = svg_ids(svg)
+    assert sum(1 for i in ids if i.startswith("device1-series-")) == len(KINDS)
+    assert [i for i in ids if i.endswith("-peak")] == ["device0-peak"]
+
+
 def test_the_peak_label_names_the_largest_tensors(tmp_path):
     report, _, svg = _plotted(tmp_path, memory_report(num_devices=2), top=5)
     for device in report.devices:

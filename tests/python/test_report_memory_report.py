@@ -41,6 +41,8 @@ def _broken(tmp_path, change):
      r"bad.json: devices\[0\].steps\[2\].bytes.activations: expected an integer >= 0, found -1"),
     (lambda d: d["devices"][0]["peak"].update(step=99),
      r"bad.json: devices\[0\].peak.step: step 99 is outside the schedule's 5 steps"),
+    (lambda d: d["devices"][0]["peak"].update(step=-1),
+     r"bad.json: devices\[0\].peak.step: step -1 is outside the schedule's 5 steps \(-1 only for a device with no step\)"),
     (lambda d: d["devices"][1]["peak"]["tensors"][0].update(name=3),
      r"bad.json: devices\[1\].peak.tensors\[0\].name: expected a string, found 3"),
     (lambda d: d["devices"][0].update(kinds="variables"), r"bad.json: devices\[0\].kinds: expected an array"),
@@ -60,3 +62,10 @@ def test_a_missing_or_non_json_file_is_refused_naming_it(tmp_path):
     (tmp_path / "list.json").write_text("[1, 2]")
     with pytest.raises(ReportInputError, match=r"list.json: expected an object, found an array"):
         load_memory_report(tmp_path / "list.json")
+
+
+def test_a_device_with_no_step_has_peak_step_minus_one(tmp_path):
+    doc = memory_report(num_devices=2)
+    doc["devices"][1].update(steps=[], peak={"step": -1, "bytes": 0, "tensors": []}, later_key="ignored")
+    device = load_memory_report(write_json(tmp_path / "m.json", doc)).devices[1]
+    assert (device.steps, device.peak_step, device.peak_tensors) == ([], -1, [])

@@ -43,11 +43,14 @@ def save_figure(fig, out_dir, stem):
     return paths
 
 
-def format_bytes(n):
-    """`n` bytes as a short text with binary units: "512 B", "1.5 KiB", "12.0 MiB", "2.00 GiB"."""
+def format_bytes(n, compact=False):
+    """`n` bytes as a short text with binary units: "512 B", "1.50 KiB", "12.0 MiB", "2.00 GiB";
+    `compact` drops trailing zeros (axis ticks: "5 KiB", "2.5 MiB")."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(n) >= scale:
             value = n / scale
+            if compact:
+                return f"{value:.4g} {unit}"
             return f"{value:.2f} {unit}" if value < 10 else f"{value:.1f} {unit}"
     return f"{int(n)} B"
 

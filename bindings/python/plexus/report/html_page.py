@@ -90,7 +90,8 @@ def _peak_table(label, device):
             for i, t in enumerate(shown)]
     more = len(device.peak_tensors) - len(shown)
     caption = (f"Device {device.device}: tensors live at the peak (step {device.peak_step}, "
-               f"{device.peak_bytes:,} bytes), largest first" + (f"; {more} smaller not shown" if more else ""))
+               f"{device.peak_bytes:,} bytes), largest first" + (f"; {more} smaller not shown" if more else "")
+               if device.peak_step >= 0 else f"Device {device.device}: no step in its schedule")
     return table(f"memory-{label}-peak-device{device.device}", caption, ["tensor", "kind", "bytes"], rows)
 
 

@@ -56,16 +56,17 @@ def _draw_device(ax, device, top_tensors):
     x = np.arange(len(device.steps) + 1)
     bottom = np.zeros(len(device.steps) + 1, dtype=np.int64)
     for kind, top in zip(device.kinds, tops):
-        upper = np.append(top, top[-1:])  # step="post": the last step's value spans it
+        upper = np.append(top, top[-1:] if len(top) else [0])  # step="post": the last step's value spans it
         area = ax.fill_between(x, bottom, upper, step="post", color=kind_colour(kind, device.kinds), linewidth=0,
                                label=kind)
         area.set_gid(f"device{device.device}-series-{kind}")
         bottom = upper
     _draw_arena(ax, device)
-    _draw_peak(ax, device, top_tensors)
+    if device.peak_step >= 0:
+        _draw_peak(ax, device, top_tensors)
     top = max(device.arena_bytes, device.peak_bytes, int(bottom.max(initial=0)), 1) * 1.08
     ax.yaxis.set_major_locator(ticker.MultipleLocator(byte_tick(top)))
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: format_bytes(v)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: format_bytes(v, compact=True)))
     ax.set_xlim(0, max(len(device.steps), 1))
     ax.set_ylim(0, top)
     stages = ", ".join(str(s) for s in device.stages) or "none"

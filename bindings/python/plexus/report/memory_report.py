@@ -35,7 +35,7 @@ class LiveTensor:
 class DeviceMemory:
     """One virtual device of a replica: `device` (index), `stages` (list of int), the totals
     of DEVICE_TOTALS as attributes (bytes), `kinds` (list of str, the series order), `steps`
-    (list of Step), `peak_step` (index into steps), `peak_bytes`, `peak_tensors` (list of
+    (list of Step), `peak_step` (index into steps; -1 for a device with no step), `peak_bytes`, `peak_tensors` (list of
     LiveTensor, largest first) and `variables` (the schema's dicts, unchanged)."""
     device: int
     stages: list
@@ -94,9 +94,10 @@ def _device(obj, where):
         where.key("kinds").fail("no kinds")
     steps = [_step(s, where.key("steps").index(i), kinds) for i, s in enumerate(member(obj, "steps", where, "array"))]
     peak = member(obj, "peak", where, "object")
-    peak_step = member(peak, "step", where.key("peak"), "count")
-    if peak_step >= len(steps):
-        where.key("peak").key("step").fail(f"step {peak_step} is outside the schedule's {len(steps)} steps")
+    peak_step = member(peak, "step", where.key("peak"), "int")
+    if not (0 <= peak_step < len(steps) or peak_step == -1 == len(steps) - 1):
+        where.key("peak").key("step").fail(f"step {peak_step} is outside the schedule's {len(steps)} steps"
+                                           + (" (-1 only for a device with no step)" if peak_step == -1 else ""))
     stages = member(obj, "stages", where, "array")
     for i, stage in enumerate(stages):
         check_value(stage, where.key("stages").index(i), "int")
