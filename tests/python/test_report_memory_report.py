@@ -42,7 +42,8 @@ def _broken(tmp_path, change):
     (lambda d: d["devices"][0]["peak"].update(step=99),
      r"bad.json: devices\[0\].peak.step: step 99 is outside the schedule's 5 steps"),
     (lambda d: d["devices"][0]["peak"].update(step=-1),
-     r"bad.json: devices\[0\].peak.step: step -1 is outside the schedule's 5 steps \(-1 only for a device with no step\)"),
+     r"bad.json: devices\[0\].peak.step: step -1 is outside the schedule's 5 steps "
+     r"\(-1 only for a device with no step\)"),
     (lambda d: d["devices"][1]["peak"]["tensors"][0].update(name=3),
      r"bad.json: devices\[1\].peak.tensors\[0\].name: expected a string, found 3"),
     (lambda d: d["devices"][0].update(kinds="variables"), r"bad.json: devices\[0\].kinds: expected an array"),

@@ -26,7 +26,10 @@ _ERROR_MARKER = """<script>
   }, true);
   window.addEventListener("unhandledrejection", function (e) { note("unhandled rejection: " + e.reason); });
   var consoleError = console.error;
-  console.error = function () { note(Array.prototype.join.call(arguments, " ")); consoleError.apply(console, arguments); };
+  console.error = function () {
+    note(Array.prototype.join.call(arguments, " "));
+    consoleError.apply(console, arguments);
+  };
   window.addEventListener("load", function () {
     document.documentElement.setAttribute("data-loaded", String(document.querySelectorAll("svg").length));
   });
