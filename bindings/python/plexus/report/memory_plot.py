@@ -38,11 +38,21 @@ def plot_memory(report, out_dir, top_tensors=5):
     for ax, device in zip(axes, report.devices):
         _draw_device(ax, device, top_tensors)
     axes[-1].set_xlabel("step of the device's schedule")
-    axes[0].legend(loc="upper left", fontsize=8, ncol=4, frameon=False, bbox_to_anchor=(0, 1.32))
+    _legend(axes)
     fig.suptitle(f"Planned device memory: {report.label} (replication factor {report.replication_factor})",
                  x=0.01, ha="left")
     fig.tight_layout()
     return save_figure(fig, out_dir, f"memory-{file_label(report.label)}")
+
+
+def _legend(axes):
+    """One legend above the first panel with every kind of every device, once each."""
+    kinds = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            kinds.setdefault(label, handle)
+    axes[0].legend(kinds.values(), kinds.keys(), loc="lower left", fontsize=8, ncol=min(len(kinds), 8), frameon=False,
+                   bbox_to_anchor=(0, 1.08))
 
 
 def file_label(label):
