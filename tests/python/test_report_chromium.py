@@ -20,6 +20,7 @@ from plexus.report import render
 from report_fixtures import KINDS, chrome_trace, memory_report, recorded_trace, svg_ids, write_json
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WIDTH = 1400  # CSS pixels; the page's height (data-height) is measured at this width
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/install-deps.sh "
                                                           "installs Debian's chromium)")
 
@@ -37,9 +38,9 @@ def chromium(page, profile_dir, *args):
 
 
 def page_state(page, profile_dir):
-    """Opens `page` and returns (the <html> tag's attributes, the dumped DOM, the console lines
-    of Chromium's log)."""
-    dom, log = chromium(page, profile_dir, "--dump-dom")
+    """Opens `page` WIDTH pixels wide and returns (the <html> tag's attributes, the dumped DOM,
+    the console lines of Chromium's log)."""
+    dom, log = chromium(page, profile_dir, "--dump-dom", f"--window-size={WIDTH},1000")
     tag = re.search(r"<html\b([^>]*)>", dom).group(1)
     attributes = dict(re.findall(r'([\w-]+)="([^"]*)"', tag))
     return attributes, dom, [line for line in log.splitlines() if ":CONSOLE" in line]
@@ -71,8 +72,11 @@ def test_the_page_loads_without_errors_and_shows_every_series(tmp_path):
     boxes = sum(1 for i in ids[2] if re.fullmatch(r"fig-pipeline-box-(forward|backward)-\d+", i))
     assert boxes == sum(1 for e in trace["traceEvents"] if e.get("cat") in ("forward", "backward")) == 2 * 2 * 4 * 2
     shot = out / "index.png"
-    chromium(page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,2400", "--hide-scrollbars")
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    height = int(attributes["data-height"])
+    assert height > 2000   # five memory panels, their tables and the pipeline
+    chromium(page, tmp_path / "profile", f"--screenshot={shot}", f"--window-size={WIDTH},{height}", "--hide-scrollbars")
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[20:24], "big") == height  # the whole page
 
 
 def test_a_page_with_an_error_is_caught(tmp_path):

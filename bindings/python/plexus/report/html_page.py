@@ -3,8 +3,9 @@ network fetched), with tables of the numbers behind the pictures.
 
 Every number cell is <td data-key="<key>" data-value="<exact value>"> in a <tr data-row>
 of a <table id>; tests and scripts read the values from there. A first script records any
-script or resource error of the page in the data-errors attribute of <html>, and the number
-of SVGs once the page has loaded in data-loaded (headless Chromium checks read them)."""
+script or resource error of the page in the data-errors attribute of <html>, and once the
+page has loaded the number of SVGs in data-loaded and its height in CSS pixels in
+data-height (headless Chromium checks read them)."""
 from html import escape
 import pathlib
 
@@ -31,7 +32,9 @@ _ERROR_MARKER = """<script>
     consoleError.apply(console, arguments);
   };
   window.addEventListener("load", function () {
-    document.documentElement.setAttribute("data-loaded", String(document.querySelectorAll("svg").length));
+    var root = document.documentElement;
+    root.setAttribute("data-loaded", String(document.querySelectorAll("svg").length));
+    root.setAttribute("data-height", String(root.scrollHeight));
   });
 })();
 </script>"""
@@ -54,6 +57,11 @@ def bytes_cell(key, n):
 def fraction_cell(key, fraction):
     """A table cell of a fraction: data-value the exact float, shown as a percent ("12.3%")."""
     return f'<td data-key="{key}" data-value="{fraction!r}">{format_percent(fraction)}</td>'
+
+
+def count_cell(key, n):
+    """A table cell of an integer count (right-aligned as the other numbers)."""
+    return f'<td data-key="{key}" data-value="{n}">{n}</td>'
 
 
 def text_cell(key, text, value=None):
@@ -102,10 +110,11 @@ def pipeline_section(trace, svg_path):
     """The page's section of a PipelineTrace: its diagram (the SVG at svg_path, inline), a
     summary (stages, micro-batches, iterations, step counts, bubble fraction) and each
     device's busy fraction."""
-    summary = [text_cell("stages", len({s for _, s in trace.stages()})),
-               text_cell("micro_batches", len(trace.micro_batches())),
-               text_cell("iterations", len({s.iteration for s in trace.steps})),
-               text_cell("forward_steps", trace.count("forward")), text_cell("backward_steps", trace.count("backward")),
+    summary = [count_cell("stages", len({s for _, s in trace.stages()})),
+               count_cell("micro_batches", len(trace.micro_batches())),
+               count_cell("iterations", len({s.iteration for s in trace.steps})),
+               count_cell("forward_steps", trace.count("forward")),
+               count_cell("backward_steps", trace.count("backward")),
                fraction_cell("bubble_fraction", trace.bubble_fraction)]
     busy = []
     for i, fraction in enumerate(trace.busy_fractions):

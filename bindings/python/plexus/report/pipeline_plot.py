@@ -61,8 +61,9 @@ def plot_pipeline(trace, out_dir):
 
 def _draw_box(ax, step, row, n, points_per_ms):
     start, width = step.start_us / 1000.0, step.duration_us / 1000.0
+    # A white edge parts neighbouring boxes; on a box a few points wide it would hide the fill.
     box = Rectangle((start, row - 0.38), width, 0.76, facecolor=BOX_COLOURS[step.kind], edgecolor="white",
-                    linewidth=0.3)
+                    linewidth=0.3 if width * points_per_ms > 3 else 0)
     box.set_gid(f"box-{step.kind}-{n}")
     ax.add_patch(box)
     text = str(step.micro_batch) if step.kind != "update" else "U"
