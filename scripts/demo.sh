@@ -45,4 +45,7 @@ cat <<EOT
 demo: Plexus is installed in $prefix, the Python package in $venv. Use it with
   $venv/bin/python your_program.py      # or: source $venv/bin/activate
   (import plexus; README "From Python", docs/python.md)
+and the pictures of a --profile run's memory report and trace with
+  $venv/bin/plexus-report --memory profile/training.memory.json --trace profile/training.json --out report
+  (docs/profiling.md, "Pictures")
 EOT

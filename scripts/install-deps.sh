@@ -2,7 +2,8 @@
 # Installs Plexus's build, test and run dependencies from Debian 12 packages.
 # Idempotent: only packages that are missing are installed. Runs as root or via sudo.
 # Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers' tqdm; PyTorch and
-# torchvision are always installed: `import poptorch` runs over them)
+# torchvision are always installed: `import poptorch` runs over them; python3-matplotlib draws
+# plexus-report's pictures, and headless chromium opens its HTML page in tests/python)
 set -euo pipefail
 
 packages=(
@@ -16,6 +17,7 @@ packages=(
   npm dataset-fashion-mnist fortunes
   python3 python3-dev python3-cffi python3-numpy python3-pytest python3-setuptools python3-pip
   python3-venv python3-wheel python3-torch python3-torchvision
+  python3-matplotlib chromium
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-tqdm)

@@ -32,9 +32,13 @@ setup(
     name="plexus",
     version="0.1.0",
     description="Plexus: the IPU programming model (PopXL) on CPUs, over Plexus's C ABI",
-    packages=["plexus", "plexus.ops", "popxl", "popxl.ops", "poptorch"],
+    packages=["plexus", "plexus.ops", "plexus.report", "popxl", "popxl.ops", "poptorch"],
     python_requires=">=3.9",
     install_requires=["numpy", "cffi>=1.15"],
+    # plexus-report draws with matplotlib (Debian's python3-matplotlib, seen by a venv made
+    # with --system-site-packages); only the report needs it.
+    extras_require={"report": ["matplotlib"]},
+    entry_points={"console_scripts": ["plexus-report = plexus.report.cli:main"]},
     setup_requires=["cffi>=1.15"],
     cffi_modules=["plexus/_ffi_build.py:ffibuilder"],
     cmdclass={"build_py": BuildWithOpsDoc},

@@ -6,7 +6,8 @@
 #   3. `pip install --no-build-isolation --no-index ./bindings/python` with PLEXUS_PREFIX
 #      set to the prefix: the cffi extension compiled against the installed headers and
 #      libplexus.so, nothing downloaded (pip as root too: the venv is not the system's);
-#   4. docs/python/quickstart.py (the README's program, verbatim) run with
+#   4. the plexus-report command pip installed (--help, and a one-step memory report drawn);
+#   5. docs/python/quickstart.py (the README's program, verbatim) run with
 #      PLEXUS_PLUGIN_PATH, PLEXUS_COLLECTIVES, LD_LIBRARY_PATH and PYTHONPATH unset, from
 #      outside the source tree: `plexus` is imported from the environment, libplexus.so
 #      and the collectives plugin are loaded from the prefix (glibc's LD_DEBUG=files), and
@@ -81,6 +82,29 @@ cat "$tmp/where.txt"
 while read -r file; do
   [[ $file == "$expected_home"* ]] || fail "$file is not in the installed package under $expected_home"
 done < "$tmp/where.txt"
+
+# pip puts the plexus-report entry point in the environment's bin/ (the venv's, on PATH once
+# it is activated; <target>/bin with --target). It draws a one-step memory report.
+step "plexus-report, the installed command"
+report_cmd=${expected_home}bin/plexus-report
+[[ -x $report_cmd ]] || fail "pip installed no $report_cmd"
+(cd "$tmp" && "${run_env[@]}" "$report_cmd" --help) > "$tmp/report-help.txt" 2>&1 ||
+  { cat "$tmp/report-help.txt"; fail "plexus-report --help returned non-zero"; }
+head -n 1 "$tmp/report-help.txt" | grep -q '^usage: plexus-report' || fail "plexus-report --help printed no usage"
+cat > "$tmp/memory.json" <<'EOT'
+{"schema": "plexus.memory_report", "version": 1, "replication_factor": 1, "devices": [{"device": 0, "stages": [0],
+ "arena_bytes": 64, "planned_peak_bytes": 48, "variable_bytes": 32, "remote_buffer_bytes": 0, "offloaded_bytes": 0,
+ "kinds": ["variables", "activations"], "steps": [{"step": 0, "label": "fwd stage 0 mb 0: relu 'y'", "stage": 0,
+ "bytes": {"variables": 32, "activations": 16}}], "peak": {"step": 0, "bytes": 48,
+ "tensors": [{"name": "w", "kind": "variables", "bytes": 32}, {"name": "y", "kind": "activations", "bytes": 16}]},
+ "variables": [{"name": "w", "device_bytes": 32, "remote_bytes": 0, "shard_over": 1}]}]}
+EOT
+(cd "$tmp" && "${run_env[@]}" "$report_cmd" --memory "$tmp/memory.json" --out "$tmp/report") > "$tmp/report.txt" 2>&1 ||
+  { cat "$tmp/report.txt"; fail "plexus-report on a one-step memory report returned non-zero"; }
+for f in memory-memory.png memory-memory.svg index.html; do
+  [[ -s $tmp/report/$f ]] || { cat "$tmp/report.txt"; fail "plexus-report wrote no $f"; }
+done
+echo "plexus-report: $(tr '\n' ' ' < "$tmp/report.txt")"
 
 step "run docs/python/quickstart.py: no PLEXUS_PLUGIN_PATH, LD_LIBRARY_PATH or PYTHONPATH"
 (cd "$tmp" && "${run_env[@]}" LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ld" "$py" "$program") > "$tmp/out.txt" 2>&1 ||

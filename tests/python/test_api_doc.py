@@ -1,7 +1,8 @@
-"""docs/python.md documents the packages as they are: every public name of `plexus` and
-`popxl`, every public method and property of their classes, the special forms of plexus.ops and the
-collectives appear in it (as `name`), and every op of the runtime's catalog is in
-docs/ops.md. So a new function or class fails this test until the reference has it."""
+"""docs/python.md documents the packages as they are: every public name of `plexus`,
+`plexus.report` and `popxl`, every public method and property of their classes, the special
+forms of plexus.ops and the collectives appear in it (as `name`), and every op of the
+runtime's catalog is in docs/ops.md. So a new function or class fails this test until the
+reference has it."""
 import inspect
 import os
 import pathlib
@@ -11,6 +12,7 @@ import plexus
 import popxl
 import poptorch
 import popxl.ops.var_updates
+import plexus.report
 from plexus import ops
 from plexus.ops import catalog
 
@@ -33,7 +35,7 @@ def public_names(module=plexus):
 
 
 # The popxl and poptorch packages' own modules; popxl.ops also holds every catalog op (docs/ops.md).
-POPXL = (popxl, popxl.ops.var_updates, poptorch, poptorch.optim)
+POPXL = (popxl, popxl.ops.var_updates, poptorch, poptorch.optim, plexus.report)
 POPXL_OPS_OWN = {"host_store", "remote_code_load", "call", "call_with_info", "repeat", "CallSiteInfo"}
 
 
