@@ -7,6 +7,7 @@
 #include "core/compile/conv_pool_fusion.h"
 #include "core/compile/gradient_buckets.h"
 #include "core/compile/live_buffers.h"
+#include "core/compile/memory_planner.h"
 #include "core/compile/relu_fusion.h"
 #include "core/compile/strategy.h"
 #include "core/ir/error.h"
@@ -65,7 +66,9 @@ void gradient_buckets_pass(Compilation& c) {
   fuse_gradient_buckets(c.graph, c.program.placement.op_stage, c.request.program.gradient_bucket_bytes);
 }
 
-void program_pass(Compilation& c) { build_program(c.graph, c.request.program, c.program); }
+void actions_pass(Compilation& c) { build_actions(c.graph, c.request.program, c.program); }
+
+void memory_plan_pass(Compilation& c) { plan_program_memory(c.graph, c.request.program, c.program); }
 
 /// "'name' N bytes (what it is)" of a buffer live at a device's planned peak.
 std::string describe(const ir::Graph& g, const LiveBuffer& b) {
@@ -100,7 +103,8 @@ constexpr std::array kPasses{
     Pass{"conv-pool groups", conv_pool_groups_pass},
     Pass{"relu epilogues", relu_epilogues_pass},
     Pass{"gradient buckets", gradient_buckets_pass},
-    Pass{"program", program_pass},
+    Pass{"actions", actions_pass},
+    Pass{"memory plan", memory_plan_pass},
     Pass{"memory limit", memory_limit_pass},
 };
 

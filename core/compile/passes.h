@@ -6,7 +6,8 @@
 //   conv-pool groups   rewrite: conv -> relu -> max-pool fused ops  conv_pool_fusion.h
 //   relu epilogues     rewrite: <op>_relu + alias                   relu_fusion.h
 //   gradient buckets   rewrite: all-reduces -> bucket ops           gradient_buckets.h
-//   program            per-stage actions and slot memory plans      program.h
+//   actions            per-stage actions, channels, homes           program.h
+//   memory plan        slot regions by liveness, device arenas      memory_planner.h
 //   memory limit       a device's arena against its capacity        passes.cpp
 //
 // Adding a pass is one entry in passes() and one file. Tests and tools that bring their own
@@ -65,7 +66,7 @@ std::span<const Pass> passes();
 void run_passes(Compilation& c);
 
 /// The passes from "conv-pool groups" on, for a graph already placed: the program of one
-/// replica. Throws as program.h's build_program does.
+/// replica. Throws as program.h's build_actions does.
 Program compile(ir::Graph& graph, const Placement& placement, const CompileOptions& options);
 
 }  // namespace plexus::runtime

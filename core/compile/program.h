@@ -45,6 +45,14 @@ struct Action {
 
 /// A tensor carried from one stage to another: for every micro-batch, or once per
 /// iteration between the update steps of two stages (from_phase == to_phase == Update).
+constexpr int phase_index(ir::Phase p) { return static_cast<int>(p); }
+
+/// Variables, constants and remote variables: never in a slot region.
+inline bool is_persistent(const ir::TensorInfo& t) {
+  return t.kind == ir::TensorKind::Variable || t.kind == ir::TensorKind::Constant ||
+         t.kind == ir::TensorKind::RemoteVariable;
+}
+
 struct ChannelPlan {
   ir::TensorId root;
   int32_t from_stage, to_stage;
@@ -69,6 +77,7 @@ struct StagePlan {
   /// Roots in the slot region -> the first and last timeline positions of their buffer.
   std::map<ir::TensorId, std::pair<int64_t, int64_t>> slot_live;
   std::map<ir::TensorId, size_t> accumulator;     ///< root -> offset in the device's persistent block
+  std::set<ir::TensorId> constants;               ///< constants its ops read (persistent on its device)
   /// Host-to-device streams this stage reads in place (CompileOptions::in_place) -> the
   /// timeline position of the last action that touches their tensor.
   std::map<int32_t, size_t> in_place_last_use;
@@ -119,14 +128,15 @@ struct CompileOptions {
   size_t gradient_bucket_bytes = 0;
 };
 
-/// Builds the actions and memory plans of one replica into `program`, whose placement,
-/// micro_batches and training flag the passes before it set
+/// Builds the actions of one replica into `program` (its stages' actions, channels, homes,
+/// offloaded state and accumulators), whose placement, micro_batches and training flag the
+/// passes before it set; the "memory plan" pass (memory_planner.h) plans their memory
 /// (passes.h; compile() there runs them all for a placed graph). Throws InvalidArgument naming the op or tensor when a
 /// variable is used by two stages, a tensor flows backward against the pipeline, the
 /// update step reads a per-micro-batch tensor of another stage or a non-float one while
 /// accumulating several micro-batches, or an update op reads what the update of another
 /// stage on the same device computes (the two updates run one after the other).
-void build_program(const ir::Graph& graph, const CompileOptions& options, Program& program);
+void build_actions(const ir::Graph& graph, const CompileOptions& options, Program& program);
 
 /// True when device-to-host stream `stream` is copied by the update step (once per
 /// iteration: its host array has no micro-batch dim) rather than once per micro-batch.

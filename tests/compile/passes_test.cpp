@@ -22,7 +22,7 @@ TEST(Passes, RunInTheListedOrder) {
   std::vector<std::string> names;
   for (const Pass& pass : passes()) names.emplace_back(pass.name);
   EXPECT_EQ(names, (std::vector<std::string>{"placement", "schedule", "conv-pool groups", "relu epilogues",
-                                             "gradient buckets", "program", "memory limit"}));
+                                             "gradient buckets", "actions", "memory plan", "memory limit"}));
 }
 
 TEST(Passes, ASessionsCompilationEqualsCompileOfItsPlacement) {
