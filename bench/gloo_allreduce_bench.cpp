@@ -40,7 +40,7 @@
 
 namespace {
 
-using Cluster = plexus::runtime::ClusterDefinition;
+using Cluster = plexus::plugin_host::ClusterDefinition;
 
 std::string host_of(const std::string& host_port) { return host_port.substr(0, host_port.rfind(':')); }
 std::string port_of(const std::string& host_port) { return host_port.substr(host_port.rfind(':') + 1); }
@@ -88,7 +88,7 @@ void run(const bench::EngineOptions& options, const Cluster& cluster) {
   const int rank = static_cast<int>(cluster.index);
   const int workers = static_cast<int>(cluster.workers.size());
   plx_comm_config config = bench::engine_config(workers, rank);
-  const plexus::runtime::ClusterFields fields(cluster);
+  const plexus::plugin_host::ClusterFields fields(cluster);
   fields.fill(config);
   bench::PluginComm plugin(options.plugin, config);
   const std::string store_dir =
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const auto cluster = plexus::runtime::cluster_from_environment();
+    const auto cluster = plexus::plugin_host::cluster_from_environment();
     if (!cluster) throw std::runtime_error("no PLEXUS_CLUSTER (start the workers with launch_workers.sh)");
     run(options, *cluster);
     return 0;

@@ -23,7 +23,7 @@ std::string report(const runtime::Session& s) {
                   {"index", s.options().worker_index},
                   {"first_local_replica", s.hosted_replicas().first},
                   {"local_replicas", s.hosted_replicas().count}};
-  if (const runtime::Collectives* c = s.collectives()) j["collectives"] = {{"plugin", c->name()}, {"path", c->path()}};
+  if (const plugin_host::Collectives* c = s.collectives()) j["collectives"] = {{"plugin", c->name()}, {"path", c->path()}};
   j["threads_per_device"] = s.options().threads_per_device;
   j["num_ops"] = s.graph().num_ops();
   j["gradient_accumulation"] = s.options().gradient_accumulation;

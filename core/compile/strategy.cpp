@@ -15,11 +15,11 @@ const plx_strategy_plugin* table_of(const void* t) { return static_cast<const pl
 
 }  // namespace
 
-Strategy::Strategy(const std::string& name) : Strategy(PluginLibrary::open("strategy", name), name) {}
+Strategy::Strategy(const std::string& name) : Strategy(plugin_host::PluginLibrary::open("strategy", name), name) {}
 
-Strategy Strategy::from_file(const std::string& path) { return Strategy(PluginLibrary::open_file("strategy", path), ""); }
+Strategy Strategy::from_file(const std::string& path) { return Strategy(plugin_host::PluginLibrary::open_file("strategy", path), ""); }
 
-Strategy::Strategy(PluginLibrary library, const std::string& name) : library_(std::move(library)), name_(name) {
+Strategy::Strategy(plugin_host::PluginLibrary library, const std::string& name) : library_(std::move(library)), name_(name) {
   auto entry = reinterpret_cast<plx_strategy_plugin_entry>(library_.symbol(PLX_STRATEGY_PLUGIN_SYMBOL));
   const plx_strategy_plugin* t = entry();
   auto bad = [&](const std::string& what) { ir::fail(ir::ErrorCode::Plugin, "strategy plugin " + path() + ": " + what); };

@@ -34,9 +34,9 @@ class Strategy {
 
  private:
   /// Takes the loaded `library`, checks its table; `name` "" means the table's name.
-  Strategy(PluginLibrary library, const std::string& name);
+  Strategy(plugin_host::PluginLibrary library, const std::string& name);
 
-  PluginLibrary library_;
+  plugin_host::PluginLibrary library_;
   const void* table_ = nullptr;  ///< const plx_strategy_plugin*
   std::string name_;
 };

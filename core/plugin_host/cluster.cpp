@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 namespace {
 
 using nlohmann::json;
@@ -95,4 +95,4 @@ void ClusterFields::fill(plx_comm_config& config) const {
   config.cluster_source = cluster_ ? cluster_->source.c_str() : nullptr;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

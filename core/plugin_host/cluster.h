@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 
 /// The job's workers and this process's place among them.
 struct ClusterDefinition {
@@ -57,4 +57,4 @@ class ClusterFields {
   std::vector<const char*> addresses_;  ///< into cluster_->workers
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

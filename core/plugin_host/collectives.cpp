@@ -10,7 +10,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 
 namespace {
 
@@ -217,4 +217,4 @@ void Collectives::ensure_comm() {
   if (plugin_->comm == nullptr) create_comm();
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

@@ -16,7 +16,7 @@
 #include "core/plugin_host/plugin_library.h"
 #include "core/replication/communicator.h"
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 
 /// Thread-safety: communicator(r) objects are used by replica r's thread only; abort() may
 /// be called from any thread; reset() only when no collective is in flight.
@@ -76,4 +76,4 @@ class Collectives {
   std::vector<int64_t> everyone_;
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

@@ -9,7 +9,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 
 namespace {
 
@@ -115,4 +115,4 @@ void* PluginLibrary::symbol(const std::string& name) const {
   return address;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

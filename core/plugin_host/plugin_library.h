@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 
 /// One folder the loader searches, and why it is searched (shown in error messages).
 struct PluginFolder {
@@ -64,4 +64,4 @@ class PluginLibrary {
   std::string path_;
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

@@ -33,7 +33,7 @@ struct DeviceResources {
   const Program& program;
   ReplicaStorage& storage;
   StreamBinding& streams;
-  std::vector<std::unique_ptr<Collectives>>& collectives;  ///< per device index; empty when none is needed
+  std::vector<std::unique_ptr<plugin_host::Collectives>>& collectives;  ///< per device index; empty when none is needed
   HostUpdate* host_update;  ///< null unless the weight update runs on the host
   HostedReplicas hosted;
   int threads_per_device = 1;  ///< threads of a kernel (a GEMM's panels, core/ops/matmul/gemm_parts.h)

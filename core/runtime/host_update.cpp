@@ -56,7 +56,7 @@ ir::OpId last_writer(const ir::Graph& graph, ir::TensorId root, ir::OpId before)
 }  // namespace
 
 HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t replication_factor,
-                       int64_t first_hosted, int64_t hosted, Collectives* collectives, DeviceBuffer device_buffer)
+                       int64_t first_hosted, int64_t hosted, plugin_host::Collectives* collectives, DeviceBuffer device_buffer)
     : first_hosted_(first_hosted),
       hosted_(hosted),
       device_buffer_(std::move(device_buffer)),

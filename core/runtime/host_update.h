@@ -56,7 +56,7 @@ class HostUpdate {
   /// (grouped, replica-sharded, remote) or an op input that is neither weight, gradient nor
   /// state.
   HostUpdate(const ir::Graph& graph, const Program& program, int64_t replication_factor, int64_t first_hosted,
-             int64_t hosted, Collectives* collectives, DeviceBuffer device_buffer);
+             int64_t hosted, plugin_host::Collectives* collectives, DeviceBuffer device_buffer);
   ~HostUpdate();
   HostUpdate(const HostUpdate&) = delete;
   HostUpdate& operator=(const HostUpdate&) = delete;
@@ -113,7 +113,7 @@ class HostUpdate {
   std::map<ir::OpId, size_t> index_;              ///< op -> updates_ index
   std::map<ir::OpId, std::vector<ir::OpId>> posted_after_;
   std::map<ir::TensorId, std::vector<std::byte>> state_;  ///< optimizer state roots -> host storage
-  Collectives* collectives_;                      ///< the session's host-buffer collectives; null for R = 1
+  plugin_host::Collectives* collectives_;                      ///< the session's host-buffer collectives; null for R = 1
   bool synced_ = false;  ///< every replica holds replica 0's weights (no broadcast needed)
   std::vector<std::thread> threads_;
   std::vector<std::exception_ptr> errors_;

@@ -27,9 +27,9 @@ int64_t env_number(const char* name, int64_t fallback) {
 
 }  // namespace
 
-std::optional<ClusterDefinition> cluster_definition() {
+std::optional<plugin_host::ClusterDefinition> cluster_definition() {
   try {
-    return cluster_from_environment();
+    return plugin_host::cluster_from_environment();
   } catch (const std::invalid_argument& e) {
     ir::fail(ir::ErrorCode::InvalidArgument, e.what());
   }

@@ -19,7 +19,7 @@ struct WorkerPlace {
 /// core/plugin_host/cluster.h, workers started by hand), or none; the session hands it to its
 /// collectives plugin. Throws InvalidArgument when one is set but malformed, naming the
 /// variable and the field. Thread-safe (reads the environment only).
-std::optional<ClusterDefinition> cluster_definition();
+std::optional<plugin_host::ClusterDefinition> cluster_definition();
 
 /// Reads the cluster definition (cluster_definition()), else Open MPI's OMPI_COMM_WORLD_SIZE /
 /// OMPI_COMM_WORLD_RANK, else the PMI_SIZE / PMI_RANK that MPICH-style launchers set; 0 of 1 when none is set

@@ -53,7 +53,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
                       options_.threads_per_device, options_.profile, spin},
       schedule_, iterations_);
   variables_ = std::make_unique<VariableAccess>(graph_, program_, hosted_, options_.num_workers, *storage_,
-                                                host_update_.get(), [this]() -> Collectives& { return host_collectives(); });
+                                                host_update_.get(), [this]() -> plugin_host::Collectives& { return host_collectives(); });
   storage_->load_initial_values();
   variables_->refresh_host_weights();
   queue_ = std::make_unique<RunQueue>(
@@ -107,15 +107,15 @@ void Session::open_plugins() {
   }
 }
 
-Collectives& Session::host_collectives() const {
+plugin_host::Collectives& Session::host_collectives() const {
   if (!host_collectives_) {
     host_collectives_ = make_collectives(true);
   }
   return *host_collectives_;
 }
 
-std::unique_ptr<Collectives> Session::make_collectives(bool host_buffers) const {
-  return std::make_unique<Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first, hosted_.count,
+std::unique_ptr<plugin_host::Collectives> Session::make_collectives(bool host_buffers) const {
+  return std::make_unique<plugin_host::Collectives>(options_.collectives_plugin, replication_factor(), hosted_.first, hosted_.count,
                                        options_.collective_timeout_ms, host_buffers, cluster_definition());
 }
 

@@ -130,7 +130,7 @@ class Session {
   /// The global replicas this worker hosts (all R with one worker).
   const HostedReplicas& hosted_replicas() const { return hosted_; }
   /// The collectives plugin in use; null when the session needs none.
-  const Collectives* collectives() const { return collectives_.empty() ? nullptr : collectives_.front().get(); }
+  const plugin_host::Collectives* collectives() const { return collectives_.empty() ? nullptr : collectives_.front().get(); }
   const std::string& strategy_name() const { return strategy_name_; }
   const Schedule& schedule() const { return schedule_; }
   DeviceMemoryStats memory_stats(size_t device) const;
@@ -158,10 +158,10 @@ class Session {
   /// The stream binding and every stream's host array layout.
   void bind_streams(bool spin, bool io_spin);
   /// host_collectives_, opened first if needed (a collective step of every worker).
-  Collectives& host_collectives() const;
+  plugin_host::Collectives& host_collectives() const;
   /// A communicator over the session's replicas through its collectives plugin, given the
   /// environment's cluster definition (runtime/workers.h); host_buffers as Collectives'.
-  std::unique_ptr<Collectives> make_collectives(bool host_buffers) const;
+  std::unique_ptr<plugin_host::Collectives> make_collectives(bool host_buffers) const;
   void check_request(const RunRequest& request) const;
   void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
                     std::vector<bool>& seen) const;
@@ -182,11 +182,11 @@ class Session {
   Schedule schedule_;
   std::string strategy_name_;
   int64_t iterations_ = 1;  ///< schedule iterations per run
-  std::vector<std::unique_ptr<Collectives>> collectives_;  ///< per device index; empty when none is needed
+  std::vector<std::unique_ptr<plugin_host::Collectives>> collectives_;  ///< per device index; empty when none is needed
   /// Host-buffer collectives over the R replicas, made when first needed (the host update,
   /// at construction; a read needing every worker); used by the host update during runs
   /// and by variable reads between them (under the variables lock).
-  mutable std::unique_ptr<Collectives> host_collectives_;
+  mutable std::unique_ptr<plugin_host::Collectives> host_collectives_;
   std::unique_ptr<HostUpdate> host_update_;  ///< weight_update_on_host of a training graph
   std::unique_ptr<ReplicaStorage> storage_;
   std::unique_ptr<StreamBinding> streams_;

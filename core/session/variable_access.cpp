@@ -203,7 +203,7 @@ std::vector<std::byte> VariableAccess::gather_replicas(const ir::TensorInfo& t, 
                                          "gathered as 4-byte words, and its " + std::to_string(bytes) +
                                          " bytes per replica are not a multiple of 4");
   }
-  Collectives& collectives = host_collectives_();
+  plugin_host::Collectives& collectives = host_collectives_();
   const std::vector<int64_t>& everyone = collectives.everyone();
   std::vector<std::vector<std::byte>> gathered(static_cast<size_t>(hosted_.count));
   collectives.each_hosted([&](replication::Communicator& comm, size_t local) {

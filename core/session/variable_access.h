@@ -37,7 +37,7 @@ class VariableAccess {
  public:
   /// Host-buffer collectives over the R replicas, opened on first use (a collective step of
   /// every worker).
-  using HostCollectives = std::function<Collectives&()>;
+  using HostCollectives = std::function<plugin_host::Collectives&()>;
 
   /// Everything is borrowed and must outlive this object; `host_update` is null unless
   /// the weight update runs on the host (its host copy of a weight is refreshed after a

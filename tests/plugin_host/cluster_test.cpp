@@ -12,7 +12,7 @@
 
 #include "tests/scoped_env.h"
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 namespace {
 
 using ::testing::ElementsAre;
@@ -124,4 +124,4 @@ TEST(Cluster, FieldsLendTheDefinitionToAConfig) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

@@ -16,7 +16,7 @@
 #include "core/ir/error.h"
 #include "tests/scoped_env.h"
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 namespace {
 
 using ::testing::HasSubstr;
@@ -129,4 +129,4 @@ TEST(Collectives, PluginErrorsInCallsBecomeErrorsNamingTheCollective) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

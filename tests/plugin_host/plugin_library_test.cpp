@@ -18,7 +18,7 @@
 #include "tests/error_of.h"
 #include "tests/scoped_env.h"
 
-namespace plexus::runtime {
+namespace plexus::plugin_host {
 namespace {
 
 namespace fs = std::filesystem;
@@ -216,4 +216,4 @@ TEST(PluginLibraryOpen, BadNamesAreRefusedBeforeSearching) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::plugin_host

@@ -24,7 +24,7 @@ struct Fixture {
   std::vector<streams::HostArrayLayout> layouts{
       streams::HostArrayLayout::input({.replicas = 2}, ir::DType::Float32, {2}),
       streams::HostArrayLayout::output({.replicas = 2}, false, ir::DType::Float32, {2})};
-  std::vector<std::unique_ptr<Collectives>> collectives;
+  std::vector<std::unique_ptr<plugin_host::Collectives>> collectives;
 
   DeviceProgram make(bool profile) {
     return DeviceProgram({m.graph, program, storage, streams, collectives, nullptr, {0, 2}, 1, profile, false},

@@ -35,7 +35,7 @@ struct Fixture {
     storage = std::make_unique<ReplicaStorage>(g, program, HostedReplicas{0, 2}, nullptr, false);
     storage->load_initial_values();
     access = std::make_unique<VariableAccess>(g, program, HostedReplicas{0, 2}, 1, *storage, nullptr,
-                                              []() -> Collectives& { throw std::logic_error("not needed"); });
+                                              []() -> plugin_host::Collectives& { throw std::logic_error("not needed"); });
   }
 };
 

@@ -76,8 +76,8 @@ int64_t env_number(const char* name, const char* fallback, int64_t otherwise) {
 // The cluster definition (PLEXUS_CLUSTER / TF_CONFIG: one process per worker, started by
 // hand or by a script), read as the core reads it and passed in every config as the core
 // passes it (core/plugin_host/cluster.h); none under mpirun or in one process.
-const plexus::runtime::ClusterFields& cluster() {
-  static const plexus::runtime::ClusterFields kCluster(plexus::runtime::cluster_from_environment());
+const plexus::plugin_host::ClusterFields& cluster() {
+  static const plexus::plugin_host::ClusterFields kCluster(plexus::plugin_host::cluster_from_environment());
   return kCluster;
 }
 

@@ -55,7 +55,7 @@ struct Call {
 class PlannerCall : public testing::TestWithParam<std::string> {
  protected:
   PlannerCall()
-      : library_(PluginLibrary::open("strategy", GetParam())),
+      : library_(plugin_host::PluginLibrary::open("strategy", GetParam())),
         table_(reinterpret_cast<plx_strategy_plugin_entry>(library_.symbol(PLX_STRATEGY_PLUGIN_SYMBOL))()) {}
 
   // Expects PLX_ERR_INVALID_ARGUMENT naming `what`, with the caller's outputs untouched.
@@ -65,7 +65,7 @@ class PlannerCall : public testing::TestWithParam<std::string> {
     EXPECT_TRUE(call.untouched());
   }
 
-  PluginLibrary library_;
+  plugin_host::PluginLibrary library_;
   const plx_strategy_plugin* table_;
 };
 
