@@ -50,7 +50,7 @@ std::string report(const runtime::Session& s) {
   j["schedule"] = nlohmann::json::array();
   for (const auto& steps : s.schedule()) {
     std::string line;
-    for (const runtime::Step& step : steps) line += (line.empty() ? "" : " ") + runtime::step_name(step);
+    for (const compile::Step& step : steps) line += (line.empty() ? "" : " ") + compile::step_name(step);
     j["schedule"].push_back(line);
   }
   j["devices"] = nlohmann::json::array();

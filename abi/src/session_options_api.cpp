@@ -21,7 +21,7 @@ void read_pipelining(const plx_session_options& o, runtime::SessionOptions& out)
     const plx_stage& stage = o.stages[s];
     const std::string what = "options->stages[" + std::to_string(s) + "]";
     if (stage.num_blocks > 0) require(stage.blocks, "plx_session_create", (what + ".blocks").c_str());
-    runtime::StageSpec spec{{}, stage.device};
+    compile::StageSpec spec{{}, stage.device};
     for (size_t b = 0; b < stage.num_blocks; ++b) {
       require(stage.blocks[b], "plx_session_create", (what + ".blocks[" + std::to_string(b) + "]").c_str());
       spec.blocks.emplace_back(stage.blocks[b]);

@@ -8,7 +8,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -171,4 +171,4 @@ size_t fuse_conv_pool_groups(ir::Graph& graph, std::vector<int32_t>& op_stage) {
   return made;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -29,7 +29,7 @@
 
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// The rewrite (above) on every conv2d of `graph` that groups, in op order; `op_stage`
 /// places each op on a stage and loses the entries of the ops removed. Returns how many
@@ -37,4 +37,4 @@ namespace plexus::runtime {
 /// tile the plane) stays as it is. Idempotent: a fused graph has no group left.
 size_t fuse_conv_pool_groups(ir::Graph& graph, std::vector<int32_t>& op_stage);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

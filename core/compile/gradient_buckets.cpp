@@ -6,7 +6,7 @@
 #include <tuple>
 #include <utility>
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -109,4 +109,4 @@ size_t fuse_gradient_buckets(ir::Graph& graph, std::vector<int32_t>& op_stage, s
   return buckets.size();
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -25,7 +25,7 @@
 
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// One fused all-reduce: its member ops, in the order their gradients are computed (the
 /// order of the backward ops producing them), and the bytes of their inputs together.
@@ -49,4 +49,4 @@ std::vector<GradientBucket> plan_gradient_buckets(const ir::Graph& graph, const 
 /// ops removed. Returns the buckets made. Idempotent: a bucket op is no member.
 size_t fuse_gradient_buckets(ir::Graph& graph, std::vector<int32_t>& op_stage, size_t bucket_bytes);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -47,4 +47,4 @@ std::vector<LiveBuffer> live_buffers(const ir::Graph& graph, const Program& prog
   return live;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -19,7 +19,7 @@
 #include "core/compile/program.h"
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// One buffer live on a device.
 struct LiveBuffer {
@@ -48,4 +48,4 @@ int64_t slot_peak_position(const StagePlan& plan);
 std::vector<LiveBuffer> live_buffers(const ir::Graph& graph, const Program& program, size_t device,
                                      const std::optional<RunningAction>& running = std::nullopt);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

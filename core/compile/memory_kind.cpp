@@ -1,6 +1,6 @@
 #include "core/compile/memory_kind.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 std::string_view memory_kind_name(MemoryKind kind) {
   switch (kind) {
@@ -53,4 +53,4 @@ MemoryKind memory_kind(const ir::Graph& graph, ir::TensorId root, const std::set
   return MemoryKind::Activations;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -10,7 +10,7 @@
 
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 enum class MemoryKind : uint8_t {
   Variables = 0,       ///< variables and constants (weights, biases, ...)
@@ -40,4 +40,4 @@ std::set<ir::TensorId> optimizer_state_roots(const ir::Graph& graph);
 /// gradients); activations for the rest. Pure. Throws NotFound for an unknown id.
 MemoryKind memory_kind(const ir::Graph& graph, ir::TensorId root, const std::set<ir::TensorId>& optimizer_state);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

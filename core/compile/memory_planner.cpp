@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -298,4 +298,4 @@ void plan_program_memory(const ir::Graph& graph, const CompileOptions& options, 
   MemoryPlanner(graph, options, program).run();
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

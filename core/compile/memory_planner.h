@@ -12,7 +12,7 @@
 #include "core/compile/program.h"
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// Fills every StagePlan's slot_offset, slot_live, in_place_last_use, slot_plan and
 /// slot_pieces, Program::span_ops and Program::devices of `program`, whose actions
@@ -20,4 +20,4 @@ namespace plexus::runtime {
 /// build_actions made.
 void plan_program_memory(const ir::Graph& graph, const CompileOptions& options, Program& program);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <utility>
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -86,4 +86,4 @@ std::string step_label(const Step& step) {
   return "upd " + stage;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -17,7 +17,7 @@
 #include "core/compile/schedule.h"
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// One action of a device's schedule and the planned bytes live while it runs.
 struct MemoryStep {
@@ -46,4 +46,4 @@ std::string action_label(const ir::Graph& graph, const Program& program, const A
 /// "fwd stage 0 mb 1", "bwd stage 1 mb 0", "upd stage 0".
 std::string step_label(const Step& step);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -12,7 +12,7 @@
 #include "core/compile/strategy.h"
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -127,4 +127,4 @@ Program compile(ir::Graph& graph, const Placement& placement, const CompileOptio
   return c.program;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

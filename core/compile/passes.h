@@ -26,7 +26,7 @@
 #include "core/compile/schedule.h"
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// What a session asks of the compile step (from its SessionOptions).
 struct CompileRequest {
@@ -69,4 +69,4 @@ void run_passes(Compilation& c);
 /// replica. Throws as program.h's build_actions does.
 Program compile(ir::Graph& graph, const Placement& placement, const CompileOptions& options);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

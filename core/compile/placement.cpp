@@ -5,7 +5,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -107,4 +107,4 @@ Placement place(const ir::Graph& graph, const std::vector<StageSpec>& stage_spec
   return p;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

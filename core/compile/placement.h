@@ -11,7 +11,7 @@
 
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// One stage: its blocks, and its device within the replica (-1: the stage's index).
 struct StageSpec {
@@ -33,4 +33,4 @@ struct Placement {
 /// forward op that uses a tensor computed in a later stage.
 Placement place(const ir::Graph& graph, const std::vector<StageSpec>& stages);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -7,7 +7,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -360,4 +360,4 @@ void build_actions(const ir::Graph& graph, const CompileOptions& options, Progra
   ActionBuilder(graph, program.placement, options, program).run();
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -25,7 +25,7 @@
 #include "core/memory/memory_plan.h"
 #include "core/compile/placement.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 enum class ActionKind : uint8_t {
   LoadStream,      ///< host -> this stage, `index` = stream
@@ -147,4 +147,4 @@ bool stored_by_update(const Program& program, ir::StreamId stream);
 /// op (the loss is a stream or a variable) or only update ops read the streams.
 bool is_training(const ir::Graph& graph);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

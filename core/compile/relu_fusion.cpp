@@ -6,7 +6,7 @@
 
 #include "core/ir/op_registry.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -49,4 +49,4 @@ size_t fuse_relu_epilogues(ir::Graph& graph, const std::vector<int32_t>& op_stag
   return made;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -23,7 +23,7 @@
 
 #include "core/ir/graph.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// One relu run as its input's producer's epilogue.
 struct ReluFusion {
@@ -39,4 +39,4 @@ std::vector<ReluFusion> plan_relu_fusions(const ir::Graph& graph, const std::vec
 /// Returns how many it made. Idempotent: a fused graph has no fusion left.
 size_t fuse_relu_epilogues(ir::Graph& graph, const std::vector<int32_t>& op_stage);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

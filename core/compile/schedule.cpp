@@ -6,7 +6,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -231,4 +231,4 @@ ScheduleAnalysis check_schedule(const ScheduleProblem& p, const Schedule& schedu
   return a;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 enum class StepKind : int32_t { Forward = 0, Backward = 1, Update = 2 };  ///< = PLX_STEP_*
 
@@ -63,4 +63,4 @@ Schedule trivial_schedule(const ScheduleProblem& problem);
 /// first (check_problem).
 ScheduleAnalysis check_schedule(const ScheduleProblem& problem, const Schedule& schedule, const std::string& source);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -7,7 +7,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 namespace {
 
@@ -79,4 +79,4 @@ Schedule Strategy::unchecked_schedule(const ScheduleProblem& problem, const std:
   return schedule;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -7,7 +7,7 @@
 #include "core/plugin_host/plugin_library.h"
 #include "core/compile/schedule.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 
 /// A loaded strategy plugin. Thread-safe.
 class Strategy {
@@ -41,4 +41,4 @@ class Strategy {
   std::string name_;
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

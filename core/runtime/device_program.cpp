@@ -35,7 +35,7 @@ struct DeviceProgram::DeviceState {
   int64_t replica = 0;         ///< index among the hosted replicas
   int64_t global_replica = 0;  ///< replica index in the job (collectives, shards, groups)
   int64_t index = 0;           ///< device within the replica
-  std::vector<Step> steps;
+  std::vector<compile::Step> steps;
   std::vector<std::array<std::vector<StepItems>, 3>> items;  ///< [stage][phase][slot * ring + ring index]
   size_t persistent_bytes = 0;
   std::vector<size_t> slot_live;  ///< bytes live in each (stage, slot) region
@@ -59,8 +59,8 @@ struct DeviceProgram::DeviceState {
 
 namespace {
 
-SpanKind step_span(StepKind k) {
-  return k == StepKind::Forward ? SpanKind::Forward : k == StepKind::Backward ? SpanKind::Backward : SpanKind::Update;
+SpanKind step_span(compile::StepKind k) {
+  return k == compile::StepKind::Forward ? SpanKind::Forward : k == compile::StepKind::Backward ? SpanKind::Backward : SpanKind::Update;
 }
 
 }  // namespace
@@ -81,12 +81,12 @@ std::exception_ptr primary_error(const std::vector<std::exception_ptr>& errors) 
   return first;
 }
 
-DeviceProgram::DeviceProgram(const DeviceResources& resources, const Schedule& schedule, int64_t iterations)
+DeviceProgram::DeviceProgram(const DeviceResources& resources, const compile::Schedule& schedule, int64_t iterations)
     : r_(resources), iterations_(iterations) {
-  const Program& program = r_.program;
+  const compile::Program& program = r_.program;
   for (int64_t r = 0; r < r_.hosted.count; ++r) {
     auto& channels = channels_.emplace_back();
-    for (const ChannelPlan& cp : program.channels) {
+    for (const compile::ChannelPlan& cp : program.channels) {
       channels.push_back(std::make_unique<streams::BoundedQueue>(
           "'" + r_.graph.tensor(cp.root).name + "' from stage " + std::to_string(cp.from_stage) + " to stage " +
               std::to_string(cp.to_stage) + " of replica " + std::to_string(r_.hosted.first + r),
@@ -114,8 +114,8 @@ DeviceProgram::DeviceProgram(const DeviceResources& resources, const Schedule& s
 DeviceProgram::~DeviceProgram() = default;
 
 std::byte* DeviceProgram::slot_region(const DeviceState& state, int32_t stage, int64_t slot) const {
-  const StagePlan& sp = r_.program.stages[static_cast<size_t>(stage)];
-  const DevicePlan& dp = r_.program.devices[static_cast<size_t>(state.index)];
+  const compile::StagePlan& sp = r_.program.stages[static_cast<size_t>(stage)];
+  const compile::DevicePlan& dp = r_.program.devices[static_cast<size_t>(state.index)];
   return state.device->arena().data() + dp.slot_base.at(stage) + static_cast<size_t>(slot) * memory::align_up(sp.slot_plan.arena_bytes);
 }
 
@@ -124,15 +124,15 @@ std::byte* DeviceProgram::slot_address(const DeviceState& state, int32_t stage, 
 }
 
 std::byte* DeviceProgram::tensor_address(const DeviceState& state, const StepPlace& p, ir::TensorId tensor) const {
-  const Program& program = r_.program;
+  const compile::Program& program = r_.program;
   const ir::TensorId root = program.root_of[static_cast<size_t>(tensor)];
-  const StagePlan& sp = program.stages[static_cast<size_t>(p.stage)];
+  const compile::StagePlan& sp = program.stages[static_cast<size_t>(p.stage)];
   for (const auto& [stream, last] : sp.in_place_last_use) {
     if (program.root_of[static_cast<size_t>(r_.graph.stream(stream).tensor)] == root) {
       return const_cast<std::byte*>(r_.streams.ring_buffer(static_cast<size_t>(stream), state.replica, p.ring_index));
     }
   }
-  const DevicePlan& dp = program.devices[static_cast<size_t>(state.index)];
+  const compile::DevicePlan& dp = program.devices[static_cast<size_t>(state.index)];
   std::byte* base = state.device->arena().data();
   if (p.phase == Phase::Update) {
     if (auto it = sp.accumulator.find(root); it != sp.accumulator.end()) return base + it->second;
@@ -147,7 +147,7 @@ void DeviceProgram::build_device(DeviceState& state) {
   state.items.resize(num_stages);
   state.persistent_bytes = r_.program.devices[static_cast<size_t>(state.index)].persistent_bytes;
   for (size_t s = 0; s < num_stages; ++s) {
-    const StagePlan& sp = r_.program.stages[s];
+    const compile::StagePlan& sp = r_.program.stages[s];
     if (sp.device != state.index) continue;
     const size_t first_live = state.slot_live.size();
     state.slot_live.resize(first_live + static_cast<size_t>(sp.slots), 0);
@@ -168,7 +168,7 @@ void DeviceProgram::build_device(DeviceState& state) {
 }
 
 void DeviceProgram::build_step(DeviceState& st, const StepPlace& p, std::vector<Item>& items) {
-  const StagePlan& sp = r_.program.stages[static_cast<size_t>(p.stage)];
+  const compile::StagePlan& sp = r_.program.stages[static_cast<size_t>(p.stage)];
   HostUpdate* hu = r_.host_update;
   if (p.phase == Phase::Update) {
     add_mean_scaling(st, p.stage, items);
@@ -177,12 +177,12 @@ void DeviceProgram::build_step(DeviceState& st, const StepPlace& p, std::vector<
     }
   }
   size_t position = sp.first_position[static_cast<size_t>(p.phase)];
-  for (const Action& a : sp.actions[static_cast<size_t>(p.phase)]) {
+  for (const compile::Action& a : sp.actions[static_cast<size_t>(p.phase)]) {
     Item item = action_item(st, p, a);
     const size_t live = sp.slot_plan.live_bytes.empty() ? 0 : sp.slot_plan.live_bytes[position];
     item.live_bytes = live;
     items.push_back(std::move(item));
-    for (ir::OpId op : hu && a.kind == ActionKind::RunOp ? hu->posted_after(a.index) : std::vector<ir::OpId>{}) {
+    for (ir::OpId op : hu && a.kind == compile::ActionKind::RunOp ? hu->posted_after(a.index) : std::vector<ir::OpId>{}) {
       items.push_back(post_gradient(st, p, op));
       items.back().live_bytes = live;
     }
@@ -211,21 +211,21 @@ void DeviceProgram::add_mean_scaling(const DeviceState& st, int32_t stage, std::
   }
 }
 
-DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace& p, const Action& a) {
+DeviceProgram::Item DeviceProgram::action_item(DeviceState& st, const StepPlace& p, const compile::Action& a) {
   switch (a.kind) {
-    case ActionKind::LoadStream:
+    case compile::ActionKind::LoadStream:
       return load_stream(st, p, a.index);
-    case ActionKind::StoreStream:
+    case compile::ActionKind::StoreStream:
       return store_stream(st, p, a.index);
-    case ActionKind::Receive:
-    case ActionKind::Send:
+    case compile::ActionKind::Receive:
+    case compile::ActionKind::Send:
       return channel_transfer(st, p, a);
-    case ActionKind::Accumulate:
+    case compile::ActionKind::Accumulate:
       return accumulate(st, p, a.index);
-    case ActionKind::LoadOffloaded:
-    case ActionKind::StoreOffloaded:
+    case compile::ActionKind::LoadOffloaded:
+    case compile::ActionKind::StoreOffloaded:
       return offloaded_copy(st, p, a);
-    case ActionKind::RunOp:
+    case compile::ActionKind::RunOp:
       break;
   }
   return run_op(st, p, a.index);
@@ -258,12 +258,12 @@ DeviceProgram::Item DeviceProgram::store_stream(DeviceState& st, const StepPlace
   return item;
 }
 
-DeviceProgram::Item DeviceProgram::channel_transfer(const DeviceState& st, const StepPlace& p, const Action& a) const {
+DeviceProgram::Item DeviceProgram::channel_transfer(const DeviceState& st, const StepPlace& p, const compile::Action& a) const {
   streams::BoundedQueue* channel = channels_[static_cast<size_t>(st.replica)][static_cast<size_t>(a.index)].get();
   std::byte* data = tensor_address(st, p, r_.program.channels[static_cast<size_t>(a.index)].root);
   Item item;
   item.traced = true;
-  if (a.kind == ActionKind::Receive) {
+  if (a.kind == compile::ActionKind::Receive) {
     item.fn = [channel, data] { channel->pop(data); };
     item.receive = true;
   } else {
@@ -274,7 +274,7 @@ DeviceProgram::Item DeviceProgram::channel_transfer(const DeviceState& st, const
 
 DeviceProgram::Item DeviceProgram::accumulate(DeviceState& st, const StepPlace& p, ir::TensorId tensor) const {
   const ir::TensorInfo& info = r_.graph.tensor(tensor);
-  const StagePlan& sp = r_.program.stages[static_cast<size_t>(p.stage)];
+  const compile::StagePlan& sp = r_.program.stages[static_cast<size_t>(p.stage)];
   Item item;
   item.fn = [&st, src = tensor_address(st, p, tensor), dst = st.device->arena().data() + sp.accumulator.at(tensor),
              n = static_cast<size_t>(ir::numel(info.shape)), bytes = info.bytes()] {
@@ -287,7 +287,7 @@ DeviceProgram::Item DeviceProgram::accumulate(DeviceState& st, const StepPlace& 
   return item;
 }
 
-DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const StepPlace& p, const Action& a) const {
+DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const StepPlace& p, const compile::Action& a) const {
   Item item;
   if (r_.host_update && r_.host_update->state(a.index) != nullptr) {  // the host update's: never on a device
     item.fn = [] {};
@@ -296,7 +296,7 @@ DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const S
   std::byte* host = r_.storage.offloaded(st.replica) + r_.program.offloaded.at(a.index);
   std::byte* device = slot_address(st, p.stage, p.slot, a.index);
   const size_t bytes = r_.graph.tensor(a.index).bytes();
-  if (a.kind == ActionKind::LoadOffloaded) {
+  if (a.kind == compile::ActionKind::LoadOffloaded) {
     item.fn = [host, device, bytes] { std::memcpy(device, host, bytes); };
   } else {
     item.fn = [host, device, bytes] { std::memcpy(host, device, bytes); };
@@ -377,12 +377,12 @@ void DeviceProgram::abort_all(const std::string& reason) {
   }
 }
 
-void DeviceProgram::run_step(DeviceState& st, const Step& step, int64_t iteration) {
-  const bool update = step.kind == StepKind::Update;
+void DeviceProgram::run_step(DeviceState& st, const compile::Step& step, int64_t iteration) {
+  const bool update = step.kind == compile::StepKind::Update;
   st.iteration = iteration;
   st.micro_batch = update ? 0 : step.micro_batch;
   st.micro_batch_counter = first_micro_batch_ + iteration * r_.program.micro_batches + st.micro_batch;
-  const StagePlan& sp = r_.program.stages[static_cast<size_t>(step.stage)];
+  const compile::StagePlan& sp = r_.program.stages[static_cast<size_t>(step.stage)];
   const int64_t slot = update ? 0 : step.micro_batch % sp.slots;
   const auto ring = static_cast<int64_t>(update ? 1 : stage_ring_[static_cast<size_t>(step.stage)]);
   const auto list = static_cast<size_t>(slot * ring + (iteration * r_.program.micro_batches + step.micro_batch) % ring);
@@ -396,10 +396,10 @@ void DeviceProgram::run_step(DeviceState& st, const Step& step, int64_t iteratio
       st.set_live(si.live_index, item.live_bytes);
     }
   }
-  if (update || step.kind == StepKind::Backward || !r_.program.training) st.set_live(si.live_index, 0);
+  if (update || step.kind == compile::StepKind::Backward || !r_.program.training) st.set_live(si.live_index, 0);
 }
 
-void DeviceProgram::run_items_traced(DeviceState& st, const StepItems& si, const Step& step, int64_t iteration) const {
+void DeviceProgram::run_items_traced(DeviceState& st, const StepItems& si, const compile::Step& step, int64_t iteration) const {
   const auto stage = static_cast<int32_t>(step.stage);
   const auto micro_batch = static_cast<int32_t>(step.micro_batch);
   const auto iter = static_cast<int32_t>(iteration);
@@ -413,7 +413,7 @@ void DeviceProgram::run_items_traced(DeviceState& st, const StepItems& si, const
     if (item.traced) st.spans.push_back({item.span, stage, micro_batch, iter, item.op, t0, trace_now()});
   }
   const int64_t end = trace_now();
-  const bool update = step.kind == StepKind::Update;
+  const bool update = step.kind == compile::StepKind::Update;
   st.spans.push_back({step_span(step.kind), stage, update ? -1 : micro_batch, iter, -1, begin < 0 ? end : begin, end});
 }
 
@@ -424,7 +424,7 @@ void DeviceProgram::run_items_traced(DeviceState& st, const StepItems& si, const
 void DeviceProgram::run_device(DeviceState& st) {
   try {
     for (int64_t i = 0; i < iterations_; ++i) {
-      for (const Step& step : st.steps) run_step(st, step, i);
+      for (const compile::Step& step : st.steps) run_step(st, step, i);
     }
   } catch (const ir::Error& e) {
     st.clear_live();

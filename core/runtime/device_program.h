@@ -30,7 +30,7 @@ namespace plexus::runtime {
 /// What the items point into: owned by the session, alive as long as the program.
 struct DeviceResources {
   const ir::Graph& graph;
-  const Program& program;
+  const compile::Program& program;
   ReplicaStorage& storage;
   StreamBinding& streams;
   std::vector<std::unique_ptr<plugin_host::Collectives>>& collectives;  ///< per device index; empty when none is needed
@@ -53,7 +53,7 @@ class DeviceProgram {
   /// Builds the channels between stages (per hosted replica and Program::ChannelPlan) and
   /// every device's item lists for `schedule` (per device index, the steps it runs),
   /// creating the kernels. A run repeats the schedule `iterations` times.
-  DeviceProgram(const DeviceResources& resources, const Schedule& schedule, int64_t iterations);
+  DeviceProgram(const DeviceResources& resources, const compile::Schedule& schedule, int64_t iterations);
   ~DeviceProgram();
   DeviceProgram(const DeviceProgram&) = delete;
   DeviceProgram& operator=(const DeviceProgram&) = delete;
@@ -91,12 +91,12 @@ class DeviceProgram {
   void build_step(DeviceState& state, const StepPlace& place, std::vector<Item>& items);
   /// Update step with gradient accumulation: the accumulated sums -> their means, once.
   void add_mean_scaling(const DeviceState& st, int32_t stage, std::vector<Item>& items) const;
-  Item action_item(DeviceState& st, const StepPlace& place, const Action& a);
+  Item action_item(DeviceState& st, const StepPlace& place, const compile::Action& a);
   Item load_stream(DeviceState& st, const StepPlace& place, int32_t stream) const;
   Item store_stream(DeviceState& st, const StepPlace& place, int32_t stream) const;
-  Item channel_transfer(const DeviceState& st, const StepPlace& place, const Action& a) const;
+  Item channel_transfer(const DeviceState& st, const StepPlace& place, const compile::Action& a) const;
   Item accumulate(DeviceState& st, const StepPlace& place, ir::TensorId tensor) const;
-  Item offloaded_copy(const DeviceState& st, const StepPlace& place, const Action& a) const;
+  Item offloaded_copy(const DeviceState& st, const StepPlace& place, const compile::Action& a) const;
   Item run_op(DeviceState& st, const StepPlace& place, ir::OpId op);
   /// The item running op `id`'s kernel in `ctx` (no scratch when the op needs none).
   Item kernel_item(ir::OpId id, ir::KernelContext ctx) const;
@@ -111,9 +111,9 @@ class DeviceProgram {
   /// ring buffer place.ring_index.
   std::byte* tensor_address(const DeviceState& state, const StepPlace& place, ir::TensorId tensor) const;
   void run_device(DeviceState& state);
-  void run_step(DeviceState& state, const Step& step, int64_t iteration);
+  void run_step(DeviceState& state, const compile::Step& step, int64_t iteration);
   /// run_step's items when profiling: each traced item and the step become spans.
-  void run_items_traced(DeviceState& st, const StepItems& si, const Step& step, int64_t iteration) const;
+  void run_items_traced(DeviceState& st, const StepItems& si, const compile::Step& step, int64_t iteration) const;
 
   DeviceResources r_;
   int64_t iterations_;

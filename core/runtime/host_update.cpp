@@ -55,7 +55,7 @@ ir::OpId last_writer(const ir::Graph& graph, ir::TensorId root, ir::OpId before)
 
 }  // namespace
 
-HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t replication_factor,
+HostUpdate::HostUpdate(const ir::Graph& graph, const compile::Program& program, int64_t replication_factor,
                        int64_t first_hosted, int64_t hosted, plugin_host::Collectives* collectives, DeviceBuffer device_buffer)
     : first_hosted_(first_hosted),
       hosted_(hosted),
@@ -85,7 +85,7 @@ HostUpdate::HostUpdate(const ir::Graph& graph, const Program& program, int64_t r
   for (auto& u : updates_) bind_kernel(graph, *u, replication_factor);  // every buffer is in place now
 }
 
-std::unique_ptr<HostUpdate::Update> HostUpdate::make_update(const ir::Graph& graph, const Program& program,
+std::unique_ptr<HostUpdate::Update> HostUpdate::make_update(const ir::Graph& graph, const compile::Program& program,
                                                              ir::OpId o) {
   const ir::Op& op = graph.op(o);
   auto u = std::make_unique<Update>();

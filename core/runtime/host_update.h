@@ -55,7 +55,7 @@ class HostUpdate {
   /// Unsupported for a weight or optimizer state that is not one value on all replicas
   /// (grouped, replica-sharded, remote) or an op input that is neither weight, gradient nor
   /// state.
-  HostUpdate(const ir::Graph& graph, const Program& program, int64_t replication_factor, int64_t first_hosted,
+  HostUpdate(const ir::Graph& graph, const compile::Program& program, int64_t replication_factor, int64_t first_hosted,
              int64_t hosted, plugin_host::Collectives* collectives, DeviceBuffer device_buffer);
   ~HostUpdate();
   HostUpdate(const HostUpdate&) = delete;
@@ -98,7 +98,7 @@ class HostUpdate {
   struct Update;
   /// The host update of weight-update op `o`, its optimizer state added to state_; the
   /// kernel is bound later (bind_kernel), once every buffer is in place.
-  std::unique_ptr<Update> make_update(const ir::Graph& graph, const Program& program, ir::OpId o);
+  std::unique_ptr<Update> make_update(const ir::Graph& graph, const compile::Program& program, ir::OpId o);
   /// u.kernel <- the op's own kernel on the host weight, the first hosted replica's
   /// gradient and the host optimizer state.
   void bind_kernel(const ir::Graph& graph, Update& u, int64_t replication_factor);

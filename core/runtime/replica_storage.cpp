@@ -11,7 +11,7 @@
 
 namespace plexus::runtime {
 
-ReplicaStorage::ReplicaStorage(const ir::Graph& graph, const Program& program, const HostedReplicas& hosted,
+ReplicaStorage::ReplicaStorage(const ir::Graph& graph, const compile::Program& program, const HostedReplicas& hosted,
                                const HostUpdate* host_update, bool spin)
     : graph_(graph), program_(program), hosted_(hosted), host_update_(host_update) {
   // The host update keeps its optimizer state once per worker: no per-replica copies.
@@ -22,7 +22,7 @@ ReplicaStorage::ReplicaStorage(const ir::Graph& graph, const Program& program, c
     remote_.push_back(std::make_unique<memory::RemoteMemory>(graph_.remote_buffers()));
     offloaded_.emplace_back(host_state_only ? 0 : program_.offloaded_bytes);
     for (int64_t d = 0; d < per_replica; ++d) {
-      const DevicePlan& plan = program_.devices[static_cast<size_t>(d)];
+      const compile::DevicePlan& plan = program_.devices[static_cast<size_t>(d)];
       devices_.push_back(std::make_unique<VirtualDevice>(static_cast<int>(r * per_replica + d), plan.arena_bytes, spin));
     }
   }
@@ -59,7 +59,7 @@ void ReplicaStorage::load_initial_values() {
     const ir::TensorInfo& info = graph_.tensor(id);
     if (info.kind == ir::TensorKind::Constant) {  // on every device whose stages use it
       for (size_t d = 0; d < devices_.size(); ++d) {
-        const DevicePlan& plan = program_.devices[d % static_cast<size_t>(program_.placement.num_devices)];
+        const compile::DevicePlan& plan = program_.devices[d % static_cast<size_t>(program_.placement.num_devices)];
         if (auto it = plan.persistent_offset.find(id); it != plan.persistent_offset.end()) {
           std::memcpy(devices_[d]->arena().data() + it->second, info.data.data(), info.bytes());
         }
@@ -81,7 +81,7 @@ DeviceMemoryStats ReplicaStorage::memory_stats(size_t device) const {
   const memory::Arena& arena = this->device(device).arena();
   const auto per_replica = static_cast<size_t>(program_.placement.num_devices);
   const size_t index = device % per_replica;
-  const DevicePlan& plan = program_.devices[index];
+  const compile::DevicePlan& plan = program_.devices[index];
   size_t offloaded = 0;
   for (const auto& [root, offset] : program_.offloaded) {
     if (program_.stages[static_cast<size_t>(program_.home_stage.at(root))].device == static_cast<int64_t>(index)) {

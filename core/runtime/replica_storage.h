@@ -48,7 +48,7 @@ class ReplicaStorage {
   /// `host_update` (null unless the weight update runs on the host) keeps host-updated
   /// optimizer state once per worker; when it keeps all of it no replica gets a copy. The
   /// graph, program and host update must outlive this object. `spin`: see VirtualDevice.
-  ReplicaStorage(const ir::Graph& graph, const Program& program, const HostedReplicas& hosted,
+  ReplicaStorage(const ir::Graph& graph, const compile::Program& program, const HostedReplicas& hosted,
                  const HostUpdate* host_update, bool spin);
   ReplicaStorage(const ReplicaStorage&) = delete;
   ReplicaStorage& operator=(const ReplicaStorage&) = delete;
@@ -72,7 +72,7 @@ class ReplicaStorage {
 
  private:
   const ir::Graph& graph_;
-  const Program& program_;
+  const compile::Program& program_;
   HostedReplicas hosted_;
   const HostUpdate* host_update_;
   std::vector<std::unique_ptr<VirtualDevice>> devices_;

@@ -12,22 +12,22 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json kind_bytes(const std::array<size_t, kNumMemoryKinds>& bytes) {
+json kind_bytes(const std::array<size_t, compile::kNumMemoryKinds>& bytes) {
   json j = json::object();
-  for (MemoryKind k : memory_kinds()) j[std::string(memory_kind_name(k))] = bytes[static_cast<size_t>(k)];
+  for (compile::MemoryKind k : compile::memory_kinds()) j[std::string(compile::memory_kind_name(k))] = bytes[static_cast<size_t>(k)];
   return j;
 }
 
-const char* phase_name(StepKind k) {
-  return k == StepKind::Forward ? "forward" : k == StepKind::Backward ? "backward" : "update";
+const char* phase_name(compile::StepKind k) {
+  return k == compile::StepKind::Forward ? "forward" : k == compile::StepKind::Backward ? "backward" : "update";
 }
 
-json steps_json(const ir::Graph& g, const Program& p, const std::vector<MemoryStep>& timeline) {
+json steps_json(const ir::Graph& g, const compile::Program& p, const std::vector<compile::MemoryStep>& timeline) {
   json steps = json::array();
   for (size_t i = 0; i < timeline.size(); ++i) {
-    const MemoryStep& m = timeline[i];
+    const compile::MemoryStep& m = timeline[i];
     steps.push_back({{"step", i},
-                     {"label", step_label(m.step) + ": " + action_label(g, p, m.action)},
+                     {"label", compile::step_label(m.step) + ": " + compile::action_label(g, p, m.action)},
                      {"stage", m.step.stage},
                      {"micro_batch", m.step.micro_batch},
                      {"phase", phase_name(m.step.kind)},
@@ -38,18 +38,18 @@ json steps_json(const ir::Graph& g, const Program& p, const std::vector<MemorySt
 }
 
 /// The peak: the first step of the largest total and the buffers live there, largest first.
-json peak_json(const ir::Graph& g, const Program& p, size_t device, const std::vector<MemoryStep>& timeline,
+json peak_json(const ir::Graph& g, const compile::Program& p, size_t device, const std::vector<compile::MemoryStep>& timeline,
                const std::set<ir::TensorId>& optimizer_state) {
   const auto top = std::max_element(timeline.begin(), timeline.end(),
-                                    [](const MemoryStep& a, const MemoryStep& b) { return a.total() < b.total(); });
-  std::optional<RunningAction> running;
-  if (top != timeline.end()) running = RunningAction{static_cast<int32_t>(top->step.stage), top->position};
+                                    [](const compile::MemoryStep& a, const compile::MemoryStep& b) { return a.total() < b.total(); });
+  std::optional<compile::RunningAction> running;
+  if (top != timeline.end()) running = compile::RunningAction{static_cast<int32_t>(top->step.stage), top->position};
   json tensors = json::array();
   size_t bytes = p.devices[device].scratch_bytes;
-  for (const LiveBuffer& b : live_buffers(g, p, device, running)) {
+  for (const compile::LiveBuffer& b : compile::live_buffers(g, p, device, running)) {
     bytes += b.bytes;
     tensors.push_back({{"name", g.tensor(b.root).name},
-                       {"kind", memory_kind_name(memory_kind(g, b.root, optimizer_state))},
+                       {"kind", compile::memory_kind_name(compile::memory_kind(g, b.root, optimizer_state))},
                        {"bytes", b.bytes},
                        {"stage", b.stage},
                        {"copies", b.copies},
@@ -65,7 +65,7 @@ json peak_json(const ir::Graph& g, const Program& p, size_t device, const std::v
 /// counts the replica's remote buffers).
 json variables_json(const Session& s, size_t device, const std::set<ir::TensorId>& optimizer_state) {
   const ir::Graph& g = s.graph();
-  const Program& p = s.program();
+  const compile::Program& p = s.program();
   json vars = json::array();
   for (size_t i = 0; i < g.num_tensors(); ++i) {
     const auto t = static_cast<ir::TensorId>(i);
@@ -79,7 +79,7 @@ json variables_json(const Session& s, size_t device, const std::set<ir::TensorId
     const size_t full = info.sharding ? static_cast<size_t>(ir::numel(info.sharding->full_shape)) * ir::dtype_size(info.dtype)
                                       : info.bytes();
     vars.push_back({{"name", info.name},
-                    {"kind", memory_kind_name(memory_kind(g, t, optimizer_state))},
+                    {"kind", compile::memory_kind_name(compile::memory_kind(g, t, optimizer_state))},
                     {"device_bytes", st.device_bytes},
                     {"remote_bytes", st.remote_bytes},
                     {"shard_over", st.shard_over},
@@ -90,15 +90,15 @@ json variables_json(const Session& s, size_t device, const std::set<ir::TensorId
 
 json device_json(const Session& s, size_t d, const std::set<ir::TensorId>& optimizer_state) {
   const ir::Graph& g = s.graph();
-  const Program& p = s.program();
-  const std::vector<MemoryStep> timeline = memory_timeline(g, p, s.schedule().at(d), d, optimizer_state);
+  const compile::Program& p = s.program();
+  const std::vector<compile::MemoryStep> timeline = compile::memory_timeline(g, p, s.schedule().at(d), d, optimizer_state);
   const DeviceMemoryStats m = s.memory_stats(d);
   json stages = json::array();
   for (size_t st = 0; st < p.stages.size(); ++st) {
     if (static_cast<size_t>(p.stages[st].device) == d) stages.push_back(st);
   }
   json kinds = json::array();
-  for (MemoryKind k : memory_kinds()) kinds.push_back(memory_kind_name(k));
+  for (compile::MemoryKind k : compile::memory_kinds()) kinds.push_back(compile::memory_kind_name(k));
   return {{"device", d},
           {"stages", stages},
           {"arena_bytes", m.arena_bytes},
@@ -116,7 +116,7 @@ json device_json(const Session& s, size_t d, const std::set<ir::TensorId>& optim
 }  // namespace
 
 json memory_report(const Session& session) {
-  const std::set<ir::TensorId> optimizer_state = optimizer_state_roots(session.graph());
+  const std::set<ir::TensorId> optimizer_state = compile::optimizer_state_roots(session.graph());
   json devices = json::array();
   for (int64_t d = 0; d < session.devices_per_replica(); ++d) {
     devices.push_back(device_json(session, static_cast<size_t>(d), optimizer_state));

@@ -64,7 +64,7 @@ Session::Session(const ir::Graph& graph, const SessionOptions& options) : graph_
 Session::~Session() { queue_.reset(); }
 
 void Session::compile_program() {
-  CompileRequest request{options_.stages, options_.execution_strategy, options_.strategy_options,
+  compile::CompileRequest request{options_.stages, options_.execution_strategy, options_.strategy_options,
                          options_.device_iterations, options_.gradient_accumulation, {}, options_.device_memory_bytes};
   for (size_t i = 0; i < graph_.num_streams(); ++i) {
     const auto id = static_cast<ir::StreamId>(i);
@@ -75,8 +75,8 @@ void Session::compile_program() {
   // The host update keeps the optimizer state in host memory: offloaded, never staged.
   request.program.offload_optimizer_state = options_.offload_optimizer_state || options_.weight_update_on_host;
   request.program.gradient_bucket_bytes = options_.gradient_bucket_bytes;
-  Compilation c{graph_, std::move(request), {}, {}, 1, {}, {}};
-  run_passes(c);
+  compile::Compilation c{graph_, std::move(request), {}, {}, 1, {}, {}};
+  compile::run_passes(c);
   program_ = std::move(c.program);
   schedule_ = std::move(c.schedule);
   strategy_name_ = std::move(c.strategy_name);
@@ -121,7 +121,7 @@ std::unique_ptr<plugin_host::Collectives> Session::make_collectives(bool host_bu
 
 void Session::bind_streams(bool spin, bool io_spin) {
   std::vector<int64_t> held(graph_.num_streams(), 0);  // in-place streams: micro-batches their stage holds
-  for (const StagePlan& sp : program_.stages) {
+  for (const compile::StagePlan& sp : program_.stages) {
     for (const auto& [stream, last] : sp.in_place_last_use) held[static_cast<size_t>(stream)] = sp.slots;
   }
   streams_ = std::make_unique<StreamBinding>(graph_, hosted_.count, options_.prefetch_depth, options_.io_threads, spin, io_spin, held);
@@ -134,7 +134,7 @@ streams::HostArrayLayout Session::stream_layout(ir::StreamId stream) const {
   const ir::Stream& s = graph_.stream(stream);
   const ir::TensorInfo& t = graph_.tensor(s.tensor);
   if (s.direction == ir::StreamDirection::HostToDevice) return streams::HostArrayLayout::input(dims, t.dtype, t.shape);
-  return streams::HostArrayLayout::output(dims, stored_by_update(program_, stream), t.dtype, t.shape);
+  return streams::HostArrayLayout::output(dims, compile::stored_by_update(program_, stream), t.dtype, t.shape);
 }
 
 void Session::run(std::span<const HostArray> inputs, std::span<const HostArray> outputs) {

@@ -132,13 +132,13 @@ class Session {
   /// The collectives plugin in use; null when the session needs none.
   const plugin_host::Collectives* collectives() const { return collectives_.empty() ? nullptr : collectives_.front().get(); }
   const std::string& strategy_name() const { return strategy_name_; }
-  const Schedule& schedule() const { return schedule_; }
+  const compile::Schedule& schedule() const { return schedule_; }
   DeviceMemoryStats memory_stats(size_t device) const;
   const SessionOptions& options() const { return options_; }
   const ir::Graph& graph() const { return graph_; }
-  const Placement& placement() const { return program_.placement; }
+  const compile::Placement& placement() const { return program_.placement; }
   /// What the compile passes made of the graph for one replica (program.h).
-  const Program& program() const { return program_; }
+  const compile::Program& program() const { return program_; }
   /// Decisions made while compiling (GEMM kernel sets, ...), one line each.
   const std::vector<std::string>& notes() const;
   /// What the session warned about when it was created (core_budget.h: compute threads
@@ -178,8 +178,8 @@ class Session {
   SessionOptions options_;
   std::vector<std::string> warnings_;
   HostedReplicas hosted_;
-  Program program_;
-  Schedule schedule_;
+  compile::Program program_;
+  compile::Schedule schedule_;
   std::string strategy_name_;
   int64_t iterations_ = 1;  ///< schedule iterations per run
   std::vector<std::unique_ptr<plugin_host::Collectives>> collectives_;  ///< per device index; empty when none is needed

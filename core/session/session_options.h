@@ -25,7 +25,7 @@ struct SessionOptions {
   int64_t collective_timeout_ms = 60000;  ///< how long a collective waits for a missing replica
   /// Stages of blocks and their devices; empty: auto-staging from the blocks' devices, or
   /// one stage when the IR has no blocks (placement.h).
-  std::vector<StageSpec> stages;
+  std::vector<compile::StageSpec> stages;
   /// Strategy plugin name ("pipelined", "sharded", ...); "" = the trivial schedule for one
   /// device per replica, "pipelined" for more.
   std::string execution_strategy;

@@ -35,7 +35,7 @@ replication::VariableLayout group_layout(const ir::TensorInfo& t) {
 
 }  // namespace
 
-VariableAccess::VariableAccess(const ir::Graph& graph, const Program& program, const HostedReplicas& hosted,
+VariableAccess::VariableAccess(const ir::Graph& graph, const compile::Program& program, const HostedReplicas& hosted,
                                int64_t num_workers, const ReplicaStorage& storage, HostUpdate* host_update,
                                HostCollectives host_collectives)
     : graph_(graph),

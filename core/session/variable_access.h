@@ -42,7 +42,7 @@ class VariableAccess {
   /// Everything is borrowed and must outlive this object; `host_update` is null unless
   /// the weight update runs on the host (its host copy of a weight is refreshed after a
   /// write). `num_workers`: processes sharing the R replicas, `hosted.count` each.
-  VariableAccess(const ir::Graph& graph, const Program& program, const HostedReplicas& hosted, int64_t num_workers,
+  VariableAccess(const ir::Graph& graph, const compile::Program& program, const HostedReplicas& hosted, int64_t num_workers,
                  const ReplicaStorage& storage, HostUpdate* host_update, HostCollectives host_collectives);
 
   /// Keeps runs and other accesses out while held (recursive: accesses on this thread
@@ -80,7 +80,7 @@ class VariableAccess {
   void transfer_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::byte* host, size_t bytes, bool to_host) const;
 
   const ir::Graph& graph_;
-  const Program& program_;
+  const compile::Program& program_;
   HostedReplicas hosted_;
   int64_t num_workers_;
   const ReplicaStorage& storage_;

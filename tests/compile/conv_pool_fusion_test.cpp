@@ -12,8 +12,10 @@
 #include "core/compile/program.h"
 #include "tests/runtime/small_cnn.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 using testing::CnnRecipe;
 
@@ -185,4 +187,4 @@ TEST(ConvPoolFusion, TheProgramRunsEachFusedOpAsOneActionAndStoresNoIntermediate
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

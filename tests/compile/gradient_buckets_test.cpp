@@ -14,8 +14,10 @@
 #include "tests/runtime/data_parallel_mlp.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 using testing::build_mlp;
 using testing::f32;
@@ -206,4 +208,4 @@ TEST(GradientBuckets, AccumulatedGradientsArePackedIntoScratchInstead) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

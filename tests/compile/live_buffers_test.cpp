@@ -14,8 +14,10 @@
 #include "tests/runtime/test_graphs.h"
 #include "tests/runtime/two_block_model.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 size_t sum(const std::vector<LiveBuffer>& live) {
   return std::accumulate(live.begin(), live.end(), size_t{0}, [](size_t n, const LiveBuffer& b) { return n + b.bytes; });
@@ -129,4 +131,4 @@ TEST(LiveBuffers, LargestFirstWithSlotCopiesCounted) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -8,8 +8,10 @@
 #include "core/ir/error.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 using testing::f32;
 
@@ -77,4 +79,4 @@ TEST(MemoryKind, AnUnknownTensorIsNotFound) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

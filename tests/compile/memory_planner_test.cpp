@@ -12,8 +12,10 @@
 #include "core/ir/error.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 using testing::f32;
 
@@ -115,4 +117,4 @@ TEST(MemoryPlanner, OpScratchIsOneAreaPerDeviceNotPerSlot) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -8,8 +8,10 @@
 #include "core/compile/passes.h"
 #include "tests/runtime/two_block_model.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 /// Both devices' steps of a 2-stage pipeline of `m` micro-batches, stage s on device s:
 /// forward and backward of each micro-batch in turn, then the update.
@@ -104,4 +106,4 @@ TEST(MemoryTimeline, LabelsSayWhatRuns) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

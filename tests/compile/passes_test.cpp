@@ -13,8 +13,10 @@
 #include "core/ir/error.h"
 #include "tests/runtime/data_parallel_mlp.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 using ::testing::HasSubstr;
 
@@ -64,4 +66,4 @@ TEST(Passes, TheMemoryLimitRefusesADeviceOverItsCapacity) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -11,7 +11,7 @@
 
 #include "tests/error_of.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
 
 using ::testing::HasSubstr;
@@ -103,4 +103,4 @@ TEST(Placement, TheForwardPassMustFlowToLaterStages) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

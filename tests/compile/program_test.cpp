@@ -10,8 +10,10 @@
 #include "core/ir/error.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 using testing::f32;
 
@@ -255,4 +257,4 @@ TEST(Program, AVariableUsedByTwoStagesIsAnErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -13,8 +13,10 @@
 #include "core/ir/autodiff.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
+
+namespace testing = runtime::testing;
 
 using testing::f32;
 
@@ -138,4 +140,4 @@ TEST(ReluFusion, TheRewriteMakesTheFusedOpAndAnAliasSoTheProducersOutputIsStored
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

@@ -15,7 +15,7 @@
 #include "core/ir/error.h"
 #include "tests/error_of.h"
 
-namespace plexus::runtime {
+namespace plexus::compile {
 namespace {
 
 using ::testing::AllOf;
@@ -277,4 +277,4 @@ TEST(ScheduleAnalysis, InferenceNeedsOneSlotPerStage) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::compile

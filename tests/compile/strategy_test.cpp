@@ -13,7 +13,7 @@
 #include "core/ir/error.h"
 #include "tests/plugins/strategy/problems.h"
 
-namespace plexus::runtime::strategy_test {
+namespace plexus::compile::strategy_test {
 namespace {
 
 using ::testing::AllOf;
@@ -115,4 +115,4 @@ TEST(Strategy, UncheckedScheduleRefusalIsInvalidArgumentWithThePluginsMessage) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime::strategy_test
+}  // namespace plexus::compile::strategy_test

@@ -11,16 +11,16 @@
 namespace plexus::runtime::testing {
 
 /// The program of `graph` on one stage, one micro-batch per run.
-inline Program compile_one_stage(ir::Graph& graph) {
-  const Placement placement = place(graph, {});
-  Program program = compile(graph, placement, {1, {1}, false, {}});
-  program.training = is_training(graph);
+inline compile::Program compile_one_stage(ir::Graph& graph) {
+  const compile::Placement placement = compile::place(graph, {});
+  compile::Program program = compile::compile(graph, placement, {1, {1}, false, {}});
+  program.training = compile::is_training(graph);
   return program;
 }
 
 /// The trivial schedule of a one-stage program.
-inline Schedule one_stage_schedule(const Program& program) {
-  return trivial_schedule({1, 1, {0}, program.micro_batches, program.training});
+inline compile::Schedule one_stage_schedule(const compile::Program& program) {
+  return compile::trivial_schedule({1, 1, {0}, program.micro_batches, program.training});
 }
 
 }  // namespace plexus::runtime::testing

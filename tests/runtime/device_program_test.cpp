@@ -18,7 +18,7 @@ using testing::f32;
 // The Accumulator graph on R = 2 hosted replicas, one device each.
 struct Fixture {
   testing::Accumulator m{2};
-  Program program = testing::compile_one_stage(m.graph);
+  compile::Program program = testing::compile_one_stage(m.graph);
   ReplicaStorage storage{m.graph, program, {0, 2}, nullptr, false};
   StreamBinding streams{m.graph, 2, 0, 1, false, false, {}};
   std::vector<streams::HostArrayLayout> layouts{

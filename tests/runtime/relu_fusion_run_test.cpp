@@ -63,7 +63,7 @@ std::vector<float> relu_after(const char* producer, const ir::Attributes& attrs,
   const ir::TensorId produced = op(g, producer, inputs, attrs);
   const ir::StreamId ys = g.add_d2h_stream("y", op(g, "relu", {produced}));
   if (block) g.add_d2h_stream("produced", produced);
-  fusions = plan_relu_fusions(g, place(g, {}).op_stage).size();
+  fusions = compile::plan_relu_fusions(g, compile::place(g, {}).op_stage).size();
   Session s(g, {});
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> u(-1.0f, 0.1f);

@@ -25,7 +25,7 @@ std::vector<float> at(const std::byte* p, size_t n) {
 
 TEST(ReplicaStorage, HostsOneDevicePerHostedReplicaWithThePlannedArena) {
   testing::Accumulator m(4);
-  const Program program = testing::compile_one_stage(m.graph);
+  const compile::Program program = testing::compile_one_stage(m.graph);
   ReplicaStorage storage(m.graph, program, {2, 2}, nullptr, false);
   ASSERT_EQ(storage.num_devices(), 2u);
   EXPECT_EQ(storage.device(1).index(), 1);
@@ -41,7 +41,7 @@ TEST(ReplicaStorage, LoadsInitialValuesIntoEveryHostedReplica) {
   const ir::TensorId v = g.add_variable("v", ir::DType::Float32, {3}, f32({1, 2, 3}));
   const ir::StreamId x = g.add_h2d_stream("x", ir::DType::Float32, {3});
   g.add_d2h_stream("y", g.add_op("add", {v, g.stream(x).tensor}, {}).front());
-  const Program program = testing::compile_one_stage(g);
+  const compile::Program program = testing::compile_one_stage(g);
   ReplicaStorage storage(g, program, {0, 2}, nullptr, false);
   storage.load_initial_values();
   for (int64_t r = 0; r < 2; ++r) EXPECT_EQ(at(storage.variable_buffer(v, r), 3), (std::vector<float>{1, 2, 3}));
@@ -53,7 +53,7 @@ TEST(ReplicaStorage, LoadsInitialValuesIntoEveryHostedReplica) {
 
 TEST(ReplicaStorage, AMissingDeviceIsNamed) {
   testing::Accumulator m;
-  const Program program = testing::compile_one_stage(m.graph);
+  const compile::Program program = testing::compile_one_stage(m.graph);
   ReplicaStorage storage(m.graph, program, {0, 1}, nullptr, false);
   try {
     storage.memory_stats(3);

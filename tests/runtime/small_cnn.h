@@ -102,7 +102,7 @@ inline TrainedCnn train_cnn(const CnnRecipe& r, SessionOptions o = {}) {
   Cnn m = build_cnn(r);
   TrainedCnn t;
   ir::Graph rewritten = m.g;
-  compile(rewritten, place(rewritten, {}), {});
+  compile::compile(rewritten, compile::place(rewritten, {}), {});
   for (const ir::Op& op : rewritten.ops()) {
     t.relu_fusions += op.def->name.ends_with("_relu");
     t.conv_pool_ops += op.def->name.starts_with("conv2d_relu_max_pool2d");

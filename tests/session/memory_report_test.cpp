@@ -26,10 +26,10 @@ size_t step_total(const json& step) {
 
 /// The plan's bytes on device d while stage s runs timeline position k: the persistent
 /// block, the scratch area, the running slot at k, every other slot region at its peak.
-size_t planned_bytes(const Program& p, size_t d, int64_t s, int64_t k) {
+size_t planned_bytes(const compile::Program& p, size_t d, int64_t s, int64_t k) {
   size_t bytes = p.devices[d].persistent_bytes + p.devices[d].scratch_bytes;
   for (size_t t = 0; t < p.stages.size(); ++t) {
-    const StagePlan& sp = p.stages[t];
+    const compile::StagePlan& sp = p.stages[t];
     if (static_cast<size_t>(sp.device) != d) continue;
     const auto slots = static_cast<size_t>(sp.slots);
     bytes += static_cast<int64_t>(t) == s ? sp.slot_plan.live_bytes[static_cast<size_t>(k)] + (slots - 1) * sp.slot_plan.peak_live_bytes
@@ -46,7 +46,7 @@ void expect_consistent(const Session& s, const json& r) {
     const DeviceMemoryStats m = s.memory_stats(d);
     size_t top = 0;
     for (const json& step : dev.at("steps")) {
-      ASSERT_EQ(step.at("bytes").size(), kNumMemoryKinds);
+      ASSERT_EQ(step.at("bytes").size(), compile::kNumMemoryKinds);
       EXPECT_EQ(step_total(step), planned_bytes(s.program(), d, step.at("stage"), step.at("position"))) << step.dump();
       top = std::max(top, step_total(step));
     }
@@ -93,7 +93,7 @@ TEST(MemoryReport, APipelineHasEachDevicesOwnSteps) {
       const std::string phase = step.at("phase");
       (phase == "forward" ? forward : phase == "backward" ? backward : update) += 1;
     }
-    const StagePlan& sp = s.program().stages[d];
+    const compile::StagePlan& sp = s.program().stages[d];
     EXPECT_EQ(forward, 4 * sp.actions[0].size());  // 4 micro-batches
     EXPECT_EQ(backward, 4 * sp.actions[1].size());
     EXPECT_EQ(update, sp.actions[2].size());

@@ -21,7 +21,7 @@ struct Fixture {
   ir::Graph g;
   ir::TensorId v;
   ir::RemoteBufferId buffer;
-  Program program;
+  compile::Program program;
   std::unique_ptr<ReplicaStorage> storage;
   std::unique_ptr<VariableAccess> access;
 

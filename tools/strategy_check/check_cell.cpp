@@ -10,8 +10,8 @@ namespace plexus::tools::strategy_check {
 namespace {
 
 // The figures of a passing schedule from its analysis.
-CellResult passed(const runtime::ScheduleProblem& p, const runtime::Schedule& schedule,
-                  const runtime::ScheduleAnalysis& analysis) {
+CellResult passed(const compile::ScheduleProblem& p, const compile::Schedule& schedule,
+                  const compile::ScheduleAnalysis& analysis) {
   CellResult r;
   size_t steps = 0;
   for (const auto& device : schedule) steps += device.size();
@@ -24,10 +24,10 @@ CellResult passed(const runtime::ScheduleProblem& p, const runtime::Schedule& sc
 
 }  // namespace
 
-CellResult check_cell(const runtime::Strategy& strategy, const Cell& cell, const std::string& options) {
+CellResult check_cell(const compile::Strategy& strategy, const Cell& cell, const std::string& options) {
   try {
-    const runtime::Schedule schedule = strategy.unchecked_schedule(cell.problem, options);
-    return passed(cell.problem, schedule, runtime::check_schedule(cell.problem, schedule, strategy.name()));
+    const compile::Schedule schedule = strategy.unchecked_schedule(cell.problem, options);
+    return passed(cell.problem, schedule, compile::check_schedule(cell.problem, schedule, strategy.name()));
   } catch (const ir::Error& e) {
     const bool refused = e.code() == ir::ErrorCode::InvalidArgument;
     return CellResult{refused ? Verdict::refused : Verdict::fail, e.what()};

@@ -29,6 +29,6 @@ struct CellResult {
 /// Asks `strategy` for its schedule of `cell` with `options` and checks it
 /// (runtime::check_schedule). Never throws for what the plugin does: every error is a
 /// CellResult (a crash inside the plugin is not caught).
-CellResult check_cell(const runtime::Strategy& strategy, const Cell& cell, const std::string& options);
+CellResult check_cell(const compile::Strategy& strategy, const Cell& cell, const std::string& options);
 
 }  // namespace plexus::tools::strategy_check

@@ -48,7 +48,7 @@ std::vector<Cell> make_grid(const std::vector<int64_t>& stages, const std::vecto
       for (const auto& [name, stage_device] : placements(S, D)) {
         for (const int64_t M : Ms) {
           for (const bool training : {true, false}) {
-            grid.push_back(Cell{runtime::ScheduleProblem{S, D, stage_device, M, training}, name});
+            grid.push_back(Cell{compile::ScheduleProblem{S, D, stage_device, M, training}, name});
           }
         }
       }
@@ -58,7 +58,7 @@ std::vector<Cell> make_grid(const std::vector<int64_t>& stages, const std::vecto
 }
 
 std::string describe(const Cell& cell) {
-  const runtime::ScheduleProblem& p = cell.problem;
+  const compile::ScheduleProblem& p = cell.problem;
   std::string devices;
   for (const int64_t d : p.stage_device) devices += (devices.empty() ? "" : ",") + std::to_string(d);
   return std::string(p.training ? "training" : "inference") + " S=" + std::to_string(p.num_stages) +

@@ -15,7 +15,7 @@ namespace plexus::tools::strategy_check {
 
 /// One problem of the grid, and the name of how its stages are placed.
 struct Cell {
-  runtime::ScheduleProblem problem;
+  compile::ScheduleProblem problem;
   std::string placement;  ///< "all on one", "one per device", "blocks", "reversed", "round robin"
 };
 

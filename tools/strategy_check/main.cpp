@@ -4,7 +4,7 @@
 //   plexus-strategy-check --plugin lib/plexus/libplexus-strategy-pipelined.so
 //   plexus-strategy-check --plugin=./libplexus-strategy-mine.so --stages 2,4 --micro-batches 4,8 -v
 //
-// Loads the plugin from its path (the core's loader and table checks, runtime::Strategy),
+// Loads the plugin from its path (the core's loader and table checks, compile::Strategy),
 // asks it for the schedule of every problem of the grid (grid.h) and checks each with
 // runtime::check_schedule (check_cell.h). Prints a line per failing problem naming the rule
 // broken, then "N of M schedules pass". Exit statuses: command_line.h.
@@ -50,7 +50,7 @@ void print_cell(const Cell& cell, const CellResult& r, bool verbose, Tally& tall
 }
 
 // Checks every cell of the grid; prints the failures, the refusals' count and the summary.
-int check_grid(const plexus::runtime::Strategy& strategy, const CommandLine& c) {
+int check_grid(const plexus::compile::Strategy& strategy, const CommandLine& c) {
   Tally tally;
   const std::vector<Cell> grid = make_grid(c.stages, c.micro_batches);
   for (const Cell& cell : grid) print_cell(cell, check_cell(strategy, cell, c.options), c.verbose, tally);
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     return kExitPass;
   }
   try {
-    const plexus::runtime::Strategy strategy = plexus::runtime::Strategy::from_file(c.plugin);
+    const plexus::compile::Strategy strategy = plexus::compile::Strategy::from_file(c.plugin);
     std::printf("strategy plugin under test: %s (%s), options '%s'\n", strategy.name().c_str(), c.plugin.c_str(),
                 c.options.c_str());
     return check_grid(strategy, c);

@@ -302,7 +302,7 @@ TEST(MaxPool2dGrad, ReluFoldedAddsNothingWhereTheWindowMaxIsNotPositive) {
 
 /// Where the memory plan puts tensor t of the one-stage graph g in its slot region.
 size_t slot_offset(ir::Graph& g, ir::TensorId t) {
-  const runtime::Program p = runtime::compile(g, runtime::place(g, {}), {});
+  const compile::Program p = compile::compile(g, compile::place(g, {}), {});
   return p.stages[0].slot_offset.at(p.root_of[static_cast<size_t>(t)]);
 }
 

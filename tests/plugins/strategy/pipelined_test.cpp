@@ -1,4 +1,4 @@
-// The pipelined strategy (plugins/strategy_pipelined), loaded through runtime::Strategy:
+// The pipelined strategy (plugins/strategy_pipelined), loaded through compile::Strategy:
 // for S in {1, 2, 4}, M in {S, 2S, 10}, training and inference, every stage layout and every
 // option, the schedule passes check_schedule, each stage follows its documented order
 // (1F1B or fill-drain) and needs the documented activation slots; fill-drain on one stage
@@ -19,15 +19,15 @@
 #include "core/compile/strategy.h"
 #include "tests/plugins/strategy/problems.h"
 
-namespace plexus::runtime::strategy_test {
+namespace plexus::compile::strategy_test {
 namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Stage s's documented order when training: 1F1B ("" and "1f1b") or fill-drain.
-std::vector<Step> training_order(int64_t s, int64_t S, int64_t M, const std::string& option) {
-  std::vector<Step> steps;
+std::vector<compile::Step> training_order(int64_t s, int64_t S, int64_t M, const std::string& option) {
+  std::vector<compile::Step> steps;
   if (option == "fill_drain") {
     for (int64_t m = 0; m < M; ++m) steps.push_back(F(s, m));
     for (int64_t m = 0; m < M; ++m) steps.push_back(B(s, m));
@@ -43,8 +43,8 @@ std::vector<Step> training_order(int64_t s, int64_t S, int64_t M, const std::str
   return steps;
 }
 
-std::vector<Step> inference_order(int64_t s, int64_t M) {
-  std::vector<Step> steps;
+std::vector<compile::Step> inference_order(int64_t s, int64_t M) {
+  std::vector<compile::Step> steps;
   for (int64_t m = 0; m < M; ++m) steps.push_back(F(s, m));
   return steps;
 }
@@ -90,16 +90,16 @@ class PipelinedSchedule : public testing::TestWithParam<Case> {};
 
 TEST_P(PipelinedSchedule, PassesTheCheckAndFollowsTheDocumentedOrder) {
   const Case& c = GetParam();
-  const ScheduleProblem p = make_problem(c.S, c.M, c.training, c.layout);
-  const Strategy strategy("pipelined");
-  const Schedule schedule = strategy.schedule(p, c.option);  // checked inside; again below for the analysis
-  const ScheduleAnalysis a = check_schedule(p, schedule, "pipelined");
+  const compile::ScheduleProblem p = make_problem(c.S, c.M, c.training, c.layout);
+  const compile::Strategy strategy("pipelined");
+  const compile::Schedule schedule = strategy.schedule(p, c.option);  // checked inside; again below for the analysis
+  const compile::ScheduleAnalysis a = compile::check_schedule(p, schedule, "pipelined");
 
   ASSERT_EQ(schedule.size(), static_cast<size_t>(p.num_devices));
   for (int64_t s = 0; s < c.S; ++s) {
     SCOPED_TRACE("stage " + std::to_string(s));
     const auto& list = schedule[static_cast<size_t>(p.stage_device[static_cast<size_t>(s)])];
-    const std::vector<Step> expected = c.training ? training_order(s, c.S, c.M, c.option) : inference_order(s, c.M);
+    const std::vector<compile::Step> expected = c.training ? training_order(s, c.S, c.M, c.option) : inference_order(s, c.M);
     EXPECT_EQ(steps_of_stage(list, s), expected);
     const int64_t slots = !c.training ? 1 : c.option == "fill_drain" ? c.M : std::min(c.S - s, c.M);
     EXPECT_EQ(a.slots[static_cast<size_t>(s)], slots);
@@ -114,7 +114,7 @@ TEST_P(PipelinedSchedule, PassesTheCheckAndFollowsTheDocumentedOrder) {
     int64_t last_end = 0;
     for (size_t d = 0; d < schedule.size(); ++d) {
       for (size_t i = 0; i < schedule[d].size(); ++i) {
-        if (schedule[d][i].kind != StepKind::Update) last_end = std::max(last_end, a.start_time[d][i] + 1);
+        if (schedule[d][i].kind != compile::StepKind::Update) last_end = std::max(last_end, a.start_time[d][i] + 1);
       }
     }
     EXPECT_EQ(last_end, 2 * (c.M + c.S - 1));
@@ -125,14 +125,14 @@ TEST_P(PipelinedSchedule, PassesTheCheckAndFollowsTheDocumentedOrder) {
 INSTANTIATE_TEST_SUITE_P(Grid, PipelinedSchedule, testing::ValuesIn(all_cases()), case_name);
 
 TEST(PipelinedStrategy, OneFOneBNeedsFewerSlotsThanFillDrain) {
-  const Strategy strategy("pipelined");
+  const compile::Strategy strategy("pipelined");
   for (int64_t S : {1, 2, 4}) {
     for (int64_t M : {S, 2 * S, int64_t{10}}) {
       for (Layout layout : kLayouts) {
         SCOPED_TRACE("S=" + std::to_string(S) + " M=" + std::to_string(M) + " " + layout_name(layout));
-        const ScheduleProblem p = make_problem(S, M, /*training=*/true, layout);
-        const std::vector<int64_t> one_f_one_b = check_schedule(p, strategy.schedule(p, ""), "1f1b").slots;
-        const std::vector<int64_t> fill_drain = check_schedule(p, strategy.schedule(p, "fill_drain"), "fd").slots;
+        const compile::ScheduleProblem p = make_problem(S, M, /*training=*/true, layout);
+        const std::vector<int64_t> one_f_one_b = compile::check_schedule(p, strategy.schedule(p, ""), "1f1b").slots;
+        const std::vector<int64_t> fill_drain = compile::check_schedule(p, strategy.schedule(p, "fill_drain"), "fd").slots;
         for (size_t s = 0; s < one_f_one_b.size(); ++s) EXPECT_LE(one_f_one_b[s], fill_drain[s]) << "stage " << s;
         const int64_t total_1f1b = std::accumulate(one_f_one_b.begin(), one_f_one_b.end(), int64_t{0});
         const int64_t total_fill_drain = std::accumulate(fill_drain.begin(), fill_drain.end(), int64_t{0});
@@ -147,7 +147,7 @@ TEST(PipelinedStrategy, OneFOneBNeedsFewerSlotsThanFillDrain) {
 }
 
 // The error strategy.schedule(p, options) throws; fails the test if none.
-ir::Error schedule_error(const Strategy& strategy, const ScheduleProblem& p, const std::string& options) {
+ir::Error schedule_error(const compile::Strategy& strategy, const compile::ScheduleProblem& p, const std::string& options) {
   try {
     strategy.schedule(p, options);
   } catch (const ir::Error& e) {
@@ -158,7 +158,7 @@ ir::Error schedule_error(const Strategy& strategy, const ScheduleProblem& p, con
 }
 
 TEST(PipelinedStrategy, RefusesFewerMicroBatchesThanStages) {
-  const Strategy strategy("pipelined");
+  const compile::Strategy strategy("pipelined");
   for (bool training : {true, false}) {
     for (const char* option : {"", "fill_drain"}) {
       SCOPED_TRACE(std::string(training ? "training" : "inference") + " option '" + option + "'");
@@ -175,7 +175,7 @@ TEST(PipelinedStrategy, RefusesFewerMicroBatchesThanStages) {
 }
 
 TEST(PipelinedStrategy, RefusesAnUnknownOptionNamingIt) {
-  const Strategy strategy("pipelined");
+  const compile::Strategy strategy("pipelined");
   for (const char* option : {"zigzag", "1F1B", "fill_drain,1f1b", " fill_drain"}) {
     SCOPED_TRACE(option);
     const ir::Error e = schedule_error(strategy, make_problem(2, 4, true, Layout::one_per_device), option);
@@ -186,10 +186,10 @@ TEST(PipelinedStrategy, RefusesAnUnknownOptionNamingIt) {
 
 TEST(PipelinedStrategy, SchedulesConcurrentlyFromSeveralThreads) {
   // strategy_plugin.h: make_schedule may be called from any thread, concurrently.
-  const Strategy strategy("pipelined");
-  const ScheduleProblem p = make_problem(4, 10, true, Layout::round_robin);
-  const Schedule expected = strategy.schedule(p, "");
-  std::vector<Schedule> results(4);
+  const compile::Strategy strategy("pipelined");
+  const compile::ScheduleProblem p = make_problem(4, 10, true, Layout::round_robin);
+  const compile::Schedule expected = strategy.schedule(p, "");
+  std::vector<compile::Schedule> results(4);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < results.size(); ++t) {
     threads.emplace_back([&, t] {
@@ -197,8 +197,8 @@ TEST(PipelinedStrategy, SchedulesConcurrentlyFromSeveralThreads) {
     });
   }
   for (std::thread& t : threads) t.join();
-  for (const Schedule& r : results) EXPECT_EQ(r, expected);
+  for (const compile::Schedule& r : results) EXPECT_EQ(r, expected);
 }
 
 }  // namespace
-}  // namespace plexus::runtime::strategy_test
+}  // namespace plexus::compile::strategy_test

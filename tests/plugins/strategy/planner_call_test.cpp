@@ -14,7 +14,7 @@
 
 #include "core/plugin_host/plugin_library.h"
 
-namespace plexus::runtime::strategy_test {
+namespace plexus::compile::strategy_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -132,4 +132,4 @@ INSTANTIATE_TEST_SUITE_P(Plugins, PlannerCall, testing::Values("pipelined", "sha
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
-}  // namespace plexus::runtime::strategy_test
+}  // namespace plexus::compile::strategy_test

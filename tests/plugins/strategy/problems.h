@@ -9,7 +9,7 @@
 
 #include "core/compile/schedule.h"
 
-namespace plexus::runtime::strategy_test {
+namespace plexus::compile::strategy_test {
 
 /// How the S stages of a problem are placed on its devices.
 enum class Layout {
@@ -39,8 +39,8 @@ inline std::string layout_name(Layout layout) {
 }
 
 /// A problem of S stages placed by `layout`, M micro-batches.
-inline ScheduleProblem make_problem(int64_t S, int64_t M, bool training, Layout layout) {
-  ScheduleProblem p;
+inline compile::ScheduleProblem make_problem(int64_t S, int64_t M, bool training, Layout layout) {
+  compile::ScheduleProblem p;
   p.num_stages = S;
   p.num_micro_batches = M;
   p.training = training;
@@ -65,16 +65,16 @@ inline ScheduleProblem make_problem(int64_t S, int64_t M, bool training, Layout 
 }
 
 /// The steps of `stage` in device list `list`, in list order.
-inline std::vector<Step> steps_of_stage(const std::vector<Step>& list, int64_t stage) {
-  std::vector<Step> steps;
-  for (const Step& step : list) {
+inline std::vector<compile::Step> steps_of_stage(const std::vector<compile::Step>& list, int64_t stage) {
+  std::vector<compile::Step> steps;
+  for (const compile::Step& step : list) {
     if (step.stage == stage) steps.push_back(step);
   }
   return steps;
 }
 
-inline Step F(int64_t s, int64_t m) { return {s, m, StepKind::Forward}; }
-inline Step B(int64_t s, int64_t m) { return {s, m, StepKind::Backward}; }
-inline Step U(int64_t s) { return {s, -1, StepKind::Update}; }
+inline compile::Step F(int64_t s, int64_t m) { return {s, m, compile::StepKind::Forward}; }
+inline compile::Step B(int64_t s, int64_t m) { return {s, m, compile::StepKind::Backward}; }
+inline compile::Step U(int64_t s) { return {s, -1, compile::StepKind::Update}; }
 
-}  // namespace plexus::runtime::strategy_test
+}  // namespace plexus::compile::strategy_test

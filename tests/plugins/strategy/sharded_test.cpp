@@ -1,4 +1,4 @@
-// The sharded strategy (plugins/strategy_sharded), loaded through runtime::Strategy: for S in
+// The sharded strategy (plugins/strategy_sharded), loaded through compile::Strategy: for S in
 // {1, 2, 4}, M in {1, S, 2S, 10} (any M >= 1, fewer micro-batches than stages too), training
 // and inference, every stage layout, each device runs its stages' steps in the global order
 // F(0,m) .. F(S-1,m), B(S-1,m) .. B(0,m) for m = 0 .. M-1, then U(0) .. U(S-1); the schedule
@@ -16,14 +16,14 @@
 #include "core/compile/strategy.h"
 #include "tests/plugins/strategy/problems.h"
 
-namespace plexus::runtime::strategy_test {
+namespace plexus::compile::strategy_test {
 namespace {
 
 using ::testing::HasSubstr;
 
 // The documented global order, split by device.
-Schedule sharded_order(const ScheduleProblem& p) {
-  std::vector<Step> global;
+compile::Schedule sharded_order(const compile::ScheduleProblem& p) {
+  std::vector<compile::Step> global;
   for (int64_t m = 0; m < p.num_micro_batches; ++m) {
     for (int64_t s = 0; s < p.num_stages; ++s) global.push_back(F(s, m));
     if (!p.training) continue;
@@ -32,8 +32,8 @@ Schedule sharded_order(const ScheduleProblem& p) {
   if (p.training) {
     for (int64_t s = 0; s < p.num_stages; ++s) global.push_back(U(s));
   }
-  Schedule schedule(static_cast<size_t>(p.num_devices));
-  for (const Step& step : global) {
+  compile::Schedule schedule(static_cast<size_t>(p.num_devices));
+  for (const compile::Step& step : global) {
     schedule[static_cast<size_t>(p.stage_device[static_cast<size_t>(step.stage)])].push_back(step);
   }
   return schedule;
@@ -76,10 +76,10 @@ class ShardedSchedule : public testing::TestWithParam<Case> {};
 
 TEST_P(ShardedSchedule, FollowsTheGlobalOrderAndPassesTheCheck) {
   const Case& c = GetParam();
-  const ScheduleProblem p = make_problem(c.S, c.M, c.training, c.layout);
-  const Schedule schedule = Strategy("sharded").schedule(p, "");
+  const compile::ScheduleProblem p = make_problem(c.S, c.M, c.training, c.layout);
+  const compile::Schedule schedule = compile::Strategy("sharded").schedule(p, "");
   EXPECT_EQ(schedule, sharded_order(p));
-  const ScheduleAnalysis a = check_schedule(p, schedule, "sharded");
+  const compile::ScheduleAnalysis a = compile::check_schedule(p, schedule, "sharded");
   EXPECT_EQ(a.slots, std::vector<int64_t>(static_cast<size_t>(c.S), 1));
   if (c.training) {
     // One step at a time: B(s, M-1) ends at 2SM - s; then each device runs the updates of
@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, ShardedSchedule, testing::ValuesIn(all_cases()), 
 
 TEST(ShardedStrategy, RefusesOptionsNamingThem) {
   try {
-    Strategy("sharded").schedule(make_problem(2, 2, true, Layout::one_per_device), "fill_drain");
+    compile::Strategy("sharded").schedule(make_problem(2, 2, true, Layout::one_per_device), "fill_drain");
     ADD_FAILURE() << "no error";
   } catch (const ir::Error& e) {
     EXPECT_EQ(e.code(), ir::ErrorCode::InvalidArgument);
@@ -112,4 +112,4 @@ TEST(ShardedStrategy, RefusesOptionsNamingThem) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime::strategy_test
+}  // namespace plexus::compile::strategy_test
