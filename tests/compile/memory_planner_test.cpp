@@ -10,6 +10,7 @@
 #include "core/compile/passes.h"
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
+#include "tests/runtime/compiled_graph.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace plexus::compile {
@@ -19,9 +20,7 @@ namespace testing = runtime::testing;
 
 using testing::f32;
 
-Program compile_one_stage(ir::Graph& g, CompileOptions options = {}) {
-  return compile(g, place(g, {}), options);
-}
+using testing::compile_one_stage;
 
 TEST(MemoryPlanner, ViewsShareStorageAndVariablesArePersistent) {
   ir::Graph g;

@@ -8,6 +8,7 @@
 
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
+#include "tests/runtime/compiled_graph.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace plexus::compile {
@@ -17,9 +18,7 @@ namespace testing = runtime::testing;
 
 using testing::f32;
 
-Program compile_one_stage(ir::Graph& g, CompileOptions options = {}) {
-  return compile(g, place(g, {}), options);
-}
+using testing::compile_one_stage;
 
 std::vector<ActionKind> kinds(const std::vector<Action>& actions) {
   std::vector<ActionKind> out;

@@ -10,10 +10,10 @@
 
 namespace plexus::runtime::testing {
 
-/// The program of `graph` on one stage, one micro-batch per run.
-inline compile::Program compile_one_stage(ir::Graph& graph) {
+/// The program of `graph` on one stage (one micro-batch per run unless `options` say more).
+inline compile::Program compile_one_stage(ir::Graph& graph, const compile::CompileOptions& options = {}) {
   const compile::Placement placement = compile::place(graph, {});
-  compile::Program program = compile::compile(graph, placement, {1, {1}, false, {}});
+  compile::Program program = compile::compile(graph, placement, options);
   program.training = compile::is_training(graph);
   return program;
 }
