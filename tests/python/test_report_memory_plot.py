@@ -63,10 +63,18 @@ def test_the_title_legend_and_panel_titles_do_not_overlap(tmp_path):
                 assert boxes[a].y1 <= fig.bbox.y1 and boxes[a].height > 0, (devices, a, boxes[a])
                 for b in names[i + 1:]:
                     assert not boxes[a].overlaps(boxes[b]), (devices, a, boxes[a], b, boxes[b])
+            # savefig(bbox_inches="tight") keeps the header: the figure's tight box holds it
+            kept = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
+            assert kept.y1 >= boxes["title"].y1 - 1 and kept.y1 >= boxes["legend"].y1 - 1, (devices, kept, boxes)
             # top to bottom: the figure's title, the legend, the first panel's title
             assert boxes["title"].y0 > boxes["legend"].y1 > boxes["legend"].y0 > boxes["panel 0 title"].y1, boxes
         finally:
             plt.close(fig)
+        (tmp_path / str(devices)).mkdir()
+        _, _, svg = _plotted(tmp_path / str(devices), memory_report(num_devices=devices))
+        texts = svg_texts(svg)
+        assert any(t.startswith("Planned device memory: a b") for t in texts), texts[:5]  # not cropped away
+        assert set(KINDS) <= set(texts), texts
 
 
 def test_the_peak_label_names_the_largest_tensors(tmp_path):

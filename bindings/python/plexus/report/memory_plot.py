@@ -55,22 +55,24 @@ def memory_figure(report, top_tensors=5):
     height = fig.get_figheight()
     title = fig.suptitle(f"Planned device memory: {report.label} (replication factor {report.replication_factor})",
                          x=0.01, y=1 - 0.08 / height, ha="left", va="top")
-    title.set_in_layout(False)
-    _legend(fig, axes, 1 - 0.38 / height)
+    legend = _legend(fig, axes, 1 - 0.38 / height)
+    for header in (title, legend):  # placed by hand above the rect tight_layout fills...
+        header.set_in_layout(False)
     fig.tight_layout(rect=(0, 0, 1, 1 - _HEADER_IN / height))
+    for header in (title, legend):  # ...and kept by savefig's bbox_inches="tight"
+        header.set_in_layout(True)
     return fig
 
 
 def _legend(fig, axes, top):
     """One legend in the header, its top at figure fraction `top`, with every kind of every
-    device, once each."""
+    device, once each; returns it."""
     kinds = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             kinds.setdefault(label, handle)
-    legend = fig.legend(kinds.values(), kinds.keys(), loc="upper left", fontsize=8, ncol=min(len(kinds), 8),
-                        frameon=False, bbox_to_anchor=(0.01, top))
-    legend.set_in_layout(False)
+    return fig.legend(kinds.values(), kinds.keys(), loc="upper left", fontsize=8, ncol=min(len(kinds), 8),
+                      frameon=False, bbox_to_anchor=(0.01, top))
 
 
 def file_label(label):
