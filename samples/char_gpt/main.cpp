@@ -24,6 +24,7 @@
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_mlp.h"
 #include "samples/common/options.h"
+#include "samples/common/profile.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
 #include "samples/common/weights_file.h"
@@ -361,7 +362,7 @@ nlohmann::json memory_report(const plx::Session& s) {
 }
 
 struct Trained {
-  nlohmann::json memory;
+  nlohmann::json memory, profile;
   std::vector<std::vector<float>> weights;
   std::vector<std::pair<int64_t, double>> validation;  // (step, loss)
   double train_loss = 0, seconds = 0;
@@ -416,6 +417,7 @@ Trained train(const Options& o, const plx::Text& text) {
   result.train_loss = recent;
   checkpointing.finish(session, at);
   result.weights = read_weights(session, p.params);
+  if (o.profile && result.steps > 0) result.profile = samples::profile_json(samples::write_profile(o, session, "training"));
   return result;
 }
 
@@ -449,12 +451,11 @@ int main(int argc, char** argv) {
                     {"weight_decay", o.weight_decay}, {"context", o.model.context}, {"layers", o.model.layers}, {"width", o.model.width},
                     {"heads", o.model.heads}, {"dropout", o.model.dropout}, {"stages", o.model.stages},
                     {"rts", o.rts}, {"offload_optimiser", o.offload_optimiser}});
-    samples::write_metrics(o.metrics_out, {{"options", options},
-                                           {"validation", validation},
-                                           {"train_loss", t.train_loss},
-                                           {"steps", t.steps},
-                                           {"memory", t.memory},
-                                           {"tokens_per_second", tokens_per_second}});
+    nlohmann::json metrics = {{"options", options},          {"validation", validation},
+                              {"train_loss", t.train_loss},   {"steps", t.steps},
+                              {"memory", t.memory},           {"tokens_per_second", tokens_per_second}};
+    if (o.profile) metrics["profile"] = {{"training", t.profile}};
+    samples::write_metrics(o.metrics_out, metrics);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "char_gpt: %s\n", e.what());
     return 1;

@@ -20,6 +20,7 @@
 #include "samples/common/mnist_data.h"
 #include "samples/common/mnist_mlp.h"
 #include "samples/common/options.h"
+#include "samples/common/profile.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
 #include "samples/common/weights_file.h"
@@ -77,10 +78,12 @@ struct TrainResult {
   double train_accuracy = 0;
   int64_t steps = 0;
   int64_t peak_device_bytes = 0;
+  nlohmann::json profile;  ///< with --profile: the trace and memory report files (profile_json)
 };
 
 /// Trains `t` on `data` for the options' epochs (or --num-steps); `on_session` sees the
-/// session once it is compiled (to report memory, kernels, ...).
+/// session once it is compiled (to report memory, kernels, ...). With --profile, writes
+/// the last run's trace and the memory report (samples/common/profile.h).
 inline TrainResult train(TrainProgram& t, const CommonOptions& o, ImageSplit& data,
                          const std::function<void(const plx::Session&, const TrainProgram&)>& on_session) {
   plx::Session session(t.ir, common_session_options(o));
@@ -140,6 +143,7 @@ inline TrainResult train(TrainProgram& t, const CommonOptions& o, ImageSplit& da
   result.weights = {session.read<float>(p.w0), session.read<float>(p.b0), session.read<float>(p.w1),
                     session.read<float>(p.b1)};
   result.peak_device_bytes = session.memory_stats(0).peak_bytes;
+  if (o.profile && result.steps > 0) result.profile = profile_json(write_profile(o, session, "training"));
   return result;
 }
 
@@ -220,6 +224,7 @@ inline int run_mnist_sample(int argc, char** argv, const std::string& name, cons
                     {"train_steps", trained.steps},
                     {"peak_device_bytes", trained.peak_device_bytes},
                     {"runtime", plx::runtime_info()}});
+    if (o.profile) metrics["profile"] = {{"training", trained.profile}};
     extra_metrics(metrics);
     write_metrics(o.metrics_out, metrics);
   } catch (const std::exception& e) {

@@ -51,7 +51,7 @@ void require_at_least(const std::string& option, T value, T minimum) {
 
 /// The common options a sample takes beyond those every sample takes (--help, --dataset,
 /// --data-dir, --seed, --learning-rate, --num-steps, --batch-size, --device-iterations,
-/// --replication-factor, --metrics-out). Combine with |.
+/// --replication-factor, --metrics-out, --profile, --profile-dir). Combine with |.
 enum Feature : unsigned {
   kEpochs = 1u << 0,        ///< --epochs; without it --num-steps alone sets the training length (>= 1)
   kTestBatch = 1u << 1,     ///< --test-batch-size
@@ -87,6 +87,8 @@ struct CommonOptions {
   int64_t threads_per_device = 0;
   std::string metrics_out;
   std::string weights_out;
+  bool profile = false;                 ///< --profile: record the runs, write the trace and memory report
+  std::string profile_dir = "profile";  ///< --profile-dir: where (samples/common/profile.h)
   CheckpointOptions checkpoint;
   std::string model_dir;  ///< seed 002's spelling; folded into `checkpoint` by the checks
 
@@ -178,6 +180,13 @@ inline void add_machine(po::options_description& d, CommonOptions& o, unsigned f
   }
 }
 
+/// --help of --profile, the same in every sample (and in samples/python/sample_common.py).
+inline constexpr const char* kProfileHelp =
+    "record the training session's runs and, after training, write the last run as a Chrome trace to "
+    "<dir>/training.json (https://ui.perfetto.dev) and the session's memory report beside it to "
+    "<dir>/training.memory.json (docs/profiling.md; plexus-report draws both); a sample with an inference "
+    "pipeline also writes <dir>/inference.json and <dir>/inference.memory.json";
+
 /// Adds the checkpoint and output file options that `f` picks to `d`, bound to `o`.
 inline void add_files(po::options_description& d, CommonOptions& o, unsigned f) {
   if (f & kCheckpoints) {
@@ -194,7 +203,10 @@ inline void add_files(po::options_description& d, CommonOptions& o, unsigned f) 
         "model-dir", po::value(&o.model_dir),
         "seed 002's spelling: --checkpoint-dir that resumes from its checkpoint when there is one");
   }
-  d.add_options()("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file");
+  d.add_options()("metrics-out", po::value(&o.metrics_out), "write metrics as JSON to this file")(
+      "profile", po::bool_switch(&o.profile), kProfileHelp)(
+      "profile-dir", po::value(&o.profile_dir)->default_value(o.profile_dir),
+      "folder for --profile's traces and memory reports (created if missing)");
   if (f & kWeightsOut) {
     d.add_options()("weights-out", po::value(&o.weights_out),
                     "write the trained parameters to this file (float32, little-endian, concatenated)");
@@ -265,6 +277,11 @@ inline void check_checkpoints(CommonOptions& o) {
   }
 }
 
+/// --profile-dir names a folder.
+inline void check_profile(const CommonOptions& o) {
+  if (o.profile_dir.empty()) throw UsageError("--profile-dir must name a folder, got ''");
+}
+
 }  // namespace options_detail
 
 /// Parses a sample's command line: --help, the common options `features` picks (bound to
@@ -306,6 +323,7 @@ inline std::optional<int> parse_sample_options(int argc, char** argv, const std:
       options_detail::check_data(o);
     }
     options_detail::check_checkpoints(o);
+    options_detail::check_profile(o);
     check_own();
   } catch (const po::error& e) {
     std::fprintf(stderr, "%s: error: %s (see --help)\n", name.c_str(), e.what());
@@ -339,7 +357,8 @@ inline nlohmann::json options_json(const CommonOptions& o, unsigned features) {
 }
 
 /// The session options every sample takes from the common options: device iterations,
-/// gradient buckets, prefetch depth, compute threads and the device memory limit. A
+/// gradient buckets, prefetch depth, compute threads, the device memory limit and
+/// --profile (record each run for plx_session_get_trace). A
 /// sample sets its own (stages, strategy, ...) on the result.
 inline plx::SessionOptions common_session_options(const CommonOptions& o) {
   plx::SessionOptions opts;
@@ -348,6 +367,7 @@ inline plx::SessionOptions common_session_options(const CommonOptions& o) {
   opts.prefetch_depth = o.prefetch_depth;
   opts.threads_per_device = static_cast<int32_t>(o.threads_per_device);
   opts.device_memory_bytes = o.device_memory_bytes;
+  opts.profile = o.profile ? 1 : 0;
   return opts;
 }
 

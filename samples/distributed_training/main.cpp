@@ -38,6 +38,7 @@
 #include "samples/common/metrics.h"
 #include "samples/common/mnist_data.h"
 #include "samples/common/options.h"
+#include "samples/common/profile.h"
 #include "samples/common/progress.h"
 #include "samples/common/train_run.h"
 #include "samples/common/weights_file.h"
@@ -116,6 +117,7 @@ std::string collectives_plugin(const Options& o, const plx::WorkerPlace& place) 
 
 struct Trained {
   std::vector<std::vector<float>> weights;
+  nlohmann::json profile;  ///< worker 0's --profile files
   int64_t steps = 0;
   double seconds = 0, loss = 0, accuracy = 0;
 };
@@ -186,6 +188,7 @@ Trained train(const Options& o, const plx::WorkerPlace& place, samples::ImageSpl
   if (leader) {
     checkpointing.finish(session, at);
     for (const plx::Tensor& p : t.params) result.weights.push_back(session.read<float>(p));
+    if (o.profile && result.steps > 0) result.profile = samples::profile_json(samples::write_profile(o, session, "training"));
   }
   return result;
 }
@@ -279,6 +282,7 @@ int main(int argc, char** argv) {
                     {"replicas_per_worker", o.replicas_per_worker},
                     {"host_update", o.host_update},
                     {"runtime", plx::runtime_info()}});
+    if (o.profile) metrics["profile"] = {{"training", trained.profile}};
     samples::write_metrics(o.metrics_out, metrics);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "distributed_training (worker %lld of %lld): %s\n", static_cast<long long>(place.index),

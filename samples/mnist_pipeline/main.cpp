@@ -14,8 +14,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,6 +23,7 @@
 #include "samples/common/mnist_data.h"
 #include "samples/common/mnist_mlp.h"
 #include "samples/common/options.h"
+#include "samples/common/profile.h"
 #include "samples/common/progress.h"
 #include "samples/common/weights_file.h"
 #include "samples/mnist_pipeline/network.h"
@@ -53,8 +52,6 @@ struct Options : samples::CommonOptions {
   std::string strategy = "pipelined";
   std::string schedule = "1f1b";
   bool offload_optimiser = false;
-  bool profile = false;
-  std::string profile_dir = "profile";
   bool debug = false;
 };
 
@@ -68,11 +65,6 @@ samples::po::options_description describe(Options& o) {
        "pipelined schedule: 1f1b (PopART-like steady state) or fill_drain (GPipe)")
       ("offload-optimiser", samples::po::bool_switch(&o.offload_optimiser),
        "keep the AdamW state in host memory, loaded only for the update")
-      ("profile", samples::po::bool_switch(&o.profile),
-       "write Chrome Trace Event JSON of the last training and test runs (<dir>/training.json, "
-       "<dir>/inference.json) and each session's memory report beside it (<dir>/training.memory.json, "
-       "<dir>/inference.memory.json; docs/profiling.md)")
-      ("profile-dir", value(&o.profile_dir)->default_value(o.profile_dir), "folder for the traces and memory reports")
       ("debug", samples::po::bool_switch(&o.debug),
        "print the compiled sessions (stages, schedules, memory) and run times");
   return desc;
@@ -103,7 +95,6 @@ plx::SessionOptions session_options(const Options& o, plx::Stages& stages, int64
   opts.execution_strategy = o.strategy.c_str();
   opts.strategy_options = o.strategy == "pipelined" && o.schedule == "fill_drain" ? "fill_drain" : "";
   opts.device_iterations = device_iterations;
-  opts.profile = o.profile ? 1 : 0;
   return opts;
 }
 
@@ -136,30 +127,23 @@ nlohmann::json memory_report(const plx::Session& s, bool print) {
 }
 
 // Writes the last run's trace and the session's memory report beside it (<name>.json,
-// <name>.memory.json) and prints busy and bubble fractions next to fill-drain's
-// (S-1)/(M+S-1).
-nlohmann::json write_profile(const Options& o, const plx::Session& s, const std::string& name, int64_t micro_batches) {
-  std::filesystem::create_directories(o.profile_dir);
-  const std::string path = o.profile_dir + "/" + name + ".json";
-  const std::string memory_path = o.profile_dir + "/" + name + ".memory.json";
-  const std::string trace = s.trace();
-  std::ofstream(path) << trace;
-  std::ofstream(memory_path) << s.memory_report();
-  std::printf("%s memory report: %s (docs/profiling.md)\n", name.c_str(), memory_path.c_str());
-  const nlohmann::json other = nlohmann::json::parse(trace)["otherData"];
+// <name>.memory.json; samples/common/profile.h) and prints busy and bubble fractions next
+// to fill-drain's (S-1)/(M+S-1).
+nlohmann::json write_pipeline_profile(const Options& o, const plx::Session& s, const std::string& name, int64_t micro_batches) {
+  const samples::ProfileFiles files = samples::write_profile(o, s, name);
+  const nlohmann::json other = nlohmann::json::parse(files.trace)["otherData"];
   const double formula = static_cast<double>(kStages - 1) / static_cast<double>(micro_batches + kStages - 1);
-  std::printf("%s profile: %s (open in https://ui.perfetto.dev or chrome://tracing)\n  busy fraction per device:",
-              name.c_str(), path.c_str());
+  std::printf("  busy fraction per device:");
   for (const auto& b : other["busy_fraction"]) std::printf(" %.1f%%", 100.0 * b.get<double>());
   std::printf("\n  bubble: measured %.1f%% of device time (1 - mean busy); fill-drain formula (S-1)/(M+S-1) = "
               "%lld/%lld = %.1f%%\n",
               100.0 * other["bubble_fraction"].get<double>(), static_cast<long long>(kStages - 1),
               static_cast<long long>(micro_batches + kStages - 1), 100.0 * formula);
-  return {{"file", path},
-          {"memory_report", memory_path},
-          {"busy_fraction", other["busy_fraction"]},
-          {"bubble_fraction", other["bubble_fraction"]},
-          {"fill_drain_formula", formula}};
+  nlohmann::json out = samples::profile_json(files);
+  out.update({{"busy_fraction", other["busy_fraction"]},
+              {"bubble_fraction", other["bubble_fraction"]},
+              {"fill_drain_formula", formula}});
+  return out;
 }
 
 struct Trained {
@@ -235,7 +219,7 @@ Trained train(const Options& o, samples::ImageSplit& data) {
   std::printf("training memory (%s):\n", o.offload_optimiser ? "optimizer state offloaded" : "optimizer state on device");
   result.memory = memory_report(session, true);
   for (const plx::Tensor& p : t.params.tensors) result.weights.values.push_back(session.read<float>(p));
-  if (o.profile && trained > 0) result.profile = write_profile(o, session, "training", o.gradient_accumulation);
+  if (o.profile && trained > 0) result.profile = write_pipeline_profile(o, session, "training", o.gradient_accumulation);
   return result;
 }
 
@@ -286,7 +270,7 @@ Tested test(const Options& o, samples::ImageSplit& data, const samples::CnnWeigh
   Tested result;
   result.samples = runs * per_run;
   result.accuracy = result.samples ? static_cast<double>(hits) / static_cast<double>(result.samples) : 0.0;
-  if (o.profile && runs > 0) result.profile = write_profile(o, session, "inference", o.test_device_iterations);
+  if (o.profile && runs > 0) result.profile = write_pipeline_profile(o, session, "inference", o.test_device_iterations);
   return result;
 }
 

@@ -30,8 +30,6 @@ weights from the same --seed.
 Run with the plexus package on PYTHONPATH (the build tree's build/python) and
 PLEXUS_PLUGIN_PATH at the build's lib/.
 """
-import json
-import os
 import sys
 
 import numpy as np
@@ -167,25 +165,16 @@ def memory_report(session):
 
 def write_profile(opts, session, name, micro_batches):
     """Writes the last run's Chrome trace and the session's memory report beside it
-    (<name>.json, <name>.memory.json) and prints busy and bubble fractions next to
-    fill-drain's (S-1)/(M+S-1)."""
-    os.makedirs(opts.profile_dir, exist_ok=True)
-    path = os.path.join(opts.profile_dir, name + ".json")
-    memory_path = os.path.join(opts.profile_dir, name + ".memory.json")
-    trace = session.trace()
-    with open(path, "w") as f:
-        json.dump(trace, f)
-    with open(memory_path, "w") as f:
-        json.dump(session.memory_report(), f, indent=1)
-    print(f"{name} memory report: {memory_path} (docs/profiling.md)")
+    (<name>.json, <name>.memory.json; sample_common.write_profile) and prints busy and bubble
+    fractions next to fill-drain's (S-1)/(M+S-1)."""
+    trace, files = common.write_profile(opts, session, name)
     other = trace["otherData"]
     formula = (STAGES - 1) / (micro_batches + STAGES - 1)
     busy = " ".join(f"{100.0 * b:.1f}%" for b in other["busy_fraction"])
-    print(f"{name} profile: {path} (open in https://ui.perfetto.dev or chrome://tracing)\n"
-          f"  busy fraction per device: {busy}\n"
+    print(f"  busy fraction per device: {busy}\n"
           f"  bubble: measured {100.0 * other['bubble_fraction']:.1f}% of device time (1 - mean busy); fill-drain "
           f"formula (S-1)/(M+S-1) = {STAGES - 1}/{micro_batches + STAGES - 1} = {100.0 * formula:.1f}%")
-    return dict(file=path, memory_report=memory_path, busy_fraction=other["busy_fraction"], bubble_fraction=other["bubble_fraction"],
+    return dict(files, busy_fraction=other["busy_fraction"], bubble_fraction=other["bubble_fraction"],
                 fill_drain_formula=formula)
 
 
@@ -269,11 +258,6 @@ def main(argv=None):
                      help="pipelined schedule: 1f1b (PopART-like steady state) or fill_drain (GPipe)")
     own.add_argument("--offload-optimiser", action="store_true",
                      help="keep the AdamW state in host memory, loaded only for the update")
-    own.add_argument("--profile", action="store_true",
-                     help="write Chrome Trace Event JSON of the last training and test runs (<dir>/training.json, "
-                          "<dir>/inference.json) and each session's memory report beside it "
-                          "(<dir>/training.memory.json, <dir>/inference.memory.json; docs/profiling.md)")
-    own.add_argument("--profile-dir", default="profile", help="folder for the traces and memory reports")
     own.add_argument("--debug", action="store_true",
                      help="print the compiled sessions (stages, schedules, memory) and run times")
     opts = common.parse_options(p, argv, check_own)

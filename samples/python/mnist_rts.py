@@ -178,7 +178,8 @@ def train(opts, train_data):
     ir, (img_stream, label_stream, loss_stream, correct_stream), params = build_train_ir(opts)
     sharded = opts.rts and opts.replication_factor > 1
     result = {}
-    with plexus.Session(ir, device_iterations=opts.device_iterations, prefetch_depth=opts.prefetch_depth) as session:
+    with plexus.Session(ir, device_iterations=opts.device_iterations, prefetch_depth=opts.prefetch_depth,
+                        profile=int(opts.profile)) as session:
         rts_state = "on" if sharded else ("off (needs a replication factor > 1)" if opts.rts else "off")
         print(f"train session: {opts.replication_factor} replica(s), RTS {rts_state}, GEMM kernels:")
         for line in session.report()["kernels"]:
@@ -193,6 +194,8 @@ def train(opts, train_data):
         # Every replica holds the trained weights (one group); sharded ones read back whole.
         result["weights"] = {k: session.get_tensor_data(params[k].var) for k in ("W0", "b0", "W1", "b1")}
         result["peak_device_bytes"] = session.memory_stats(0)["peak_bytes"]
+        if opts.profile and result["steps"] > 0:
+            result["profile"] = common.write_profile(opts, session, "training")[1]
     return result
 
 
@@ -242,6 +245,8 @@ def main(argv=None):
                        train_accuracy=trained["accuracy"], train_steps=trained["steps"],
                        peak_device_bytes=trained["peak_device_bytes"], runtime=plexus.runtime_info(),
                        rts=bool(opts.rts and opts.replication_factor > 1), memory=trained["memory"])
+        if opts.profile:
+            metrics["profile"] = dict(training=trained.get("profile"))
         common.write_metrics(opts.metrics_out, metrics)
 
     return common.run_sample("mnist_rts", body)

@@ -1,8 +1,9 @@
 """What the Python samples share, as samples/common/*.h does for the C++ ones: the common
 command-line options (options.h: one spelling per idea, the seeds' spellings), their
 checks (a bad value exits with status 2 and "<sample>: error: ... (see --help)"), the
-metrics file (metrics.h), a progress bar (progress.h; here on stderr), and checkpointing
-(checkpointing.h: <dir>/checkpoint.plxckpt with the data position and seed as counters).
+metrics file (metrics.h), a progress bar (progress.h; here on stderr), checkpointing
+(checkpointing.h: <dir>/checkpoint.plxckpt with the data position and seed as counters),
+and --profile's files (profile.h: the trace and the memory report beside it).
 
 Not a sample itself: mnist_rts.py and mnist_pipeline.py import it from this folder.
 """
@@ -15,6 +16,13 @@ import time
 
 # The common options a sample takes beyond the ones every sample takes (options.h Feature).
 EPOCHS, TEST_BATCH, CHECKPOINTS, WEIGHTS_OUT, LOADER, ACCUMULATION = 1, 2, 4, 8, 16, 64
+
+
+# --help of --profile, the same in every sample (options.h kProfileHelp).
+PROFILE_HELP = ("record the training session's runs and, after training, write the last run as a Chrome trace to "
+                "<dir>/training.json (https://ui.perfetto.dev) and the session's memory report beside it to "
+                "<dir>/training.memory.json (docs/profiling.md; plexus-report draws both); a sample with an "
+                "inference pipeline also writes <dir>/inference.json and <dir>/inference.memory.json")
 
 
 class UsageError(ValueError):
@@ -88,6 +96,9 @@ def parser(name, description, defaults, features):
                             help="seed 002's spelling: --checkpoint-dir that resumes from its checkpoint when there "
                                  "is one")
     common.add_argument("--metrics-out", default="", help="write metrics as JSON to this file")
+    common.add_argument("--profile", action="store_true", help=PROFILE_HELP)
+    common.add_argument("--profile-dir", default="profile",
+                        help="folder for --profile's traces and memory reports (created if missing)")
     if features & WEIGHTS_OUT:
         common.add_argument("--weights-out", default="",
                             help="write the trained parameters to this file (float32, little-endian, concatenated)")
@@ -133,6 +144,8 @@ def _check(o, features):
     if not (os.path.exists(images) or os.path.exists(images + ".gz")):
         raise UsageError(f"--data-dir '{o.data_dir}' holds no {o.dataset} data (no {images}[.gz]; "
                          f"scripts/fetch-data.sh fetches it)")
+    if not o.profile_dir:
+        raise UsageError("--profile-dir must name a folder, got ''")
     if features & CHECKPOINTS:
         if o.model_dir:
             if o.checkpoint_dir:
@@ -193,6 +206,25 @@ def write_metrics(path, metrics):
         with open(path, "w") as f:
             json.dump(metrics, f, indent=2, sort_keys=True)
             f.write("\n")
+
+
+def write_profile(o, session, name):
+    """--profile (profile.h write_profile): writes the last run of `session` (created with
+    profile=1) as <--profile-dir>/<name>.json, a Chrome trace, and its memory report beside it
+    as <name>.memory.json, creating the folder; prints both paths. `name` is the session's
+    role ("training", "inference"). Returns (trace dict, {"file": path, "memory_report": path});
+    raises plexus.Error when the session has no trace, OSError when a file cannot be written."""
+    os.makedirs(o.profile_dir, exist_ok=True)
+    path = os.path.join(o.profile_dir, name + ".json")
+    memory_path = os.path.join(o.profile_dir, name + ".memory.json")
+    trace = session.trace()
+    with open(path, "w") as f:
+        json.dump(trace, f)
+    with open(memory_path, "w") as f:
+        json.dump(session.memory_report(), f, indent=1)
+    print(f"{name} profile: {path} (open in https://ui.perfetto.dev or chrome://tracing), memory report beside it: "
+          f"{memory_path} (docs/profiling.md; plexus-report draws both)")
+    return trace, dict(file=path, memory_report=memory_path)
 
 
 def write_weights(path, arrays):

@@ -30,6 +30,7 @@
 #include "samples/common/mnist_data.h"
 #include "samples/common/mnist_mlp.h"
 #include "samples/common/options.h"
+#include "samples/common/profile.h"
 #include "samples/common/progress.h"
 #include "samples/mnist_pipeline/network.h"
 
@@ -253,6 +254,8 @@ int run_demo(const Options& o) {
     }
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json profile;
+  if (o.profile && total.batches > 0) profile = samples::profile_json(samples::write_profile(o, session, "training"));
   const Consumer::Totals c = consumer.totals();
   const double loss = c.losses > 0 ? c.loss_sum / static_cast<double>(c.losses) : 0.0;
   const double accuracy = c.losses > 0 ? static_cast<double>(c.correct) / static_cast<double>(c.losses * o.batch_size) : 0.0;
@@ -269,8 +272,9 @@ int run_demo(const Options& o) {
   totals["peak_rss_mib"] = peak_rss_mib();
   nlohmann::json options = samples::options_json(o, kFeatures);
   options.update({{"io_threads", o.io_threads}, {"slow_consumer_ms", o.slow_consumer_ms}});
-  samples::write_metrics(o.metrics_out,
-                         {{"options", options}, {"runs", per_run}, {"totals", totals}, {"runtime", plx::runtime_info()}});
+  nlohmann::json metrics = {{"options", options}, {"runs", per_run}, {"totals", totals}, {"runtime", plx::runtime_info()}};
+  if (o.profile) metrics["profile"] = {{"training", profile}};
+  samples::write_metrics(o.metrics_out, metrics);
   return 0;
 }
 

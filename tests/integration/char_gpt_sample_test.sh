@@ -10,7 +10,9 @@
 #    3.5 (the corpus repeats a few sentences), and --generate prints the sampled bytes;
 #  - a checkpoint resume equals training straight, bit for bit (dropout on);
 #  - --metrics-out holds the validation curve;
-#  - bad command lines are clear errors (exit 2, naming the option).
+#  - bad command lines are clear errors (exit 2, naming the option);
+#  - --profile (2 stages) writes the trace and the memory report beside it, each stage's
+#    largest step its planned peak (check_profile_files.py).
 # Usage: char_gpt_sample_test.sh <char_gpt binary>
 set -euo pipefail
 bin=$1
@@ -48,7 +50,9 @@ run() {  # run NAME ARGS...
 }
 run one --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradient-accumulation 2
 run one_unclipped --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradient-accumulation 2 --clip 0
-run stages --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradient-accumulation 2 --stages 2
+run stages --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 8 --gradient-accumulation 2 --stages 2 \
+  --profile --profile-dir "$tmp/stages.profile"
+python3 "$(dirname "$0")/check_profile_files.py" char_gpt "$tmp/stages.profile" training 2 "$tmp/stages.json"
 run replicas --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 4 --gradient-accumulation 2 \
   --replication-factor 2
 run rts --dropout 0 --num-steps 12 --device-iterations 6 --batch-size 4 --gradient-accumulation 2 \

@@ -4,7 +4,8 @@
 #      (cmp of --weights-out), at R=2 batch 4 with --rts and at R=1 batch 8 without: same
 #      graph, initial weights (cxx_random.py), data order and kernels (chosen by
 #      shape, so every process picks the same ones);
-#      it also prints the same test accuracy line and per-replica memory;
+#      it also prints the same test accuracy line and per-replica memory, and its --profile
+#      writes the trace and a memory report with the C++ sample's peaks and variables;
 #  (b) replica_groupings.py (seed 001) prints tables 13.1-13.3 as the seed has them, reads
 #      listing 13.1's variables back in the shapes of their retrieval modes, and runs
 #      listing 13.2 (remote variable with one group per replica, v += 1);
@@ -43,10 +44,20 @@ set -e
 compare_rts() {  # compare_rts NAME ARGS...
   local name=$1
   shift
-  "$rts_bin" --data-dir "$data" --num-steps "$rts_steps" --weights-out "$tmp/$name.cpp.bin" "$@" >"$tmp/$name.cpp.out"
+  "$rts_bin" --data-dir "$data" --num-steps "$rts_steps" --weights-out "$tmp/$name.cpp.bin" \
+    --profile --profile-dir "$tmp/$name.cpp.profile" "$@" >"$tmp/$name.cpp.out"
   py mnist_rts.py --data-dir "$data" --num-steps "$rts_steps" --weights-out "$tmp/$name.py.bin" \
-    --metrics-out "$tmp/$name.py.json" "$@" >"$tmp/$name.py.out" 2>"$tmp/$name.py.err"
+    --metrics-out "$tmp/$name.py.json" --profile --profile-dir "$tmp/$name.py.profile" "$@" \
+    >"$tmp/$name.py.out" 2>"$tmp/$name.py.err"
   cmp "$tmp/$name.cpp.bin" "$tmp/$name.py.bin" || fail "$name: mnist_rts.py's weights differ from mnist_rts's"
+  "$python" "$(dirname "$0")/check_profile_files.py" mnist_rts.py "$tmp/$name.py.profile" training 1 "$tmp/$name.py.json"
+  "$python" - "$tmp/$name.py.profile/training.memory.json" "$tmp/$name.cpp.profile/training.memory.json" <<'PY'
+import json, sys
+py, cpp = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda r: [(d["planned_peak_bytes"], d["arena_bytes"], d["variables"]) for d in r["devices"]]
+assert key(py) == key(cpp), (key(py), key(cpp))
+print("ok: mnist_rts.py's memory report has mnist_rts's peaks, arenas and variable storage")
+PY
   local cpp_line py_line
   cpp_line=$(grep "^test accuracy:" "$tmp/$name.cpp.out" | sed 's/, [0-9]* samples\/s)/)/')
   py_line=$(grep "^test accuracy:" "$tmp/$name.py.out" | sed 's/, [0-9]* samples\/s)/)/')

@@ -7,7 +7,9 @@
 #  - --device-memory-limit below the program's planned memory is refused when the session
 #    compiles, before any step, naming the largest tensors live at the peak;
 #  - a few steps on Fashion-MNIST (--dataset fashion) train, read data/fashion-mnist and
-#    write the dataset and step limit to the metrics;
+#    write the dataset and step limit to the metrics; with --profile each writes the Chrome
+#    trace and the memory report beside it (check_profile_files.py: both parse, each
+#    device's largest step is its planned peak);
 #  - seed 003's --learning-rate 0.002 --debug --epochs 5 runs;
 #  - seed 002's --model-dir resumes in a sample that is not seed 002's.
 # Usage: samples_options_test.sh <mnist> <mnist_rts> <mnist_pipeline> <distributed_training> <stream_demo> <data dir>
@@ -21,7 +23,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   fail "Fashion-MNIST not found in $data/fashion-mnist: run scripts/fetch-data.sh"
 
 common=(--help --dataset --data-dir --num-steps --batch-size --device-iterations --learning-rate
-        --replication-factor --seed --metrics-out --device-memory-limit)
+        --replication-factor --seed --metrics-out --device-memory-limit --profile --profile-dir)
+# Devices per replica of each sample's training session (its memory report's devices).
+declare -A devices=([mnist]=1 [mnist_rts]=1 [mnist_pipeline]=4 [distributed_training]=1 [stream_demo]=1)
 # A few steps of each on Fashion-MNIST.
 declare -A short=(
   [mnist]="--num-steps 20"
@@ -57,6 +61,7 @@ for name in mnist mnist_rts mnist_pipeline distributed_training stream_demo; do
   expect_usage_error "$name" "unrecognised option\|unrecognized option" --data-dir "$data" --no-such-option
   expect_usage_error "$name" "--device-memory-limit must be a number of bytes, optionally followed by K, M or G" \
     --data-dir "$data" --device-memory-limit 12X
+  expect_usage_error "$name" "--profile-dir must name a folder, got ''" --data-dir "$data" --profile --profile-dir ""
   echo "ok: $name lists the common options and rejects bad values with exit 2"
 
   # shellcheck disable=SC2086  # the short options split into words on purpose
@@ -69,9 +74,13 @@ for name in mnist mnist_rts mnist_pipeline distributed_training stream_demo; do
 
   # shellcheck disable=SC2086  # the short options split into words on purpose
   "${bin[$name]}" --data-dir "$data" --dataset fashion ${short[$name]} --metrics-out "$tmp/$name.json" \
-    >"$tmp/$name.log" ||
+    --profile --profile-dir "$tmp/$name.profile" >"$tmp/$name.log" ||
     fail "$name --dataset fashion exited $?: $(tail -n 5 "$tmp/$name.log")"
   grep -q "$data/fashion-mnist" "$tmp/$name.log" || fail "$name did not read $data/fashion-mnist"
+  grep -q "^training profile: $tmp/$name.profile/training.json .*memory report beside it: $tmp/$name.profile/training.memory.json" \
+    "$tmp/$name.log" || fail "$name --profile did not print the paths: $(grep profile "$tmp/$name.log")"
+  python3 "$(dirname "$0")/check_profile_files.py" "$name" "$tmp/$name.profile" training "${devices[$name]}" \
+    "$tmp/$name.json"
   python3 - "$tmp/$name.json" "$name" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))

@@ -4,7 +4,7 @@ import numpy as np
 
 from plexus.report import load_memory_report, plot_memory
 from plexus.report.figures import format_bytes
-from plexus.report.memory_plot import byte_tick, file_label, stacked_tops
+from plexus.report.memory_plot import byte_tick, file_label, memory_figure, stacked_tops
 from report_fixtures import KINDS, memory_report, svg_ids, svg_texts, write_json
 
 
@@ -43,6 +43,38 @@ def test_a_device_with_no_step_has_empty_series_and_no_peak(tmp_path):
     ids = svg_ids(svg)
     assert sum(1 for i in ids if i.startswith("device1-series-")) == len(KINDS)
     assert [i for i in ids if i.endswith("-peak")] == ["device0-peak"]
+
+
+def test_the_title_legend_and_panel_titles_do_not_overlap(tmp_path):
+    # A 4-device report once drew the figure's title over the legend (both placed by
+    # figure fraction, the header squeezed as the figure grew).
+    import matplotlib.pyplot as plt
+    for devices in (1, 4, 8):
+        report = load_memory_report(write_json(tmp_path / f"in{devices}.json", memory_report(num_devices=devices)), "x")
+        fig = memory_figure(report)
+        try:
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            boxes = {"title": fig._suptitle.get_window_extent(renderer), "legend": fig.legends[0].get_window_extent(renderer)}
+            for d, ax in enumerate(fig.axes):
+                boxes[f"panel {d} title"] = ax._left_title.get_window_extent(renderer)  # set_title(loc="left")
+            names = list(boxes)
+            for i, a in enumerate(names):
+                assert boxes[a].y1 <= fig.bbox.y1 and boxes[a].height > 0, (devices, a, boxes[a])
+                for b in names[i + 1:]:
+                    assert not boxes[a].overlaps(boxes[b]), (devices, a, boxes[a], b, boxes[b])
+            # savefig(bbox_inches="tight") keeps the header: the figure's tight box holds it
+            kept = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
+            assert kept.y1 >= boxes["title"].y1 - 1 and kept.y1 >= boxes["legend"].y1 - 1, (devices, kept, boxes)
+            # top to bottom: the figure's title, the legend, the first panel's title
+            assert boxes["title"].y0 > boxes["legend"].y1 > boxes["legend"].y0 > boxes["panel 0 title"].y1, boxes
+        finally:
+            plt.close(fig)
+        (tmp_path / str(devices)).mkdir()
+        _, _, svg = _plotted(tmp_path / str(devices), memory_report(num_devices=devices))
+        texts = svg_texts(svg)
+        assert any(t.startswith("Planned device memory: a b") for t in texts), texts[:5]  # not cropped away
+        assert set(KINDS) <= set(texts), texts
 
 
 def test_the_peak_label_names_the_largest_tensors(tmp_path):

@@ -29,30 +29,50 @@ def stacked_tops(device):
     return np.cumsum(series, axis=0)
 
 
+# Inches above the panels: the figure's title, then the legend's row under it. Fixed in
+# inches (not a fraction of the figure) so that neither overlaps the other nor the first
+# panel's title however many panels there are.
+_HEADER_IN = 0.75
+
+
 @styled
 def plot_memory(report, out_dir, top_tensors=5):
     """Draws `report` (a MemoryReport) and writes <out_dir>/memory-<label>.png and .svg; one
     panel per device, `top_tensors` of its peak's tensors labelled. Returns the (png, svg)
     paths."""
-    fig, axes = new_figure(11, 1.2 + 3.3 * len(report.devices), rows=len(report.devices))
+    return save_figure(memory_figure(report, top_tensors), out_dir, f"memory-{file_label(report.label)}")
+
+
+@styled
+def memory_figure(report, top_tensors=5):
+    """The memory picture of `report` as an open matplotlib figure, laid out: the title and
+    the legend in a header of _HEADER_IN inches, then one panel per device. The caller
+    saves or closes it."""
+    fig, axes = new_figure(11, _HEADER_IN + 0.45 + 3.3 * len(report.devices), rows=len(report.devices))
     for ax, device in zip(axes, report.devices):
         _draw_device(ax, device, top_tensors)
     axes[-1].set_xlabel("step of the device's schedule")
-    _legend(axes)
-    fig.suptitle(f"Planned device memory: {report.label} (replication factor {report.replication_factor})",
-                 x=0.01, ha="left")
-    fig.tight_layout()
-    return save_figure(fig, out_dir, f"memory-{file_label(report.label)}")
+    height = fig.get_figheight()
+    title = fig.suptitle(f"Planned device memory: {report.label} (replication factor {report.replication_factor})",
+                         x=0.01, y=1 - 0.08 / height, ha="left", va="top")
+    legend = _legend(fig, axes, 1 - 0.38 / height)
+    for header in (title, legend):  # placed by hand above the rect tight_layout fills...
+        header.set_in_layout(False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - _HEADER_IN / height))
+    for header in (title, legend):  # ...and kept by savefig's bbox_inches="tight"
+        header.set_in_layout(True)
+    return fig
 
 
-def _legend(axes):
-    """One legend above the first panel with every kind of every device, once each."""
+def _legend(fig, axes, top):
+    """One legend in the header, its top at figure fraction `top`, with every kind of every
+    device, once each; returns it."""
     kinds = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             kinds.setdefault(label, handle)
-    axes[0].legend(kinds.values(), kinds.keys(), loc="lower left", fontsize=8, ncol=min(len(kinds), 8), frameon=False,
-                   bbox_to_anchor=(0, 1.08))
+    return fig.legend(kinds.values(), kinds.keys(), loc="upper left", fontsize=8, ncol=min(len(kinds), 8),
+                      frameon=False, bbox_to_anchor=(0.01, top))
 
 
 def file_label(label):
