@@ -1,6 +1,8 @@
 #include "core/compile/live_buffers.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace plexus::compile {
 
@@ -16,6 +18,22 @@ void add_pieces(const StagePlan& plan, int32_t stage, int64_t position, int64_t 
   }
 }
 
+/// Throws std::out_of_range unless `running` (when given) names a stage of `program` that
+/// runs on `device`: the action of another device's stage would be silently ignored.
+void check_running(const Program& program, size_t device, const std::optional<RunningAction>& running) {
+  if (!running) return;
+  const auto stage = static_cast<size_t>(running->stage);
+  if (running->stage < 0 || stage >= program.stages.size()) {
+    throw std::out_of_range("live_buffers: the running action's stage " + std::to_string(running->stage) +
+                            " is not one of the program's " + std::to_string(program.stages.size()) + " stages");
+  }
+  if (static_cast<size_t>(program.stages[stage].device) != device) {
+    throw std::out_of_range("live_buffers: the running action's stage " + std::to_string(running->stage) +
+                            " runs on device " + std::to_string(program.stages[stage].device) + ", not on device " +
+                            std::to_string(device));
+  }
+}
+
 }  // namespace
 
 int64_t slot_peak_position(const StagePlan& plan) {
@@ -27,7 +45,7 @@ int64_t slot_peak_position(const StagePlan& plan) {
 std::vector<LiveBuffer> live_buffers(const ir::Graph& graph, const Program& program, size_t device,
                                      const std::optional<RunningAction>& running) {
   const DevicePlan& d = program.devices.at(device);
-  if (running) program.stages.at(static_cast<size_t>(running->stage));
+  check_running(program, device, running);
   std::vector<LiveBuffer> live;
   for (const auto& [root, offset] : d.persistent_offset) live.push_back({root, graph.tensor(root).bytes(), -1, 1, true});
   for (size_t s = 0; s < program.stages.size(); ++s) {

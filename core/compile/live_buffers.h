@@ -44,7 +44,8 @@ int64_t slot_peak_position(const StagePlan& plan);
 /// `graph`: as the header says with `running`, and every slot region at its peak without
 /// (the tensors behind the planned peak). Largest first, ties in plan order. Their bytes
 /// plus the device's scratch_bytes are the planned bytes live there. Throws
-/// std::out_of_range for a device or stage out of range. Pure.
+/// std::out_of_range for a device out of range, or a running stage out of range or placed
+/// on another device. Pure.
 std::vector<LiveBuffer> live_buffers(const ir::Graph& graph, const Program& program, size_t device,
                                      const std::optional<RunningAction>& running = std::nullopt);
 

@@ -123,6 +123,11 @@ TEST(LiveBuffers, LargestFirstWithSlotCopiesCounted) {
   const std::vector<LiveBuffer> live = live_buffers(m.g, p, 0);
   ASSERT_FALSE(live.empty());
   for (size_t i = 1; i < live.size(); ++i) EXPECT_GE(live[i - 1].bytes, live[i].bytes);
+  // A running action names a stage of the device asked about: stage 1 runs on device 1.
+  EXPECT_THROW(live_buffers(m.g, p, 0, RunningAction{1, 0}), std::out_of_range);
+  EXPECT_THROW(live_buffers(m.g, p, 0, RunningAction{2, 0}), std::out_of_range);
+  EXPECT_THROW(live_buffers(m.g, p, 0, RunningAction{-1, 0}), std::out_of_range);
+  EXPECT_NO_THROW(live_buffers(m.g, p, 1, RunningAction{1, 0}));
   for (const LiveBuffer& b : live) {
     if (b.persistent) continue;
     EXPECT_EQ(b.copies, 2);
