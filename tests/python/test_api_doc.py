@@ -19,7 +19,8 @@ from plexus.ops import catalog
 ROOT = pathlib.Path(os.environ.get("PLEXUS_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 # Submodules re-exported by import side effect: documented through their contents.
 MODULES = {"callbacks", "context", "data", "dtypes", "errors", "graph", "ir", "module", "ops", "session", "streams",
-           "tensor", "variables", "blocks", "capture", "executor", "lowering", "lowering_norm", "options", "update", "composed_optimizers"}
+           "tensor", "variables", "blocks", "capture", "executor", "lowering", "lowering_norm", "options", "update", "composed_optimizers",
+           "prefetch"}
 
 
 def documented_words():

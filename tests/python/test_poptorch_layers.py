@@ -306,9 +306,66 @@ def test_batch_norm_running_statistics(kind, momentum):
     assert ok, f"BatchNorm{kind}(momentum={momentum}) differs from torch by {diff:.3g}"
 
 
+class Renormed(torch.nn.Module):
+    """An Embedding(12, 5, max_norm=1.5) whose rows have norms of about 2 to 9, then a
+    Linear, summed over the sequence; the MSE loss. Indices come from rows 0-7 only."""
+
+    def __init__(self, norm_type, functional):
+        super().__init__()
+        self.emb = torch.nn.Embedding(12, 5, max_norm=1.5, norm_type=norm_type)
+        with torch.no_grad():
+            self.emb.weight.mul_(2.0)
+        self.lin, self.functional = torch.nn.Linear(5, 3), functional
+
+    def forward(self, idx, t):
+        e = (F.embedding(idx, self.emb.weight, max_norm=1.5, norm_type=self.emb.norm_type) if self.functional
+             else self.emb(idx))
+        y = self.lin(e).sum(1)
+        return y, F.mse_loss(y, t)
+
+
+def max_norm_steps(norm_type, functional=False, steps=4):
+    """(largest difference, within tolerance) of outputs and loss at each of `steps` SGD
+    steps and of the weights after them, poptorch against torch, for Renormed; indices
+    [4, 7] with repeats in a row and across rows. Rows 8-11, never read, keep their norms
+    above max_norm (checked: only the rows read are renormalised)."""
+    torch.manual_seed(0)
+    model = Renormed(norm_type, functional)
+    ref = copy.deepcopy(model)
+    unread = model.emb.weight[8:].detach().clone()
+    opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    trained = poptorch.trainingModel(model, optimizer=poptorch.optim.SGD(model.parameters(), lr=0.05))
+    diffs = []
+    for _ in range(steps):
+        idx = torch.randint(0, 8, (4, 7))
+        idx[:, 1] = idx[:, 0]
+        idx[1] = idx[0]
+        t = torch.randn(4, 3)
+        opt.zero_grad()
+        expected = ref(idx, t)
+        expected[1].backward()
+        opt.step()
+        diffs += compare_outputs(trained(idx, t), expected)
+    trained.copyWeightsToHost()
+    diffs += [max_rel_excess(p, q) for p, q in zip(model.parameters(), ref.parameters())]
+    assert torch.equal(model.emb.weight[8:], unread) and torch.equal(ref.emb.weight[8:], unread)
+    return worst(diffs)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0])
+@pytest.mark.parametrize("functional", [False, True])
+def test_embedding_max_norm_training_matches_torch(norm_type, functional):
+    """Embedding(max_norm) renormalises the rows read in the weight during the forward,
+    not differentiated, as torch: outputs and loss of 4 SGD steps and the weights after
+    them within ATOL + RTOL |torch| (norm_type 3's norm is (sum |w|^3)^(1/3) through exp
+    and log), through the module and through F.embedding."""
+    diff, ok = max_norm_steps(norm_type, functional)
+    assert ok, f"Embedding(max_norm, norm_type={norm_type}) differs from torch by {diff:.3g}"
+
+
 @pytest.mark.parametrize("module, shape", [
     (torch.nn.AdaptiveAvgPool2d((4, 4)), (2, 2, 6, 6)),
-    (torch.nn.Embedding(10, 4, max_norm=1.0), None),
+    (torch.nn.Embedding(10, 4, scale_grad_by_freq=True), None),
 ])
 def test_unsupported_variant_names_the_module(module, shape):
     """UnsupportedOp naming the module (Sequential: a leaf module, not a traced forward)."""
@@ -326,5 +383,7 @@ def test_difference_table():
     lines += [f"{name:<{width}}  {r['forward'][0]:>14.3e}  {r['gradient'][0]:>15.3e}" for name, r in rows]
     lines += [f"{f'BatchNorm{k}(momentum={m}), 3 steps + eval':<{width}}  {batch_norm_steps(k, m)[0]:>14.3e}"
               for k in ("2d", "1d") for m in (0.1, None)]
+    lines += [f"{f'Embedding(max_norm=1.5, norm_type={p:g}), 4 steps':<{width}}  {max_norm_steps(p)[0]:>14.3e}"
+              for p in (2.0, 1.0, 3.0)]
     print("\n" + "\n".join(lines))
     assert not [n for n, r in rows if not (r["forward"][1] and r["gradient"][1])]

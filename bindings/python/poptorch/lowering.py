@@ -307,17 +307,55 @@ def _adaptive_avg_pool2d(m, ctx, x):
     return ops.reduce_mean(windows, axes=[len(lead) + 1, len(lead) + 3])
 
 
-def _embedding(m, ctx, indices):
-    """Rows of the weight; the rows read at padding_idx come from the weight detached, so
-    the padding row gets no gradient (torch's padding_idx)."""
-    if m.max_norm is not None:
-        raise Unsupported("Embedding with max_norm")
-    weight, indices = ctx.param(m.weight), ops.cast(indices, plexus.int32)
+def _row_norms(weight, norm_type):
+    """The norm_type-norm of each row of weight [V, D] as [V, 1] (torch's Tensor.norm: 2 and
+    1 directly, inf the largest |w|, another p as (sum |w|^p)^(1/p) through exp and log)."""
+    if norm_type == 2:
+        return ops.sqrt(ops.reduce_sum(ops.mul(weight, weight), axes=[1], keepdims=1))
+    magnitude = _abs(weight)
+    if norm_type == 1:
+        return ops.reduce_sum(magnitude, axes=[1], keepdims=1)
+    if norm_type == float("inf"):
+        return _max(magnitude, 1, keepdim=True)[0]
+    if norm_type <= 0:
+        raise Unsupported(f"Embedding with norm_type={norm_type} (a norm needs p > 0)")
+    powers = ops.exp(ops.mul(ops.log(magnitude), float(norm_type)))
+    return ops.exp(ops.div(ops.log(ops.reduce_sum(powers, axes=[1], keepdims=1)), float(norm_type)))
+
+
+def _renormalise(weight, indices, max_norm, norm_type):
+    """torch's embedding_renorm_ in the forward: each row of the variable weight [V, D]
+    that `indices` reads (once, however often it is read) and whose norm exceeds max_norm
+    is scaled in place by max_norm / (norm + 1e-7); the other rows are multiplied by 1.
+    copy_var_update_ has no gradient, as torch renormalises under no_grad."""
+    flat = ops.reshape(indices, shape=[-1])
+    ones = _const(np.ones((int(flat.shape[0]), 1)))
+    reads = ops.gather_grad(flat, ones, num_rows=int(weight.shape[0]))  # [V, 1]: times each row is read
+    norms = _row_norms(weight, norm_type)
+    over = ops.mul(ops.relu(ops.sub(norms, float(max_norm))), reads)  # > 0 where read and norm > max_norm
+    scale = ops.where(ops.equal(over, ops.constant_like(over, 0.0)), ops.constant_like(norms, 1.0),
+                      ops.div(float(max_norm), ops.add(norms, 1e-7)))
+    ops.copy_var_update_(weight, ops.mul(weight, scale))
+
+
+def _embedding(indices, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+               sparse=False):
+    """F.embedding: rows of the weight variable; the rows read at padding_idx come from the
+    weight detached, so the padding row gets no gradient (torch's padding_idx). With
+    max_norm the rows read are renormalised in the weight first (_renormalise); the gather
+    then reads the updated variable (ops run in program order), and its gradient, dy's rows
+    scattered, does not involve the scale, as torch's. sparse gradients are dense here (the
+    same values)."""
+    if scale_grad_by_freq:
+        raise Unsupported("Embedding with scale_grad_by_freq")
+    indices = ops.cast(indices, plexus.int32)
+    if max_norm is not None:
+        _renormalise(weight, indices, max_norm, float(norm_type))
     rows = ops.gather(weight, indices)
-    if m.padding_idx is None:
+    if padding_idx is None:
         return rows
     padding = ops.equal(ops.reshape(indices, shape=list(indices.shape) + [1]),
-                        ops.constant_like(indices, int(m.padding_idx) % int(m.num_embeddings)))
+                        ops.constant_like(indices, int(padding_idx) % int(weight.shape[0])))
     return ops.where(padding, ops.gather(ops.detach(weight), indices), rows)
 
 
@@ -421,7 +459,8 @@ MODULES = {
     torch.nn.L1Loss: lambda m, ctx, a, b: _l1(a, b, m.reduction),
     torch.nn.AvgPool2d: _avg_pool2d,
     torch.nn.AdaptiveAvgPool2d: _adaptive_avg_pool2d,
-    torch.nn.Embedding: _embedding,
+    torch.nn.Embedding: lambda m, ctx, x: _embedding(x, ctx.param(m.weight), m.padding_idx, m.max_norm, m.norm_type,
+                                                     m.scale_grad_by_freq, m.sparse),
     torch.nn.NLLLoss: lambda m, ctx, a, b: _nll(a, b, m.weight, m.ignore_index, m.reduction),
     torch.nn.BCEWithLogitsLoss: lambda m, ctx, a, b: _bce_with_logits(a, b, m.weight, m.pos_weight, m.reduction),
 }
@@ -444,7 +483,7 @@ FUNCTIONS = {
     torch.cat: lambda tensors, dim=0: ops.concat(*tensors, axis=dim),
     torch.mean: lambda x, dim=None, keepdim=False: _reduce_dims(ops.reduce_mean, x, dim, keepdim),
     torch.sum: lambda x, dim=None, keepdim=False: _reduce_dims(ops.reduce_sum, x, dim, keepdim),
-    torch.max: _max, torch.argmax: _argmax,
+    torch.max: _max, torch.argmax: _argmax, F.embedding: _embedding,
     F.nll_loss: lambda a, b, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean":
     _nll(a, b, weight, ignore_index, reduction),
     F.binary_cross_entropy_with_logits: lambda a, b, weight=None, size_average=None, reduce=None, reduction="mean",
