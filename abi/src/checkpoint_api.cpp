@@ -29,8 +29,8 @@ plx_checkpoint_options options_or_defaults(const plx_checkpoint_options* options
   return o;
 }
 
-runtime::SaveOptions to_save(const plx_checkpoint_options& o, const char* fn) {
-  runtime::SaveOptions s;
+session::SaveOptions to_save(const plx_checkpoint_options& o, const char* fn) {
+  session::SaveOptions s;
   s.write.level = o.level;
   s.write.threads = o.threads;
   if (o.level < 1 || o.level > 19) {
@@ -41,13 +41,13 @@ runtime::SaveOptions to_save(const plx_checkpoint_options& o, const char* fn) {
   }
   switch (o.shuffle) {
     case PLX_SHUFFLE_AUTO:
-      s.shuffle = runtime::Shuffle::Auto;
+      s.shuffle = session::Shuffle::Auto;
       break;
     case PLX_SHUFFLE_OFF:
-      s.shuffle = runtime::Shuffle::Off;
+      s.shuffle = session::Shuffle::Off;
       break;
     case PLX_SHUFFLE_ON:
-      s.shuffle = runtime::Shuffle::On;
+      s.shuffle = session::Shuffle::On;
       break;
     default:
       ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": options->shuffle " + std::to_string(o.shuffle) +
@@ -84,7 +84,7 @@ PLX_API plx_status plx_session_save_checkpoint(plx_session* session, const char*
     const char* fn = "plx_session_save_checkpoint";
     require(session, fn, "session");
     const std::string file = path_of(path, fn);
-    runtime::save_session(*session->session, file, to_save(options_or_defaults(options, fn), fn));
+    session::save_session(*session->session, file, to_save(options_or_defaults(options, fn), fn));
   });
 }
 
@@ -96,11 +96,11 @@ PLX_API plx_status plx_session_save_checkpoint_async(plx_session* session, const
     require(out_save, fn, "out_save");
     const std::string file = path_of(path, fn);
     const plx_checkpoint_options o = options_or_defaults(options, fn);
-    const runtime::SaveOptions save = to_save(o, fn);
-    runtime::AsyncSaver* saver = nullptr;
+    const session::SaveOptions save = to_save(o, fn);
+    session::AsyncSaver* saver = nullptr;
     {
       std::lock_guard lock(session->saver_mutex);
-      if (!session->saver) session->saver = std::make_unique<runtime::AsyncSaver>(o.threads, o.staging_bytes);
+      if (!session->saver) session->saver = std::make_unique<session::AsyncSaver>(o.threads, o.staging_bytes);
       saver = session->saver.get();
     }
     std::function<void(std::exception_ptr)> done;
@@ -124,10 +124,10 @@ PLX_API plx_status plx_session_load_checkpoint(plx_session* session, const char*
     require(session, fn, "session");
     const std::string file = path_of(path, fn);
     const plx_checkpoint_options o = options_or_defaults(options, fn);
-    runtime::LoadOptions load;
+    session::LoadOptions load;
     load.strict = o.strict != 0;
     for (size_t i = 0; i < o.num_counters; ++i) load.required_counters.emplace_back(o.counter_names[i]);
-    const runtime::LoadResult result = runtime::load_session(*session->session, file, load);
+    const session::LoadResult result = session::load_session(*session->session, file, load);
     for (size_t i = 0; i < o.num_counters; ++i) o.counter_values[i] = result.counters.at(o.counter_names[i]);
   });
 }

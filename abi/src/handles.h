@@ -23,11 +23,11 @@ struct plx_ir {
 };
 
 struct plx_session {
-  std::unique_ptr<plexus::runtime::Session> session;
+  std::unique_ptr<plexus::session::Session> session;
   /// Asynchronous checkpoint saves, made by the first one; destroyed (waiting for pending
   /// saves) before the session.
   std::mutex saver_mutex;
-  std::unique_ptr<plexus::runtime::AsyncSaver> saver;
+  std::unique_ptr<plexus::session::AsyncSaver> saver;
 };
 
 struct plx_run {

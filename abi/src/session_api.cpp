@@ -15,7 +15,7 @@ using abi::require;
 
 namespace {
 
-std::string report(const runtime::Session& s) {
+std::string report(const session::Session& s) {
   nlohmann::json j;
   j["device_iterations"] = s.options().device_iterations;
   j["replication_factor"] = s.replication_factor();
@@ -85,7 +85,7 @@ PLX_API plx_status plx_session_create(const plx_ir* ir, const plx_session_option
     require(ir, "plx_session_create", "ir");
     require(out_session, "plx_session_create", "out_session");
     auto handle = std::make_unique<plx_session>();
-    handle->session = std::make_unique<runtime::Session>(ir->graph, abi::to_session_options(options));
+    handle->session = std::make_unique<session::Session>(ir->graph, abi::to_session_options(options));
     *out_session = handle.release();
   });
 }
@@ -178,7 +178,7 @@ PLX_API plx_status plx_session_get_variable_storage(const plx_session* session, 
     const char* fn = "plx_session_get_variable_storage";
     require(session, fn, "session");
     require(out_storage, fn, "out_storage");
-    const runtime::VariableStorage s =
+    const session::VariableStorage s =
         session->session->variable_storage(abi::decode_tensor(session->session->graph(), tensor, fn));
     plx_variable_storage full{};
     full.device_bytes = s.device_bytes;
@@ -203,7 +203,7 @@ PLX_API plx_status plx_session_get_memory_report(const plx_session* session, cha
   return guarded([&] {
     require(session, "plx_session_get_memory_report", "session");
     if (capacity > 0) require(buffer, "plx_session_get_memory_report", "buffer");
-    abi::copy_text(runtime::memory_report(*session->session).dump(1), buffer, capacity, out_size);
+    abi::copy_text(session::memory_report(*session->session).dump(1), buffer, capacity, out_size);
   });
 }
 

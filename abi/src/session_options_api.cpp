@@ -1,4 +1,4 @@
-// C API: plx_session_options, its defaults and its reading into runtime::SessionOptions;
+// C API: plx_session_options, its defaults and its reading into session::SessionOptions;
 // apart from the sessions (session_api.cpp), so that the reading builds without them
 // (tests/abi/fuzz fuzzes it with the few sources it needs).
 #include "abi/src/session_options_api.h"
@@ -14,7 +14,7 @@ namespace plexus::abi {
 namespace {
 
 // Stages, strategy, gradient accumulation, output mode, offload and profiling (version 4).
-void read_pipelining(const plx_session_options& o, runtime::SessionOptions& out) {
+void read_pipelining(const plx_session_options& o, session::SessionOptions& out) {
   out.gradient_accumulation = o.gradient_accumulation;
   if (o.num_stages > 0) require(o.stages, "plx_session_create", "options->stages");
   for (size_t s = 0; s < o.num_stages; ++s) {
@@ -34,7 +34,7 @@ void read_pipelining(const plx_session_options& o, runtime::SessionOptions& out)
   }
   if (o.execution_strategy != nullptr) out.execution_strategy = o.execution_strategy;
   if (o.strategy_options != nullptr) out.strategy_options = o.strategy_options;
-  out.output_mode = static_cast<runtime::OutputMode>(o.output_mode);
+  out.output_mode = static_cast<session::OutputMode>(o.output_mode);
   out.output_return_period = o.output_return_period;
   out.offload_optimizer_state = o.offload_optimizer_state != 0;
   out.profile = o.profile != 0;
@@ -42,8 +42,8 @@ void read_pipelining(const plx_session_options& o, runtime::SessionOptions& out)
 
 }  // namespace
 
-runtime::SessionOptions to_session_options(const plx_session_options* options) {
-  runtime::SessionOptions out;
+session::SessionOptions to_session_options(const plx_session_options* options) {
+  session::SessionOptions out;
   if (options == nullptr) return out;
   plx_session_options defaults;
   plx_session_options_init(&defaults);
@@ -74,7 +74,7 @@ extern "C" {
 
 PLX_API void plx_session_options_init(plx_session_options* options) {
   if (options == nullptr) return;
-  const plexus::runtime::SessionOptions defaults;
+  const plexus::session::SessionOptions defaults;
   options->struct_size = sizeof(plx_session_options);
   options->device_iterations = defaults.device_iterations;
   options->device_memory_bytes = defaults.device_memory_bytes;

@@ -1,4 +1,4 @@
-// Reading a caller's plx_session_options into runtime::SessionOptions
+// Reading a caller's plx_session_options into session::SessionOptions
 // (abi/src/session_options_api.cpp).
 #pragma once
 
@@ -11,7 +11,7 @@ namespace plexus::abi {
 /// The caller's options over the defaults: fields past its struct_size keep their defaults,
 /// and NULL is all defaults. Throws InvalidArgument naming the field for a struct_size
 /// short of version 1, a NULL stages array or block name, or a stage device below -1.
-/// The values are not checked: runtime::check_session_options does that.
-runtime::SessionOptions to_session_options(const plx_session_options* options);
+/// The values are not checked: session::check_session_options does that.
+session::SessionOptions to_session_options(const plx_session_options* options);
 
 }  // namespace plexus::abi

@@ -17,7 +17,7 @@ PLX_API plx_status plx_session_get_replicas(const plx_session* session, plx_repl
   return guarded([&] {
     require(session, "plx_session_get_replicas", "session");
     require(out, "plx_session_get_replicas", "out");
-    const runtime::Session& s = *session->session;
+    const session::Session& s = *session->session;
     plx_replica_info full{};
     full.replication_factor = s.replication_factor();
     full.num_workers = s.options().num_workers;

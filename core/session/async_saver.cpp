@@ -1,6 +1,6 @@
 #include "core/session/async_saver.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 AsyncSaver::AsyncSaver(int io_threads, uint64_t staging_bytes)
     : budget_(staging_bytes), io_(io_threads, streams::IoService::Priority::kBackground, "plx-ckpt") {}
@@ -15,7 +15,7 @@ uint64_t AsyncSaver::staged_bytes() const {
   return staged_;
 }
 
-std::shared_ptr<RunHandle> AsyncSaver::save(const Session& session, const std::string& path,
+std::shared_ptr<runtime::RunHandle> AsyncSaver::save(const Session& session, const std::string& path,
                                                      const SaveOptions& options,
                                                      std::function<void(std::exception_ptr)> on_complete) {
   auto snapshot = std::make_shared<Snapshot>(snapshot_session(session, options));
@@ -26,7 +26,7 @@ std::shared_ptr<RunHandle> AsyncSaver::save(const Session& session, const std::s
     staged_ += bytes;
     ++pending_;
   }
-  auto handle = std::make_shared<RunHandle>();
+  auto handle = std::make_shared<runtime::RunHandle>();
   io_.post([this, snapshot, bytes, path, handle, on_complete = std::move(on_complete)]() mutable {
     std::exception_ptr error;
     try {
@@ -52,4 +52,4 @@ std::shared_ptr<RunHandle> AsyncSaver::save(const Session& session, const std::s
   return handle;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

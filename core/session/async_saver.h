@@ -18,7 +18,7 @@
 #include "core/runtime/run_handle.h"
 #include "core/streams/io_service.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 /// Thread-safety: save() from any thread. The destructor waits for pending saves.
 class AsyncSaver {
@@ -33,7 +33,7 @@ class AsyncSaver {
   /// Snapshots `session` now and returns; the write completes the handle (and calls
   /// `on_complete` first, on an io thread, with null or the error). Throws what
   /// snapshot_session throws (nothing is pending then).
-  std::shared_ptr<RunHandle> save(const Session& session, const std::string& path,
+  std::shared_ptr<runtime::RunHandle> save(const Session& session, const std::string& path,
                                            const SaveOptions& options,
                                            std::function<void(std::exception_ptr)> on_complete);
   /// Snapshot bytes held right now.
@@ -48,4 +48,4 @@ class AsyncSaver {
   streams::IoService io_;  // last: joined first, while the fields above still exist
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdio>
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 CoreBudget plan_core_budget(int64_t devices, int threads_per_device, int io_threads, int64_t cores) {
   CoreBudget b;
@@ -30,4 +30,4 @@ void warn_once(const std::string& warning) {
   std::fprintf(stderr, "plexus: warning: %s\n", warning.c_str());
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

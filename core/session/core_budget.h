@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 /// What a session does with the cores. A value type; no state.
 struct CoreBudget {
@@ -33,4 +33,4 @@ CoreBudget plan_core_budget(int64_t devices, int threads_per_device, int io_thre
 /// with a non-empty warning in this process; later calls do nothing. Thread-safe.
 void warn_once(const std::string& warning);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

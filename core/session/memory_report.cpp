@@ -6,7 +6,7 @@
 
 #include "core/compile/memory_timeline.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 namespace {
 
@@ -92,7 +92,7 @@ json device_json(const Session& s, size_t d, const std::set<ir::TensorId>& optim
   const ir::Graph& g = s.graph();
   const compile::Program& p = s.program();
   const std::vector<compile::MemoryStep> timeline = compile::memory_timeline(g, p, s.schedule().at(d), d, optimizer_state);
-  const DeviceMemoryStats m = s.memory_stats(d);
+  const runtime::DeviceMemoryStats m = s.memory_stats(d);
   json stages = json::array();
   for (size_t st = 0; st < p.stages.size(); ++st) {
     if (static_cast<size_t>(p.stages[st].device) == d) stages.push_back(st);
@@ -131,4 +131,4 @@ json memory_report(const Session& session) {
           {"devices", devices}};
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -9,7 +9,7 @@
 
 #include "core/session/session.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 /// The schema version memory_report() writes; it grows when a key changes meaning or
 /// goes away (added keys keep it).
@@ -21,4 +21,4 @@ inline constexpr int kMemoryReportVersion = 1;
 /// run goes on.
 nlohmann::ordered_json memory_report(const Session& session);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

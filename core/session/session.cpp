@@ -15,10 +15,27 @@
 #include "core/runtime/workers.h"
 #include "core/session/core_budget.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 using ir::ErrorCode;
 using ir::Phase;
+using runtime::cancelled_run;
+using runtime::cluster_definition;
+using runtime::DeviceMemoryStats;
+using runtime::DeviceProgram;
+using runtime::DeviceResources;
+using runtime::HostArray;
+using runtime::HostUpdate;
+using runtime::primary_error;
+using runtime::reads_in_place;
+using runtime::ReplicaStorage;
+using runtime::RunHandle;
+using runtime::RunQueue;
+using runtime::RunRequest;
+using runtime::RunTrace;
+using runtime::StreamBinding;
+using runtime::StreamStats;
+using runtime::trace_now;
 
 namespace {
 
@@ -323,4 +340,4 @@ void Session::write_remote_slot(ir::RemoteBufferId buffer, int64_t entry, std::s
   variables_->write_remote_slot(buffer, entry, data);
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

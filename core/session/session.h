@@ -39,10 +39,12 @@
 #include "core/session/variable_access.h"
 
 namespace plexus::runtime {
-
 class DeviceProgram;
 class HostUpdate;
 class RunQueue;
+}  // namespace plexus::runtime
+
+namespace plexus::session {
 
 /// Thread-safety: all methods may be called from any thread. Runs execute one at a time,
 /// in the order they were started, on the session's controller thread.
@@ -65,21 +67,21 @@ class Session {
   /// optional. When a device fails, the others are woken from their channels and
   /// collectives, the run throws the failing device's error (naming it), and the session
   /// stays usable.
-  void run(std::span<const HostArray> inputs, std::span<const HostArray> outputs);
+  void run(std::span<const runtime::HostArray> inputs, std::span<const runtime::HostArray> outputs);
 
   /// Runs `request` (see run_async) and waits for it; on an idle session it runs on the
   /// calling thread. Throws the run's error.
-  void run(RunRequest request);
+  void run(runtime::RunRequest request);
   /// Checks `request` (arrays as run(); a callback per stream at most, the right kind for
   /// the stream's direction, a stream fed by an array or a callback, not both), then
   /// queues it and returns at once. request.on_complete is called once when it ends, on
   /// the controller thread, before the handle completes. Throws what run() throws for a
   /// bad request (nothing is queued then).
-  std::shared_ptr<RunHandle> run_async(RunRequest request);
+  std::shared_ptr<runtime::RunHandle> run_async(runtime::RunRequest request);
   /// Ends the running and queued runs with ir::Error(Cancelled); the session stays usable.
   void cancel();
   /// Streaming figures of the last finished run.
-  StreamStats last_stream_stats() const;
+  runtime::StreamStats last_stream_stats() const;
 
   /// Shape of the host array for `stream` (streams/host_array_layout.h): inputs
   /// [device_iterations * gradient_accumulation, R] + S; outputs per the output mode;
@@ -128,12 +130,12 @@ class Session {
   bool training() const { return program_.training; }
   int64_t replication_factor() const { return graph_.replication_factor(); }
   /// The global replicas this worker hosts (all R with one worker).
-  const HostedReplicas& hosted_replicas() const { return hosted_; }
+  const runtime::HostedReplicas& hosted_replicas() const { return hosted_; }
   /// The collectives plugin in use; null when the session needs none.
   const plugin_host::Collectives* collectives() const { return collectives_.empty() ? nullptr : collectives_.front().get(); }
   const std::string& strategy_name() const { return strategy_name_; }
   const compile::Schedule& schedule() const { return schedule_; }
-  DeviceMemoryStats memory_stats(size_t device) const;
+  runtime::DeviceMemoryStats memory_stats(size_t device) const;
   const SessionOptions& options() const { return options_; }
   const ir::Graph& graph() const { return graph_; }
   const compile::Placement& placement() const { return program_.placement; }
@@ -145,7 +147,7 @@ class Session {
   /// outnumbering the cores), one line each; empty when nothing.
   const std::vector<std::string>& warnings() const;
   /// The last run's trace; empty (no devices) unless options().profile.
-  RunTrace last_trace() const;
+  runtime::RunTrace last_trace() const;
 
  private:
   /// Runs the compile passes (core/compile/passes.h) on graph_ and keeps what they made.
@@ -162,22 +164,22 @@ class Session {
   /// A communicator over the session's replicas through its collectives plugin, given the
   /// environment's cluster definition (runtime/workers.h); host_buffers as Collectives'.
   std::unique_ptr<plugin_host::Collectives> make_collectives(bool host_buffers) const;
-  void check_request(const RunRequest& request) const;
-  void check_arrays(std::span<const HostArray> arrays, ir::StreamDirection direction, bool required,
+  void check_request(const runtime::RunRequest& request) const;
+  void check_arrays(std::span<const runtime::HostArray> arrays, ir::StreamDirection direction, bool required,
                     std::vector<bool>& seen) const;
   /// The host array layout of `stream` under the session's options.
   streams::HostArrayLayout stream_layout(ir::StreamId stream) const;
   /// One run (RunQueue::Execute): streams bound, devices run, outcome settled.
-  std::exception_ptr execute(const RunRequest& request, const std::function<bool()>& cancelled);
+  std::exception_ptr execute(const runtime::RunRequest& request, const std::function<bool()>& cancelled);
   /// Before the devices start: sum outputs zeroed, the host update's run begun.
-  void prepare_run(const RunRequest& request);
+  void prepare_run(const runtime::RunRequest& request);
   /// The last run's stream figures and trace, from `start` to `end` (trace_now()).
   void record_run(int64_t start, int64_t end);
 
   ir::Graph graph_;
   SessionOptions options_;
   std::vector<std::string> warnings_;
-  HostedReplicas hosted_;
+  runtime::HostedReplicas hosted_;
   compile::Program program_;
   compile::Schedule schedule_;
   std::string strategy_name_;
@@ -187,17 +189,17 @@ class Session {
   /// at construction; a read needing every worker); used by the host update during runs
   /// and by variable reads between them (under the variables lock).
   mutable std::unique_ptr<plugin_host::Collectives> host_collectives_;
-  std::unique_ptr<HostUpdate> host_update_;  ///< weight_update_on_host of a training graph
-  std::unique_ptr<ReplicaStorage> storage_;
-  std::unique_ptr<StreamBinding> streams_;
+  std::unique_ptr<runtime::HostUpdate> host_update_;  ///< weight_update_on_host of a training graph
+  std::unique_ptr<runtime::ReplicaStorage> storage_;
+  std::unique_ptr<runtime::StreamBinding> streams_;
   std::vector<streams::HostArrayLayout> layouts_;  ///< per stream
-  std::unique_ptr<DeviceProgram> devices_;
+  std::unique_ptr<runtime::DeviceProgram> devices_;
   std::unique_ptr<VariableAccess> variables_;
   mutable std::mutex stats_mutex_;  ///< guards trace_ and stream_stats_
-  RunTrace trace_;
-  StreamStats stream_stats_;
+  runtime::RunTrace trace_;
+  runtime::StreamStats stream_stats_;
   std::atomic<int64_t> steps_{0};
-  std::unique_ptr<RunQueue> queue_;  ///< last: stopped first
+  std::unique_ptr<runtime::RunQueue> queue_;  ///< last: stopped first
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

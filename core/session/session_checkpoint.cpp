@@ -6,7 +6,7 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 namespace {
 
@@ -218,4 +218,4 @@ LoadResult load_session(Session& session, const std::string& path, const LoadOpt
   return result;
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -16,7 +16,7 @@
 #include "core/checkpoint/checkpoint_file.h"
 #include "core/session/session.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 enum class Shuffle { Auto, Off, On };  ///< Auto: byte-shuffle floating-point tensors
 
@@ -63,4 +63,4 @@ checkpoint::WriteStats save_session(const Session& session, const std::string& p
 /// NotFound for a required counter.
 LoadResult load_session(Session& session, const std::string& path, const LoadOptions& options);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -3,7 +3,7 @@
 #include "core/ir/error.h"
 #include "core/runtime/workers.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 using ir::ErrorCode;
 
@@ -60,14 +60,14 @@ void check_session_options(const SessionOptions& o) {
 
 SessionOptions resolve_workers(SessionOptions options) {
   if (options.num_workers == 0) {
-    const WorkerPlace place = workers_from_environment();
+    const runtime::WorkerPlace place = runtime::workers_from_environment();
     options.num_workers = place.count;
     options.worker_index = place.index;
   }
   return options;
 }
 
-HostedReplicas hosted_by_worker(const SessionOptions& o, int64_t replication_factor) {
+runtime::HostedReplicas hosted_by_worker(const SessionOptions& o, int64_t replication_factor) {
   if (replication_factor % o.num_workers != 0) {
     ir::fail(ErrorCode::InvalidArgument, "session option num_workers is " + std::to_string(o.num_workers) +
                                              ", which does not divide the replication factor " +
@@ -78,4 +78,4 @@ HostedReplicas hosted_by_worker(const SessionOptions& o, int64_t replication_fac
   return {o.worker_index * count, count};
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -11,7 +11,7 @@
 #include "core/runtime/replica_storage.h"
 #include "core/streams/host_array_layout.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 /// The output modes of device-to-host streams (streams/host_array_layout.h).
 using streams::OutputMode;
@@ -71,6 +71,6 @@ SessionOptions resolve_workers(SessionOptions options);
 /// The global replicas worker options.worker_index of options.num_workers (>= 1) hosts:
 /// an equal share of the `replication_factor` replicas (seed 002). Throws InvalidArgument
 /// when num_workers does not divide the replication factor.
-HostedReplicas hosted_by_worker(const SessionOptions& options, int64_t replication_factor);
+runtime::HostedReplicas hosted_by_worker(const SessionOptions& options, int64_t replication_factor);
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -6,9 +6,12 @@
 #include "core/ir/error.h"
 #include "core/replication/shard_layout.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 using ir::ErrorCode;
+using runtime::HostedReplicas;
+using runtime::HostUpdate;
+using runtime::ReplicaStorage;
 
 namespace {
 
@@ -214,4 +217,4 @@ std::vector<std::byte> VariableAccess::gather_replicas(const ir::TensorInfo& t, 
   return std::move(gathered.front());
 }
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -20,7 +20,7 @@
 #include "core/runtime/host_update.h"
 #include "core/runtime/replica_storage.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 
 /// Where one replica keeps a variable, in bytes per replica.
 struct VariableStorage {
@@ -42,8 +42,8 @@ class VariableAccess {
   /// Everything is borrowed and must outlive this object; `host_update` is null unless
   /// the weight update runs on the host (its host copy of a weight is refreshed after a
   /// write). `num_workers`: processes sharing the R replicas, `hosted.count` each.
-  VariableAccess(const ir::Graph& graph, const compile::Program& program, const HostedReplicas& hosted, int64_t num_workers,
-                 const ReplicaStorage& storage, HostUpdate* host_update, HostCollectives host_collectives);
+  VariableAccess(const ir::Graph& graph, const compile::Program& program, const runtime::HostedReplicas& hosted, int64_t num_workers,
+                 const runtime::ReplicaStorage& storage, runtime::HostUpdate* host_update, HostCollectives host_collectives);
 
   /// Keeps runs and other accesses out while held (recursive: accesses on this thread
   /// still work). Session::hold_runs.
@@ -81,12 +81,12 @@ class VariableAccess {
 
   const ir::Graph& graph_;
   const compile::Program& program_;
-  HostedReplicas hosted_;
+  runtime::HostedReplicas hosted_;
   int64_t num_workers_;
-  const ReplicaStorage& storage_;
-  HostUpdate* host_update_;
+  const runtime::ReplicaStorage& storage_;
+  runtime::HostUpdate* host_update_;
   HostCollectives host_collectives_;
   mutable std::recursive_mutex mutex_;
 };
 
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -22,7 +22,7 @@ std::vector<std::byte> f32(const std::vector<float>& values) {
 // Runs the graph once and returns tensor `t` (added as a d2h stream) as floats.
 std::vector<float> evaluate(Graph g, TensorId t) {
   const StreamId s = g.add_d2h_stream("result", t);
-  runtime::Session session(g, {});
+  session::Session session(g, {});
   std::vector<float> out(static_cast<size_t>(numel(g.tensor(t).shape)));
   const runtime::HostArray array{s, out.data(), DType::Float32, g.tensor(t).shape};
   session.run({}, std::span(&array, 1));

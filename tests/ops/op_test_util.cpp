@@ -169,9 +169,9 @@ std::vector<Value> evaluate(const ir::Graph& graph, const std::vector<ir::Tensor
   std::vector<ir::StreamId> streams;
   for (size_t i = 0; i < outputs.size(); ++i)
     streams.push_back(g.add_d2h_stream("out" + std::to_string(i), outputs[i]));
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   options.threads_per_device = 1;  // the build machines' 2 cores are shared
-  runtime::Session session(g, options);
+  session::Session session(g, options);
   std::vector<std::vector<std::byte>> host(outputs.size());
   std::vector<runtime::HostArray> arrays;
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -32,14 +32,14 @@ std::vector<float> group_values(int64_t groups, int64_t numel) {
   return v;
 }
 
-std::vector<float> read(const runtime::Session& s, ir::TensorId t) {
+std::vector<float> read(const session::Session& s, ir::TensorId t) {
   std::vector<float> out(static_cast<size_t>(ir::numel(s.variable_shape(t))));
   s.read_variable(t, std::as_writable_bytes(std::span(out)));
   return out;
 }
 
 // Runs once and returns the d2h stream `out` for every replica.
-std::vector<float> run_and_fetch(runtime::Session& s, ir::StreamId out, int64_t per_replica) {
+std::vector<float> run_and_fetch(session::Session& s, ir::StreamId out, int64_t per_replica) {
   std::vector<float> host(static_cast<size_t>(s.replication_factor() * per_replica));
   const runtime::HostArray array{out, host.data(), ir::DType::Float32, s.host_shape(out)};
   s.run({}, std::span(&array, 1));
@@ -57,7 +57,7 @@ TEST(Rts, ShardsWithAGroupingAllGatherToEachGroupsFullTensor) {
   const ir::TensorId full = g.add_op("replicated_all_gather", {w}, {}).front();
   EXPECT_EQ(g.tensor(full).shape, (ir::Shape{7}));  // the original shape, padding gone
   const ir::StreamId out = g.add_d2h_stream("full", full);
-  runtime::Session s(g, {});
+  session::Session s(g, {});
   const std::vector<float> fetched = run_and_fetch(s, out, 7);
   for (int64_t r = 0; r < 4; ++r) {
     for (int64_t i = 0; i < 7; ++i) {
@@ -76,7 +76,7 @@ TEST(Rts, ShardOverSplitsAGroupIntoSeveralShardDomains) {
                                                         std::nullopt, ir::RetrievalMode::AllReplicas, 2);
   EXPECT_EQ(g.tensor(w).shape, (ir::Shape{3}));
   const ir::StreamId out = g.add_d2h_stream("full", g.add_op("replicated_all_gather", {w}, {}).front());
-  runtime::Session s(g, {});
+  session::Session s(g, {});
   const std::vector<float> fetched = run_and_fetch(s, out, 5);
   for (int64_t r = 0; r < 4; ++r) {
     EXPECT_EQ(std::vector<float>(fetched.begin() + r * 5, fetched.begin() + (r + 1) * 5), group_values(1, 5)) << r;
@@ -111,7 +111,7 @@ TEST(Rts, WriteThenReadRoundTripsUnderBothRetrievalModes) {
     const ir::RemoteBufferId slots = g.add_remote_buffer(ir::DType::Float32, {3}, 1);
     const ir::TensorId remote = g.add_remote_variable("remote", ir::DType::Float32, {3}, bytes_of(group_values(2, 3)),
                                                       slots, 0, pairs, mode);
-    runtime::Session s(g, {});
+    session::Session s(g, {});
     for (const ir::TensorId t : {sharded, remote_sharded, remote}) {
       const ir::Shape shape = s.variable_shape(t);
       EXPECT_EQ(shape[0], mode == ir::RetrievalMode::AllReplicas ? 4 : 2);
@@ -175,7 +175,7 @@ TEST(Rts, RemoteShardsLoadGatherUpdateAndStoreBack) {
   sgd.set("b", -0.5);
   const ir::TensorId updated = g.add_op("scaled_add_", {shard, grad_shard}, sgd).front();
   g.add_op("remote_store", {updated}, load);
-  runtime::Session s(g, {});
+  session::Session s(g, {});
   EXPECT_EQ(run_and_fetch(s, out, 5), (std::vector<float>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4}));
   EXPECT_EQ(read(s, var), (std::vector<float>{-0.5f, 0.5f, 1.5f, 2.5f, 3.5f}));
   EXPECT_EQ(run_and_fetch(s, out, 5), (std::vector<float>{-0.5f, 0.5f, 1.5f, 2.5f, 3.5f, -0.5f, 0.5f, 1.5f, 2.5f, 3.5f}));
@@ -196,7 +196,7 @@ TEST(Rts, HalvesEachReplicasBytesAtTwoReplicas) {
   const ir::RemoteBufferId sb = sharded.add_remote_buffer(ir::DType::Float32, {160}, 1);
   const ir::TensorId s1 = sharded.add_remote_replica_sharded_variable(
       "W1", ir::DType::Float32, {32, 10}, bytes_of(w1), sb, 0, std::nullopt, ir::RetrievalMode::OnePerGroup, 0);
-  runtime::Session a(plain, {}), b(sharded, {});
+  session::Session a(plain, {}), b(sharded, {});
   EXPECT_EQ(b.variable_storage(s0).device_bytes * 2, a.variable_storage(p0).device_bytes);
   EXPECT_EQ(b.variable_storage(s1).remote_bytes * 2, a.variable_storage(p1).remote_bytes);
   EXPECT_EQ(b.variable_storage(s0).shard_over, 2);

@@ -45,7 +45,7 @@ TEST_P(ListingThirteenOne, ShapesAndValuesAfterDivergence) {
   const ir::StreamId xs = g.add_h2d_stream("x", ir::DType::Float32, kBase);
   g.add_op("scaled_add_", {v, g.stream(xs).tensor}, {});
 
-  runtime::Session s(g, {});
+  session::Session s(g, {});
   EXPECT_EQ(s.variable_shape(v), c.host_shape) << c.name;
   std::vector<float> x(static_cast<size_t>(kR * 9));
   for (int64_t r = 0; r < kR; ++r) std::fill_n(x.begin() + r * 9, 9, static_cast<float>(r + 1));
@@ -104,11 +104,11 @@ TEST(VariableLayout, ReplicatedStreamsCarryTheReplicaDim) {
   ir::Graph g;
   g.set_replication_factor(2);
   const ir::StreamId xs = g.add_h2d_stream("x", ir::DType::Float32, {4});
-  runtime::SessionOptions opts;
-  runtime::Session one(g, opts);
+  session::SessionOptions opts;
+  session::Session one(g, opts);
   EXPECT_EQ(one.host_shape(xs), (ir::Shape{2, 4}));
   opts.device_iterations = 3;
-  runtime::Session three(g, opts);
+  session::Session three(g, opts);
   EXPECT_EQ(three.host_shape(xs), (ir::Shape{3, 2, 4}));
   std::vector<float> x(24);
   const runtime::HostArray wrong{xs, x.data(), ir::DType::Float32, {6, 4}};

@@ -16,6 +16,7 @@ namespace plexus::runtime {
 namespace {
 
 using testing::CnnRecipe;
+using session::SessionOptions;
 
 std::string describe(const CnnRecipe& r) {
   return std::string(r.pool_first ? "pool first" : "relu first") + (r.bias ? ", bias" : ", no bias") + ", pool " +

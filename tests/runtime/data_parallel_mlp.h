@@ -95,7 +95,7 @@ inline Mlp build_mlp(int64_t replicas, int64_t batch, MlpUpdate update = {}) {
 }
 
 /// Every float32 variable of `vars` as session s holds it, one after the other.
-inline std::vector<float> read_float_variables(Session& s, const std::vector<ir::TensorId>& vars) {
+inline std::vector<float> read_float_variables(session::Session& s, const std::vector<ir::TensorId>& vars) {
   std::vector<float> all;
   for (ir::TensorId p : vars) {
     std::vector<float> v(static_cast<size_t>(ir::numel(s.variable_shape(p))));
@@ -109,11 +109,11 @@ inline std::vector<float> read_float_variables(Session& s, const std::vector<ir:
 /// sample order whatever the split) with `options`, feeding only the replicas the session
 /// hosts (all of them unless options has several workers), and returns every parameter as
 /// this session reads it.
-inline std::vector<float> train_mlp(int64_t replicas, int64_t batch, int64_t steps, SessionOptions options = {},
+inline std::vector<float> train_mlp(int64_t replicas, int64_t batch, int64_t steps, session::SessionOptions options = {},
                                     MlpUpdate update = {}) {
   Mlp m = build_mlp(replicas, batch, update);
   options.device_iterations = steps;
-  Session s(m.graph, options);
+  session::Session s(m.graph, options);
   const int64_t samples = steps * replicas * batch;
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);

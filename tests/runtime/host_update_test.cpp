@@ -32,6 +32,11 @@ using testing::kMlpIn;
 using testing::max_abs_difference;
 using testing::Mlp;
 using testing::MlpUpdate;
+using session::load_session;
+using session::save_session;
+using session::Session;
+using session::SessionOptions;
+using session::VariableStorage;
 
 constexpr int64_t kBatch = 2;  // samples per replica and micro-batch
 

@@ -17,6 +17,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::f32;
+using session::OutputMode;
+using session::Session;
+using session::SessionOptions;
 
 using testing::Data;
 using testing::kBatch;

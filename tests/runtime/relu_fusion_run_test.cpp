@@ -26,6 +26,7 @@ namespace plexus::runtime {
 namespace {
 
 using testing::f32;
+using session::Session;
 
 ir::TensorId op(ir::Graph& g, const char* type, std::vector<ir::TensorId> in, ir::Attributes attrs = {}) {
   return g.add_op(type, std::move(in), std::move(attrs)).front();

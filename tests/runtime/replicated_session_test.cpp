@@ -20,6 +20,8 @@ using ::testing::HasSubstr;
 using testing::f32;
 using testing::max_abs_difference;
 using testing::train_mlp;
+using session::Session;
+using session::SessionOptions;
 
 TEST(ReplicatedSession, DataParallelTrainingEqualsOneReplicaWithTheWholeBatch) {
   // seed 000, 17.1: R=2 with batch 4 must train like R=1 with batch 8 when gradients are

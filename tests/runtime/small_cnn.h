@@ -98,7 +98,7 @@ struct TrainedCnn {
 
 /// Trains the CNN of `r` for kCnnSteps steps of random data (fixed seed) in one run of a
 /// session with options `o` (its device_iterations set to kCnnSteps).
-inline TrainedCnn train_cnn(const CnnRecipe& r, SessionOptions o = {}) {
+inline TrainedCnn train_cnn(const CnnRecipe& r, session::SessionOptions o = {}) {
   Cnn m = build_cnn(r);
   TrainedCnn t;
   ir::Graph rewritten = m.g;
@@ -108,7 +108,7 @@ inline TrainedCnn train_cnn(const CnnRecipe& r, SessionOptions o = {}) {
     t.conv_pool_ops += op.def->name.starts_with("conv2d_relu_max_pool2d");
   }
   o.device_iterations = kCnnSteps;
-  Session s(m.g, o);
+  session::Session s(m.g, o);
   t.initial = read_float_variables(s, m.params);
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);

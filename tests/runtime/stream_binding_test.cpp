@@ -20,6 +20,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
+using session::Session;
+using session::SessionOptions;
 
 constexpr int64_t kReplicas = 2;
 constexpr int64_t kIterations = 6;

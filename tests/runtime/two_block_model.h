@@ -75,14 +75,14 @@ struct Data {
   }
 };
 
-inline std::vector<float> read(const Session& s, ir::TensorId t) {
+inline std::vector<float> read(const session::Session& s, ir::TensorId t) {
   std::vector<float> out(static_cast<size_t>(ir::numel(s.variable_shape(t))));
   s.read_variable(t, std::as_writable_bytes(std::span(out)));
   return out;
 }
 
 // Runs `runs` calls; returns the loss outputs of the last one.
-inline std::vector<float> train(Session& s, const TwoBlockModel& m, int runs, int64_t batch = kBatch) {
+inline std::vector<float> train(session::Session& s, const TwoBlockModel& m, int runs, int64_t batch = kBatch) {
   const int64_t rows = s.options().device_iterations * s.options().gradient_accumulation;
   std::vector<float> loss(static_cast<size_t>(ir::numel(s.host_shape(m.loss))));
   for (int r = 0; r < runs; ++r) {

@@ -20,6 +20,8 @@ namespace {
 using ::testing::HasSubstr;
 using testing::max_abs_difference;
 using testing::train_mlp;
+using session::Session;
+using session::SessionOptions;
 
 constexpr int64_t kBatch = 4, kSteps = 30;
 

@@ -19,6 +19,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::f32;
+using session::Session;
+using session::SessionOptions;
+using session::snapshot_session;
 
 // Sets environment variables for one test and removes them after.
 class Environment {

@@ -8,9 +8,9 @@ namespace {
 std::atomic<long> allocations{0};
 }
 
-namespace plexus::runtime::testing {
+namespace plexus::session::testing {
 long allocation_count() { return allocations.load(std::memory_order_relaxed); }
-}  // namespace plexus::runtime::testing
+}  // namespace plexus::session::testing
 
 // Every non-aligned form is replaced, so memory from any of them is released by the
 // matching replacement (a sanitizer build checks that pairing).

@@ -16,10 +16,12 @@
 #include "core/ir/error.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 namespace {
 
-using testing::f32;
+using runtime::testing::f32;
+using runtime::HostArray;
+using runtime::RunHandle;
 
 std::string temp_file(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("plexus-async-" + std::to_string(::getpid()) + "-" + name)).string();
@@ -27,7 +29,7 @@ std::string temp_file(const std::string& name) {
 
 // acc [2] += x each step.
 struct Acc {
-  testing::Accumulator m;
+  runtime::testing::Accumulator m;
   Session s{m.graph, {}};
   void step(float v) {
     const float x[2] = {v, v};
@@ -110,4 +112,4 @@ TEST(AsyncSaver, SnapshotsHeldAtOnceStayWithinTheStagingBudget) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::session

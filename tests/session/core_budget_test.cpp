@@ -8,7 +8,7 @@
 #include "core/session/session.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 namespace {
 
 using ::testing::HasSubstr;
@@ -43,7 +43,7 @@ TEST(CoreBudget, MoreComputeThreadsThanCoresWarnsWithWhatItDoes) {
 
 TEST(CoreBudget, ASessionWarnsOnStderrOnceAndReportsItEachTime) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  testing::Accumulator m;
+  runtime::testing::Accumulator m;
   SessionOptions opts;
   opts.threads_per_device = cores + 1;
   ::testing::internal::CaptureStderr();
@@ -61,4 +61,4 @@ TEST(CoreBudget, ASessionWarnsOnStderrOnceAndReportsItEachTime) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -12,11 +12,12 @@
 #include "core/compile/memory_kind.h"
 #include "tests/runtime/two_block_model.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 namespace {
 
 using json = nlohmann::ordered_json;
-using testing::TwoBlockModel;
+using runtime::testing::TwoBlockModel;
+using runtime::DeviceMemoryStats;
 
 size_t step_total(const json& step) {
   size_t total = 0;
@@ -124,4 +125,4 @@ TEST(MemoryReport, OffloadedOptimizerStateIsHostBytesNotDeviceBytes) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::session

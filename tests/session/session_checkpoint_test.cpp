@@ -16,13 +16,13 @@
 #include "core/ir/error.h"
 #include "tests/runtime/two_block_model.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::f32;
-using testing::read;
+using runtime::testing::f32;
+using runtime::testing::read;
 
 // A fresh directory for the files of one test.
 struct TempDir {
@@ -119,21 +119,21 @@ TEST(SessionCheckpoint, ResumingEqualsTrainingThroughBitForBit) {
   for (bool offload : {false, true}) {
     SCOPED_TRACE(offload ? "optimizer state offloaded" : "optimizer state on the device");
     TempDir dir;
-    testing::TwoBlockModel m(/*adamw=*/true);
+    runtime::testing::TwoBlockModel m(/*adamw=*/true);
     SessionOptions o;
     o.stages = {{{"B1"}, 0}, {{"B2"}, 1}};  // pipelined over 2 devices
     o.device_iterations = 2;
     o.gradient_accumulation = 2;
     o.offload_optimizer_state = offload;
     Session first(m.g, o);
-    testing::train(first, m, 3);
+    runtime::testing::train(first, m, 3);
     save_session(first, dir.file("half.ckpt"), {});
     Session resumed(m.g, o);
     EXPECT_EQ(load_session(resumed, dir.file("half.ckpt"), {}).step, 6);
-    testing::train(resumed, m, 3);  // train() feeds runs 0, 1, 2 of its data each time
+    runtime::testing::train(resumed, m, 3);  // train() feeds runs 0, 1, 2 of its data each time
     Session reference(m.g, o);
-    testing::train(reference, m, 3);
-    testing::train(reference, m, 3);
+    runtime::testing::train(reference, m, 3);
+    runtime::testing::train(reference, m, 3);
     EXPECT_EQ(read(resumed, m.w1), read(reference, m.w1));
     EXPECT_EQ(read(resumed, m.w2), read(reference, m.w2));
     EXPECT_EQ(resumed.steps(), 12);
@@ -266,4 +266,4 @@ TEST(SessionCheckpoint, SavingToAMissingDirectoryIsAnIoErrorNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -9,10 +9,11 @@
 
 #include "core/ir/error.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 namespace {
 
 using ::testing::HasSubstr;
+using runtime::HostedReplicas;
 
 std::string error_of(const SessionOptions& o) {
   try {
@@ -77,4 +78,4 @@ TEST(SessionOptions, AWorkerHostsAnEqualShareOfTheReplicas) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -14,12 +14,14 @@
 
 #include "tests/session/allocation_counter.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::Accumulator;
-using testing::f32;
+using runtime::testing::Accumulator;
+using runtime::testing::f32;
+using runtime::DeviceMemoryStats;
+using runtime::HostArray;
 
 template <class F>
 std::string error_of(F body, ir::ErrorCode code) {
@@ -330,4 +332,4 @@ TEST(Session, StreamsAddedAfterTheUpdateFollowTheirTensorsPhase) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::session

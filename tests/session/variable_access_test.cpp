@@ -9,12 +9,14 @@
 #include "tests/runtime/compiled_graph.h"
 #include "tests/runtime/test_graphs.h"
 
-namespace plexus::runtime {
+namespace plexus::session {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::f32;
-using testing::floats;
+using runtime::testing::f32;
+using runtime::testing::floats;
+using runtime::HostedReplicas;
+using runtime::ReplicaStorage;
 
 // Variable "v" [2] = {1, 2} on R = 2 replicas, one remote buffer of 2 slots of [3].
 struct Fixture {
@@ -31,7 +33,7 @@ struct Fixture {
     buffer = g.add_remote_buffer(ir::DType::Float32, {3}, 2);
     const ir::StreamId x = g.add_h2d_stream("x", ir::DType::Float32, {2});
     g.add_d2h_stream("y", g.add_op("add", {v, g.stream(x).tensor}, {}).front());
-    program = testing::compile_one_stage(g);
+    program = runtime::testing::compile_one_stage(g);
     storage = std::make_unique<ReplicaStorage>(g, program, HostedReplicas{0, 2}, nullptr, false);
     storage->load_initial_values();
     access = std::make_unique<VariableAccess>(g, program, HostedReplicas{0, 2}, 1, *storage, nullptr,
@@ -102,4 +104,4 @@ TEST(VariableAccess, HoldIsRecursiveOnTheHoldingThread) {
 }
 
 }  // namespace
-}  // namespace plexus::runtime
+}  // namespace plexus::session

@@ -27,7 +27,7 @@ struct CellResult {
 };
 
 /// Asks `strategy` for its schedule of `cell` with `options` and checks it
-/// (runtime::check_schedule). Never throws for what the plugin does: every error is a
+/// (compile::check_schedule). Never throws for what the plugin does: every error is a
 /// CellResult (a crash inside the plugin is not caught).
 CellResult check_cell(const compile::Strategy& strategy, const Cell& cell, const std::string& options);
 

@@ -6,7 +6,7 @@
 //
 // Loads the plugin from its path (the core's loader and table checks, compile::Strategy),
 // asks it for the schedule of every problem of the grid (grid.h) and checks each with
-// runtime::check_schedule (check_cell.h). Prints a line per failing problem naming the rule
+// compile::check_schedule (check_cell.h). Prints a line per failing problem naming the rule
 // broken, then "N of M schedules pass". Exit statuses: command_line.h.
 #include <cstdio>
 #include <cstdlib>

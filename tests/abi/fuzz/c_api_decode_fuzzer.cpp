@@ -6,7 +6,7 @@
 // struct_size, values and strings, stages with NULL arrays and names), and
 // abi::to_session_options reads it. It may refuse it only with ir::Error; what it reads
 // must be the caller's value for every field its struct_size covers and the default for the
-// others. runtime::check_session_options, resolve_workers and hosted_by_worker then check
+// others. session::check_session_options, resolve_workers and hosted_by_worker then check
 // and place the options, refusing only with ir::Error, and the hosted replicas of accepted
 // options must be this worker's share of the replication factor.
 //
@@ -44,6 +44,7 @@ namespace {
 
 namespace ir = plexus::ir;
 namespace runtime = plexus::runtime;
+namespace session = plexus::session;
 using plexus::test::FuzzInputReader;
 using plexus::test::kNullArray;
 
@@ -142,8 +143,8 @@ void expect_read(bool covered, const char* caller, const std::string& read, cons
 #define PLEXUS_EXPECT_READ_FLAG(field) \
   expect_read(covers(c, &plx_session_options::field), c.field != 0, d.field, r.field, #field)
 
-void check_read(const plx_session_options& c, const runtime::SessionOptions& r) {
-  const runtime::SessionOptions d;
+void check_read(const plx_session_options& c, const session::SessionOptions& r) {
+  const session::SessionOptions d;
   PLEXUS_EXPECT_READ(device_iterations);
   expect_read(covers(c, &plx_session_options::device_memory_bytes), static_cast<int64_t>(c.device_memory_bytes),
               static_cast<int64_t>(d.device_memory_bytes), static_cast<int64_t>(r.device_memory_bytes),
@@ -176,11 +177,11 @@ void check_read(const plx_session_options& c, const runtime::SessionOptions& r) 
 #undef PLEXUS_EXPECT_READ_FLAG
 
 // Accepted options (workers resolved) host an equal share of the replicas, or are refused.
-void check_hosted(const runtime::SessionOptions& o, int64_t replication_factor) {
+void check_hosted(const session::SessionOptions& o, int64_t replication_factor) {
   if (o.num_workers < 1 || o.worker_index < 0 || o.worker_index >= o.num_workers) {
     bug("accepted options are worker " + std::to_string(o.worker_index) + " of " + std::to_string(o.num_workers));
   }
-  const runtime::HostedReplicas h = runtime::hosted_by_worker(o, replication_factor);
+  const runtime::HostedReplicas h = session::hosted_by_worker(o, replication_factor);
   if (h.count * o.num_workers != replication_factor || h.first < 0 || h.first + h.count > replication_factor) {
     bug("worker " + std::to_string(o.worker_index) + " of " + std::to_string(o.num_workers) + " hosts replicas [" +
         std::to_string(h.first) + ", +" + std::to_string(h.count) + ") of " + std::to_string(replication_factor));
@@ -191,7 +192,7 @@ void fuzz_session_options(FuzzInputReader& in) {
   CallerOptions caller;
   read_caller_options(in, caller);
   const int64_t replication_factor = 1 + in.get<uint16_t>();
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   try {
     options = plexus::abi::to_session_options(&caller.options);
   } catch (const ir::Error& e) {
@@ -200,8 +201,8 @@ void fuzz_session_options(FuzzInputReader& in) {
   }
   check_read(caller.options, options);
   try {
-    runtime::check_session_options(options);
-    check_hosted(runtime::resolve_workers(options), replication_factor);
+    session::check_session_options(options);
+    check_hosted(session::resolve_workers(options), replication_factor);
   } catch (const ir::Error& e) {
     expect_refusal(e);
   }

@@ -65,7 +65,7 @@ ReplicatedRun run_replicated(const std::string& type, const ir::Shape& shape, co
     const ir::TensorId loss = g.add_op("reduce_sum", {g.add_op("mul", {y, wt}, {}).front()}, {}).front();
     gs = g.add_d2h_stream("dx", ir::autodiff(g, loss, std::vector<ir::TensorId>{x}).front());
   }
-  runtime::Session session(g, {});
+  session::Session session(g, {});
   const int64_t n = ir::numel(shape), m = ir::numel(result.out_shape);
   std::vector<float> x_host, y_host(static_cast<size_t>(kR * m)), g_host(static_cast<size_t>(kR * n));
   for (const auto& row : inputs) x_host.insert(x_host.end(), row.begin(), row.end());
@@ -207,7 +207,7 @@ TEST(ReplicatedAllReduceBucket, GivesEachInputsAllReduceBitForBitInOneOpAndInPla
     const std::vector<ir::TensorId> out = g.add_op(type, in, attrs);
     ASSERT_EQ(out.size(), in.size());
     for (size_t i = 0; i < out.size(); ++i) actual.push_back(g.add_d2h_stream("a" + std::to_string(i), out[i]));
-    runtime::Session session(g, {});
+    session::Session session(g, {});
     const auto xv = random_inputs(6, 3), cv = random_inputs(5, 4);
     std::vector<float> x_host, c_host;
     for (int64_t r = 0; r < kR; ++r) {

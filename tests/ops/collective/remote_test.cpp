@@ -43,9 +43,9 @@ TEST(RemoteOps, LoadAndStoreWithConstantAndTensorIndices) {
   const ir::StreamId fixed = g.add_d2h_stream("slot2", g.add_op("remote_load", {}, slot(buffer, 2)).front());
   const ir::StreamId picked =
       g.add_d2h_stream("picked", g.add_op("remote_load", {g.stream(is).tensor}, by_tensor).front());
-  runtime::SessionOptions opts;
+  session::SessionOptions opts;
   opts.device_iterations = 3;
-  runtime::Session s(g, opts);
+  session::Session s(g, opts);
   std::vector<int32_t> indices = {2, 0, 1};
   std::vector<float> x = {1, 2, 3, 4, 5, 6}, slot2(6), back(6);
   const runtime::HostArray in[2] = {{is, indices.data(), ir::DType::Int32, {3}}, {xs, x.data(), ir::DType::Float32, {3, 2}}};
@@ -74,7 +74,7 @@ TEST(RemoteOps, TensorIndexOutOfRangeIsARunErrorNamingTheBuffer) {
   ir::Attributes by_tensor;
   by_tensor.set("buffer", int64_t{buffer});
   g.add_op("remote_load", {g.stream(is).tensor}, by_tensor);
-  runtime::Session s(g, {});
+  session::Session s(g, {});
   int32_t index = 5;
   const runtime::HostArray in{is, &index, ir::DType::Int32, {1}};
   const ir::Error e = error_of([&] { s.run(std::span(&in, 1), {}); });
@@ -124,7 +124,7 @@ TEST(RemoteOps, Seed001Listing13_2UnderInSequence) {
   EXPECT_EQ(g.in_sequence_depth(), 0);
   EXPECT_THROW(g.end_in_sequence(), ir::Error);
 
-  runtime::Session s(g, {});
+  session::Session s(g, {});
   s.run({}, {});
   EXPECT_EQ(s.variable_shape(remote_v), (ir::Shape{2, 32}));
   std::vector<int32_t> after(64);

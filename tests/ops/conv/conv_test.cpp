@@ -254,9 +254,9 @@ TEST(Conv2d, NotesReportTheKernels) {
   ir::Attributes gi;
   gi.set("input_shape", std::vector<int64_t>{40, 10, 12, 12});
   g.add_op("conv2d_grad_input", {y, ids[1]}, gi);
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   options.threads_per_device = 1;
-  const runtime::Session session(g, options);
+  const session::Session session(g, options);
   ASSERT_EQ(session.notes().size(), 3u);
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = avx2 && DirectConv::best_isa() == DirectIsa::Avx512;
@@ -277,9 +277,9 @@ TEST(Conv2d, NotesReportTheSupKernelsWithPadding) {
   ir::Graph g;
   const std::vector<ir::TensorId> ids = add_inputs(g, {random_f32({40, 10, 12, 12}, 1), random_f32({20, 10, 5, 5}, 2)});
   g.add_op("conv2d", ids, make_attrs({{"padding", Ints{1}}}));
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   options.threads_per_device = 1;
-  const runtime::Session session(g, options);
+  const session::Session session(g, options);
   ASSERT_EQ(session.notes().size(), 1u);
   EXPECT_THAT(session.notes()[0], HasSubstr("conv2d#0: "));
   EXPECT_THAT(session.notes()[0], HasSubstr(" sup "));

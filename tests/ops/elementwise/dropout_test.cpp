@@ -81,11 +81,11 @@ struct TrainingRuns {
 };
 
 TrainingRuns run_training(const Value& x, const ir::Attributes& attrs, const Value& w, int runs, int64_t replicas = 1,
-                          const runtime::SessionOptions& options = {}, const ir::Shape& lead = {}) {
+                          const session::SessionOptions& options = {}, const ir::Shape& lead = {}) {
   const TrainingGraph t = training_graph(x, attrs, w, replicas);
-  runtime::SessionOptions o = options;
+  session::SessionOptions o = options;
   o.threads_per_device = 1;
-  runtime::Session session(t.g, o);
+  session::Session session(t.g, o);
   ir::Shape host = lead;
   if (replicas > 1) host.insert(host.begin(), replicas);
   host.insert(host.end(), x.shape.begin(), x.shape.end());
@@ -164,7 +164,7 @@ TEST(Dropout, EachRunDrawsTheMaskOfItsMicroBatchReproducibly) {
 // micro-batch 4k + 2i + m, in the forward and the backward pass alike.
 TEST(Dropout, MicroBatchesOfEveryIterationDrawTheirOwnMasks) {
   const Value x = random_f32({16}, 1, -1.0, 1.0, 0.01), w = random_f32({16}, 2);
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   options.device_iterations = 2;
   options.gradient_accumulation = 2;
   const TrainingRuns r = run_training(x, dropout_attrs(0.5, 9), w, 2, 1, options, {2, 2});

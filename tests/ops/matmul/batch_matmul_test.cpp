@@ -114,9 +114,9 @@ TEST(BatchMatmul, OneMatrixOnTheRightRunsAsOneGemm) {
       add_inputs(g, {random_f32({4, 3, 6}, 1), random_f32({1, 6, 5}, 2), random_f32({2, 1, 6, 5}, 3)});
   g.add_op("batch_matmul", {ids[0], ids[1]}, {});
   g.add_op("batch_matmul", {ids[0], ids[2]}, {});
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   options.threads_per_device = 1;
-  const runtime::Session session(g, options);
+  const session::Session session(g, options);
   ASSERT_EQ(session.notes().size(), 2u);
   EXPECT_THAT(session.notes()[0], HasSubstr("batch_matmul#0: sgemm 12x6x5 -> "));
   EXPECT_THAT(session.notes()[1], HasSubstr("batch_matmul#1: sgemm 3x6x5 (x8) -> "));

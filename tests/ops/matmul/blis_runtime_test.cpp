@@ -61,7 +61,7 @@ TEST(BlisRuntime, HonoursBlisArchType) {
       EXPECT_THAT(e.what(), HasSubstr(error));
     }
     // A session needing a GEMM fails the same way (the C API turns it into PLX_ERR_UNSUPPORTED).
-    EXPECT_THROW(runtime::Session(matmul_graph(), {}), ir::Error);
+    EXPECT_THROW(session::Session(matmul_graph(), {}), ir::Error);
     return;
   }
   const std::vector<BlisArch>& candidates = blis_candidates();
@@ -87,7 +87,7 @@ TEST(BlisRuntime, HonoursBlisArchType) {
     EXPECT_THAT(info.selection, HasSubstr("BLIS_ARCH_TYPE=" + v + " (" + candidates.front().name + ")"));
     EXPECT_EQ(Gemm::plan({4, 4, 4, false, false}, 1).choice().source, "BLIS_ARCH_TYPE");
   }
-  runtime::Session session(matmul_graph(), {});  // and a GEMM session works
+  session::Session session(matmul_graph(), {});  // and a GEMM session works
 }
 
 }  // namespace

@@ -106,9 +106,9 @@ TEST(Matmul, TwoThreadsMatchDoubleReference) {
   const std::vector<ir::TensorId> ids = add_inputs(g, {a, b});
   const ir::TensorId y = g.add_op("matmul", ids, transposes(false, true)).front();
   const ir::StreamId out = g.add_d2h_stream("y", y);
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   options.threads_per_device = 2;
-  runtime::Session session(g, options);
+  session::Session session(g, options);
   std::vector<std::byte> host(static_cast<size_t>(m * n) * sizeof(float));
   const runtime::HostArray outputs[] = {{out, host.data(), ir::DType::Float32, {m, n}}};
   session.run({}, outputs);

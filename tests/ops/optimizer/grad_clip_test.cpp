@@ -124,7 +124,7 @@ TEST(ClipScale, ACollectiveBetweenTheHalvesClipsReplicaShardedGradients) {
   const ir::TensorId shards = g.add_op("replicated_all_reduce", {g.add_op("global_sq_norm", {w}, {}).front()}, {}).front();
   const ir::TensorId total = g.add_op("add", {shards, g.add_op("global_sq_norm", {b}, {}).front()}, {}).front();
   g.add_op("clip_scale_", {w, b, total}, make_attrs({{"max_norm", 1.0}}));
-  runtime::Session session(g, {});
+  session::Session session(g, {});
   session.run({}, {});
   const std::vector<Value> expected = clipped({full, replicated}, 1.0);  // norm sqrt(10.0625)
   for (const auto& [id, want, what] : {std::tuple{w, expected[0], "w"}, std::tuple{b, expected[1], "b"}}) {

@@ -82,10 +82,10 @@ TEST(LrSchedule, DrivesTheOptimizerFromTheStepItIncrements) {
   const ir::TensorId lr = g.add_op("lr_schedule", {ids[3]}, attrs).front();
   g.add_op("sgd_momentum_", {ids[0], ids[1], ids[2], ids[3], lr}, make_attrs({{"momentum", 0.0}}));
   const ir::StreamId fetched = g.add_d2h_stream("lr", lr);
-  runtime::SessionOptions options;
+  session::SessionOptions options;
   options.device_iterations = 4;
   options.threads_per_device = 1;
-  runtime::Session session(g, options);
+  session::Session session(g, options);
   double lr_sum = 0.0;
   for (int run = 0; run < 2; ++run) {
     std::vector<std::byte> host(4 * sizeof(float));

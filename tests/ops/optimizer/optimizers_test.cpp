@@ -17,14 +17,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-runtime::SessionOptions options(int64_t device_iterations = 1) {
-  runtime::SessionOptions o;
+session::SessionOptions options(int64_t device_iterations = 1) {
+  session::SessionOptions o;
   o.device_iterations = device_iterations;
   o.threads_per_device = 1;
   return o;
 }
 
-Value read(const runtime::Session& session, ir::TensorId variable) {
+Value read(const session::Session& session, ir::TensorId variable) {
   const ir::TensorInfo& t = session.graph().tensor(variable);
   std::vector<std::byte> bytes(t.bytes());
   session.read_variable(variable, bytes);
@@ -61,7 +61,7 @@ TEST(ScaledAdd, UpdatesTheVariableInPlaceOverTwoRuns) {
     const std::vector<ir::TensorId> ids = add_inputs(g, {x0, y});
     const ir::TensorId out = g.add_op("scaled_add_", ids, c.attrs).front();
     EXPECT_EQ(g.storage_root(out), ids[0]) << "output 0 must be x's storage";
-    runtime::Session session(g, options());
+    session::Session session(g, options());
     expect_equal(read(session, ids[0]), x0, "before any run");
     session.run({}, {});
     expect_close(read(session, ids[0]), reference(x0, y, c.a, c.b, 1), kForwardTolerance, "after run 1");
@@ -98,7 +98,7 @@ TEST(ScaledAdd, StreamedIncrementsAccumulateAcrossStepsAndRuns) {
   const ir::TensorId out =
       g.add_op("scaled_add_", {x, g.stream(in).tensor}, make_attrs({{"a", 0.5}, {"b", 2.0}})).front();
   const ir::StreamId fetched = g.add_d2h_stream("x_out", out);
-  runtime::Session session(g, options(2));
+  session::Session session(g, options(2));
 
   Value expected = x0;
   for (int run = 0; run < 2; ++run) {
@@ -123,7 +123,7 @@ TEST(ScaledAdd, StartsFromAWrittenValue) {
   ir::Graph g;
   const std::vector<ir::TensorId> ids = add_inputs(g, {x0, y});
   g.add_op("scaled_add_", ids, make_attrs({{"a", 0.25}, {"b", -1.0}}));
-  runtime::Session session(g, options());
+  session::Session session(g, options());
   session.write_variable(ids[0], to_bytes(written));
   session.run({}, {});
   expect_close(read(session, ids[0]), reference(written, y, 0.25, -1.0, 1), kForwardTolerance, "after run");
@@ -213,7 +213,7 @@ std::vector<ir::TensorId> adamw_graph(ir::Graph& g, const AdamWState& s, const V
   return ids;
 }
 
-void expect_state(const runtime::Session& session, const std::vector<ir::TensorId>& ids, const AdamWState& s,
+void expect_state(const session::Session& session, const std::vector<ir::TensorId>& ids, const AdamWState& s,
                   const std::string& when) {
   expect_close(read(session, ids[0]), s.w, kForwardTolerance, "w " + when);
   expect_close(read(session, ids[2]), s.m, kForwardTolerance, "m " + when);
@@ -239,7 +239,7 @@ TEST(AdamW, MatchesPyTorchFormulasOverSeveralSteps) {
     AdamWState s{random_f32(shape, 1), zeros(shape), zeros(shape), 0.0};
     ir::Graph g;
     const std::vector<ir::TensorId> ids = adamw_graph(g, s, zeros(shape), c.h);
-    runtime::Session session(g, options());
+    session::Session session(g, options());
     for (uint32_t run = 1; run <= 6; ++run) {
       // A new gradient each run, of varying scale, as training would produce.
       const Value grad = random_f32(shape, 100 + run, -std::pow(3.0, run - 3.0), std::pow(3.0, run - 3.0));
@@ -264,7 +264,7 @@ TEST(AdamW, FirstStepIsLrTimesTheSignOfTheGradient) {
   const std::vector<ir::TensorId> ids =
       add_inputs(g, {f32({4}, {1.0, -2.0, 0.5, 0.0}), grad, zeros({4}), zeros({4}), f32({1}, {0})});
   g.add_op("adamw_", ids, {});
-  runtime::Session session(g, options());
+  session::Session session(g, options());
   session.run({}, {});
   expect_close(read(session, ids[0]), f32({4}, {0.99899000002, -1.9989800000025, 0.5009949900001, -0.000999999995}),
                Tolerance{1e-6, 1e-6}, "w after one step");
@@ -291,7 +291,7 @@ TEST(AdamW, AgreesWithValuesComputedIndependently) {
   AdamWState s{f32({5}, {0.5, -1.0, 2.0, 0.0, 0.25}), zeros({5}), zeros({5}), 0.0};
   ir::Graph g;
   const std::vector<ir::TensorId> ids = adamw_graph(g, s, grads[0], h, {});
-  runtime::Session session(g, options());
+  session::Session session(g, options());
   for (size_t k = 0; k < 3; ++k) {
     session.write_variable(ids[1], to_bytes(grads[k]));
     session.run({}, {});
@@ -310,7 +310,7 @@ TEST(AdamW, ResumesFromAStepCountAndState) {
   const Value grad = random_f32(shape, 10);
   ir::Graph g;
   const std::vector<ir::TensorId> ids = adamw_graph(g, s, grad, h);
-  runtime::Session session(g, options());
+  session::Session session(g, options());
   session.run({}, {});
   s.update(grad, h);
   expect_state(session, ids, s, "after one run");
@@ -327,7 +327,7 @@ TEST(AdamW, EveryStepOfARunUpdatesOnce) {
   const ir::StreamId in = g.add_h2d_stream("grad", ir::DType::Float32, shape);
   const std::vector<ir::TensorId> outs = g.add_op("adamw_", {ids[0], g.stream(in).tensor, ids[1], ids[2], ids[3]}, h.attrs());
   const ir::StreamId fetched = g.add_d2h_stream("w_out", outs[0]);
-  runtime::Session session(g, options(3));
+  session::Session session(g, options(3));
   for (uint32_t run = 0; run < 2; ++run) {
     SCOPED_TRACE(testing::Message() << "run " << run);
     const Value grads = random_f32({3, 6}, 20 + run);
@@ -448,7 +448,7 @@ TEST(AdamW, LearningRateTensorOverridesTheAttributeEachRun) {
     ir::Graph g;
     std::vector<ir::TensorId> ids = add_inputs(g, {s.w, zeros(shape), s.m, s.v, f32({1}, {0}), f32(lr_shape, {0})});
     ASSERT_EQ(g.add_op("adamw_", ids, h.attrs()).size(), 4u);
-    runtime::Session session(g, options());
+    session::Session session(g, options());
     const double rates[] = {1e-3, 4e-3, 2.5e-4};
     for (uint32_t run = 0; run < 3; ++run) {
       const Value grad = random_f32(shape, 40 + run), lr = f32(lr_shape, {rates[run]});
@@ -515,7 +515,7 @@ std::vector<ir::TensorId> sgd_graph(ir::Graph& g, const SgdState& s, const Value
   return ids;
 }
 
-void expect_sgd_state(const runtime::Session& session, const std::vector<ir::TensorId>& ids, const SgdState& s,
+void expect_sgd_state(const session::Session& session, const std::vector<ir::TensorId>& ids, const SgdState& s,
                       const std::string& when) {
   expect_close(read(session, ids[0]), s.w, kForwardTolerance, "w " + when);
   expect_close(read(session, ids[2]), s.buf, kForwardTolerance, "momentum_buffer " + when);
@@ -539,7 +539,7 @@ TEST(SgdMomentum, MatchesPyTorchOverSeveralSteps) {
     SgdState s{random_f32(shape, 1), random_f32(shape, 2), 0.0};
     ir::Graph g;
     const std::vector<ir::TensorId> ids = sgd_graph(g, s, zeros(shape), c.h);
-    runtime::Session session(g, options());
+    session::Session session(g, options());
     for (uint32_t run = 1; run <= 5; ++run) {
       const Value grad = random_f32(shape, 100 + run, -2.0, 2.0);
       session.write_variable(ids[1], to_bytes(grad));
@@ -560,7 +560,7 @@ TEST(SgdMomentum, FirstStepCopiesTheGradientIntoTheBuffer) {
   const std::vector<ir::TensorId> ids =
       add_inputs(g, {f32({2}, {1.0, -2.0}), f32({2}, {0.5, 1.0}), zeros({2}), f32({1}, {0})});
   g.add_op("sgd_momentum_", ids, make_attrs({{"lr", 0.1}, {"momentum", 0.9}, {"dampening", 0.5}}));
-  runtime::Session session(g, options());
+  session::Session session(g, options());
   session.run({}, {});
   expect_close(read(session, ids[2]), f32({2}, {0.5, 1.0}), Tolerance{1e-7, 1e-6}, "buf after step 1");
   expect_close(read(session, ids[0]), f32({2}, {0.95, -2.1}), Tolerance{1e-7, 1e-6}, "w after step 1");
@@ -578,7 +578,7 @@ TEST(SgdMomentum, ResumesFromAStepCountAndBuffer) {
   const Value grad = random_f32(shape, 5);
   ir::Graph g;
   const std::vector<ir::TensorId> ids = sgd_graph(g, s, grad, h);
-  runtime::Session session(g, options());
+  session::Session session(g, options());
   session.run({}, {});
   s.update(grad, h);
   expect_sgd_state(session, ids, s, "after one run");
@@ -590,7 +590,7 @@ TEST(SgdMomentum, LearningRateTensorOverridesTheAttributeEachRun) {
   SgdState s{random_f32(shape, 6), zeros(shape), 0.0};
   ir::Graph g;
   const std::vector<ir::TensorId> ids = sgd_graph(g, s, zeros(shape), h, {f32({1}, {0})});
-  runtime::Session session(g, options());
+  session::Session session(g, options());
   const double rates[] = {0.1, 0.05, 0.2};
   for (uint32_t run = 0; run < 3; ++run) {
     const Value grad = random_f32(shape, 50 + run), lr = f32({1}, {rates[run]});
@@ -611,9 +611,9 @@ TEST(SgdMomentum, OffloadedStateGivesTheSameUpdates) {
   SgdState s{random_f32(shape, 8), zeros(shape), 0.0};
   ir::Graph g;
   const std::vector<ir::TensorId> ids = sgd_graph(g, s, zeros(shape), h);
-  runtime::SessionOptions offloaded = options();
+  session::SessionOptions offloaded = options();
   offloaded.offload_optimizer_state = true;
-  runtime::Session session(g, offloaded);
+  session::Session session(g, offloaded);
   EXPECT_EQ(session.variable_storage(ids[2]).remote_bytes, 6 * sizeof(float)) << "momentum_buffer on the host";
   EXPECT_EQ(session.variable_storage(ids[2]).device_bytes, 0u);
   EXPECT_EQ(session.variable_storage(ids[3]).remote_bytes, sizeof(float)) << "step on the host";
