@@ -16,8 +16,8 @@ uint64_t AsyncSaver::staged_bytes() const {
 }
 
 std::shared_ptr<runtime::RunHandle> AsyncSaver::save(const Session& session, const std::string& path,
-                                                     const SaveOptions& options,
-                                                     std::function<void(std::exception_ptr)> on_complete) {
+                                                              const SaveOptions& options,
+                                                              std::function<void(std::exception_ptr)> on_complete) {
   auto snapshot = std::make_shared<Snapshot>(snapshot_session(session, options));
   const uint64_t bytes = snapshot->bytes();
   {

@@ -34,8 +34,8 @@ class AsyncSaver {
   /// `on_complete` first, on an io thread, with null or the error). Throws what
   /// snapshot_session throws (nothing is pending then).
   std::shared_ptr<runtime::RunHandle> save(const Session& session, const std::string& path,
-                                           const SaveOptions& options,
-                                           std::function<void(std::exception_ptr)> on_complete);
+                                                    const SaveOptions& options,
+                                                    std::function<void(std::exception_ptr)> on_complete);
   /// Snapshot bytes held right now.
   uint64_t staged_bytes() const;
 
