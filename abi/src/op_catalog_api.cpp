@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "abi/src/handles.h"
-#include "core/ir/op_registry.h"
+#include "core/ir/op_schema.h"
 
 using namespace plexus;
 
@@ -19,7 +19,7 @@ nlohmann::json attr_json(const ir::AttrSpec& spec) {
   return a;
 }
 
-nlohmann::json op_json(const ir::OpDef& def) {
+nlohmann::json op_json(const ir::OpSchema& def) {
   nlohmann::json attrs = nlohmann::json::array();
   for (const ir::AttrSpec& spec : def.attrs) attrs.push_back(attr_json(spec));
   return {{"name", def.name},
@@ -38,7 +38,7 @@ extern "C" {
 PLX_API plx_status plx_runtime_get_ops(char* buffer, size_t capacity, size_t* out_size) {
   return abi::guarded([&] {
     if (capacity > 0) abi::require(buffer, "plx_runtime_get_ops", "buffer");
-    const ir::OpRegistry& registry = ir::OpRegistry::instance();
+    const ir::OpSchemaRegistry& registry = ir::OpSchemaRegistry::instance();
     nlohmann::json ops = nlohmann::json::array();
     for (const std::string& name : registry.names()) ops.push_back(op_json(*registry.find(name)));
     abi::copy_text(nlohmann::json{{"ops", std::move(ops)}}.dump(), buffer, capacity, out_size);

@@ -31,7 +31,7 @@ std::string report(const session::Session& s) {
   j["gradient_bucket_bytes"] = s.options().gradient_bucket_bytes;
   j["gradient_buckets"] = nlohmann::json::array();
   for (const ir::Op& op : s.graph().ops()) {  // the gradient-bucket rewrite's ops
-    if (!op.def->name.starts_with("replicated_all_reduce_bucket")) continue;
+    if (!op.schema->name.starts_with("replicated_all_reduce_bucket")) continue;
     size_t bytes = 0;
     for (ir::TensorId t : op.inputs) bytes += s.graph().tensor(t).bytes();
     j["gradient_buckets"].push_back({{"all_reduces", op.inputs.size()}, {"bytes", bytes}});

@@ -62,7 +62,7 @@ class Matcher {
   }
 
  private:
-  bool is(ir::OpId op, const char* type) const { return g_.op(op).def->name == type; }
+  bool is(ir::OpId op, const char* type) const { return g_.op(op).schema->name == type; }
   ir::TensorId output(ir::OpId op) const { return g_.op(op).outputs[0]; }
 
   /// t's readers are a max_pool2d of t and its gradient (with the pool's windows): sets
@@ -164,7 +164,7 @@ size_t fuse_conv_pool_groups(ir::Graph& graph, std::vector<int32_t>& op_stage) {
   size_t made = 0;
   for (size_t o = 0; o < graph.num_ops(); ++o) {  // a rewrite removes ops after o only
     const auto conv = static_cast<ir::OpId>(o);
-    if (graph.op(conv).def->name != "conv2d") continue;
+    if (graph.op(conv).schema->name != "conv2d") continue;
     const std::optional<Candidate> c = Matcher(graph, op_stage).match(conv);
     if (c && fuse(graph, *c, op_stage)) ++made;
   }

@@ -13,7 +13,7 @@
 //             conv2d_grad_weight W (of C's x) and, when C has a bias, reduce_sum B over
 //             axes {0, 2, 3} (the bias gradient) read: no conv2d_grad_input (x needs no
 //             gradient: a first layer, as both seeds' first conv);
-//   no intermediate is streamed to the host or a view, and the leaders' OpDef::group_scratch
+//   no intermediate is streamed to the host or a view, and the fused ops' shape inference
 //   accept the groups (the pool's windows tile the plane).
 // The rewrite makes the forward ops the fused op conv2d_relu_max_pool2d (reading C's
 // inputs, writing the last one's output) and the gradient ops

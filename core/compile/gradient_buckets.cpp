@@ -18,7 +18,7 @@ using ir::TensorId;
 using BucketKey = std::tuple<int32_t, ir::DType, std::string, int64_t, int64_t, std::string>;
 
 bool is_all_reduce(const ir::Op& op) {
-  return op.def->name == "replicated_all_reduce" || op.def->name == "replicated_all_reduce_";
+  return op.schema->name == "replicated_all_reduce" || op.schema->name == "replicated_all_reduce_";
 }
 
 // The first update op that reads or writes each storage root (-1: none).
@@ -65,7 +65,7 @@ std::vector<GradientBucket> plan_gradient_buckets(const ir::Graph& graph, const 
     const ir::Op& op = graph.op(id);
     const ir::TensorInfo& x = graph.tensor(op.inputs[0]);
     const BucketKey key{op_stage[static_cast<size_t>(id)], x.dtype, op.attrs.get_string("op"),
-                        op.attrs.get_int("group_size"), op.attrs.get_int("stride"), op.def->name};
+                        op.attrs.get_int("group_size"), op.attrs.get_int("stride"), op.schema->name};
     auto [it, fresh] = open.emplace(key, buckets.size());
     if (fresh) buckets.emplace_back();
     GradientBucket& b = buckets[it->second];
@@ -87,7 +87,7 @@ std::vector<OpId> fuse_bucket(ir::Graph& graph, const GradientBucket& b) {
     outputs.push_back(graph.op(o).outputs[0]);
   }
   const ir::Op& first = graph.op(b.ops.front());
-  const bool in_place = first.def->name.ends_with('_');
+  const bool in_place = first.schema->name.ends_with('_');
   std::vector<OpId> ops = b.ops;
   std::sort(ops.begin(), ops.end());
   graph.fuse_ops(ops, in_place ? "replicated_all_reduce_bucket_" : "replicated_all_reduce_bucket", inputs,

@@ -14,7 +14,7 @@
 // one op, replicated_all_reduce_bucket(_) (core/ops/collective/collectives.cpp), at its first
 // member's place, the other members removed; its kernel packs the inputs into one buffer,
 // all-reduces it and unpacks the results, or, where the memory plan laid them out as one span
-// (OpDef::span_inputs), all-reduces that span where it is: every element is reduced over the
+// (ops::KernelDef::span_inputs), all-reduces that span where it is: every element is reduced over the
 // same replicas in the same order as alone, so the weights are the same bits as the
 // unbucketed program's.
 #pragma once

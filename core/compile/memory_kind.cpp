@@ -28,7 +28,7 @@ std::array<MemoryKind, kNumMemoryKinds> memory_kinds() {
 std::set<ir::TensorId> optimizer_state_roots(const ir::Graph& graph) {
   std::set<ir::TensorId> roots;
   for (const ir::Op& op : graph.ops()) {
-    for (int input : op.def->optimizer_state_inputs) {
+    for (int input : op.schema->optimizer_state_inputs) {
       if (static_cast<size_t>(input) < op.inputs.size()) roots.insert(graph.storage_root(op.inputs[static_cast<size_t>(input)]));
     }
   }

@@ -30,7 +30,7 @@ std::string_view memory_kind_name(MemoryKind kind);
 std::array<MemoryKind, kNumMemoryKinds> memory_kinds();
 
 /// Storage roots of the inputs that optimizer ops mark as their state
-/// (ir::OpDef::optimizer_state_inputs: adamw's m, v and step; sgd's momentum and step).
+/// (ir::OpSchema::optimizer_state_inputs: adamw's m, v and step; sgd's momentum and step).
 std::set<ir::TensorId> optimizer_state_roots(const ir::Graph& graph);
 
 /// The kind of storage root `root` of `graph`: optimizer state when in `optimizer_state`

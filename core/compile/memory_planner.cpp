@@ -6,6 +6,8 @@
 #include <map>
 #include <vector>
 
+#include "core/ops/kernel_def.h"
+
 namespace plexus::compile {
 
 namespace {
@@ -17,7 +19,9 @@ using ir::TensorId;
 class MemoryPlanner {
  public:
   MemoryPlanner(const ir::Graph& graph, const CompileOptions& options, Program& program)
-      : g_(graph), pl_(program.placement), o_(options), p_(program) {}
+      : g_(graph), pl_(program.placement), o_(options), p_(program) {
+    for (const ir::Op& op : graph.ops()) op_scratch_.push_back(ops::scratch_bytes(graph, op));
+  }
 
   void run() {
     for (int32_t s = 0; s < pl_.num_stages; ++s) plan_stage(s);
@@ -72,7 +76,7 @@ class MemoryPlanner {
         for (const auto* list : {&g_.op(a.index).inputs, &g_.op(a.index).outputs}) {
           for (TensorId t : *list) touch(t, x);
         }
-        return g_.op(a.index).scratch_bytes;
+        return op_scratch_[static_cast<size_t>(a.index)];
     }
     return 0;
   }
@@ -125,13 +129,14 @@ class MemoryPlanner {
   }
 
   // ONNX Runtime's MayInplace: output 0 of op `o`, run at `position` in step x, takes the
-  // request of the input its kernel may overwrite (ir::InferResult::may_inplace) when `o`
+  // request of the input its kernel may overwrite (ops::KernelDef::may_inplace) when `o`
   // is that input's last toucher and both are slot tensors of the same size, neither
   // offloaded; the output must be fresh (its own root, no request yet).
   void share_dying_input(SlotRequests& sr, ir::OpId o, int64_t position, Phase x) const {
     const ir::Op& op = g_.op(o);
-    if (op.may_inplace < 0) return;
-    const TensorId in = root(op.inputs[static_cast<size_t>(op.may_inplace)]), out = op.outputs[0];
+    const int may_inplace = ops::may_inplace(g_, op);
+    if (may_inplace < 0) return;
+    const TensorId in = root(op.inputs[static_cast<size_t>(may_inplace)]), out = op.outputs[0];
     const auto it = sr.request_of.find(in);
     if (it == sr.request_of.end() || sr.last.at(in) != position || root(out) != out || sr.request_of.count(out) ||
         !in_slot(sr, out, x) || p_.offloaded.count(in) || p_.offloaded.count(out) ||
@@ -169,14 +174,14 @@ class MemoryPlanner {
     sr.requests.push_back(joined);
   }
 
-  // The inputs and outputs of stage s's ops with OpDef::span_inputs (PyTorch DDP's
+  // The inputs and outputs of stage s's ops with ops::KernelDef::span_inputs (PyTorch DDP's
   // gradient_as_bucket_view) laid out as spans, recorded in Program::span_ops: taken when
   // they own their requests, each is its root's whole buffer, and each output is its input's
   // storage or none is.
   void lay_out_spans(SlotRequests& sr, int32_t s) {
     for (size_t o = 0; o < g_.num_ops(); ++o) {
       const ir::Op& op = g_.op(static_cast<ir::OpId>(o));
-      if (!op.def->span_inputs || stage_of(static_cast<ir::OpId>(o)) != s) continue;
+      if (!ops::kernel_def(op).span_inputs || stage_of(static_cast<ir::OpId>(o)) != s) continue;
       std::vector<TensorId> inputs, outputs;
       bool whole = true;  // every tensor is its root's whole buffer (views alias all of it)
       for (size_t k = 0; k < op.inputs.size(); ++k) {
@@ -289,6 +294,7 @@ class MemoryPlanner {
   const Placement& pl_;
   const CompileOptions& o_;
   Program& p_;
+  std::vector<size_t> op_scratch_;  ///< each main-graph op's scratch bytes (ops::scratch_bytes)
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
 

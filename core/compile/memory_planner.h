@@ -2,8 +2,8 @@
 // actions are built (program.h), each stage's slot region is planned over its timeline
 // [forward | backward | update] by liveness (core/memory/memory_plan.h): a buffer per
 // storage root from its first to its last touch, an op's output taking a dying input's
-// buffer when the op allows it (InferResult::may_inplace), the inputs and outputs of an op
-// with OpDef::span_inputs laid out as one span each where they own their buffers
+// buffer when the op allows it (ops::KernelDef::may_inplace), the inputs and outputs of an op
+// with ops::KernelDef::span_inputs laid out as one span each where they own their buffers
 // (Program::span_ops); then each device's arena: the persistent block (variables, constants,
 // accumulators), the scratch of its largest op, and every stage's slot regions, one per
 // micro-batch slot.

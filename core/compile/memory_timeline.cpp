@@ -70,7 +70,7 @@ std::string action_label(const ir::Graph& g, const Program& p, const Action& a) 
       break;
   }
   const ir::Op& op = g.op(a.index);
-  return op.def->name + " '" + op.name + "'";
+  return op.schema->name + " '" + op.name + "'";
 }
 
 std::string step_label(const Step& step) {

@@ -11,6 +11,7 @@
 #include "core/compile/relu_fusion.h"
 #include "core/compile/strategy.h"
 #include "core/ir/error.h"
+#include "core/ops/kernel_def.h"
 
 namespace plexus::compile {
 
@@ -66,6 +67,15 @@ void gradient_buckets_pass(Compilation& c) {
   fuse_gradient_buckets(c.graph, c.program.placement.op_stage, c.request.program.gradient_bucket_bytes);
 }
 
+/// Every op, the subgraphs' too, has a kernel; ops::kernel_def refuses, naming the op and
+/// its type, one whose type has a schema and no kernel.
+void kernels_pass(Compilation& c) {
+  for (const ir::Op& op : c.graph.ops()) ops::kernel_def(op);
+  for (size_t g = 1; g < c.graph.num_graphs(); ++g) {
+    for (const ir::OpId o : c.graph.subgraph(static_cast<ir::GraphId>(g)).ops) ops::kernel_def(c.graph.op(o));
+  }
+}
+
 void actions_pass(Compilation& c) { build_actions(c.graph, c.request.program, c.program); }
 
 void memory_plan_pass(Compilation& c) { plan_program_memory(c.graph, c.request.program, c.program); }
@@ -103,6 +113,7 @@ constexpr std::array kPasses{
     Pass{"conv-pool groups", conv_pool_groups_pass},
     Pass{"relu epilogues", relu_epilogues_pass},
     Pass{"gradient buckets", gradient_buckets_pass},
+    Pass{"kernels", kernels_pass},
     Pass{"actions", actions_pass},
     Pass{"memory plan", memory_plan_pass},
     Pass{"memory limit", memory_limit_pass},

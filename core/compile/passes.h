@@ -6,6 +6,7 @@
 //   conv-pool groups   rewrite: conv -> relu -> max-pool fused ops  conv_pool_fusion.h
 //   relu epilogues     rewrite: <op>_relu + alias                   relu_fusion.h
 //   gradient buckets   rewrite: all-reduces -> bucket ops           gradient_buckets.h
+//   kernels            every op's type has a kernel                 core/ops/kernel_def.h
 //   actions            per-stage actions, channels, homes           program.h
 //   memory plan        slot regions by liveness, device arenas      memory_planner.h
 //   memory limit       a device's arena against its capacity        passes.cpp
@@ -61,8 +62,9 @@ struct Pass {
 std::span<const Pass> passes();
 
 /// Runs every pass on `c`. Throws what the passes throw: ir::Error naming the op, tensor,
-/// stage or device (placement, program), the strategy's ir::Error(Plugin), and
-/// OutOfDeviceMemory (memory limit).
+/// stage or device (placement, program), the strategy's ir::Error(Plugin), Unsupported
+/// naming an op whose type has a schema but no kernel (kernels), and OutOfDeviceMemory
+/// (memory limit).
 void run_passes(Compilation& c);
 
 /// The passes from "conv-pool groups" on, for a graph already placed: the program of one

@@ -80,7 +80,7 @@ class ActionBuilder {
   void find_offloaded() {
     if (!o_.offload_optimizer_state) return;
     for (const ir::Op& op : g_.ops()) {
-      for (int input : op.def->optimizer_state_inputs) {
+      for (int input : op.schema->optimizer_state_inputs) {
         const TensorId r = root(op.inputs[static_cast<size_t>(input)]);
         if (info(r).kind != ir::TensorKind::Variable) continue;  // state computed on the fly stays on the device
         if (p_.offloaded.emplace(r, p_.offloaded_bytes).second) p_.offloaded_bytes += memory::align_up(info(r).bytes());
@@ -255,7 +255,7 @@ class ActionBuilder {
       if (p_.offloaded.count(r) && loaded.insert(r).second) body.push_back({ActionKind::LoadOffloaded, r});
     }
     std::vector<TensorId> stored;
-    for (int input : op.def->optimizer_state_inputs) {
+    for (int input : op.schema->optimizer_state_inputs) {
       const TensorId r = root(op.inputs[static_cast<size_t>(input)]);
       if (p_.offloaded.count(r)) stored.push_back(r);
     }

@@ -9,7 +9,7 @@
 // accumulators), one scratch area its ops share (a device runs one op at a time), then,
 // for each of its stages, `slots` copies of the stage's slot region: the tensors of one micro-batch from its forward step to its backward step, planned
 // by liveness over the stage's action timeline [forward | backward | update]; an op that
-// may write its output over a dying input of the same size (ir::InferResult::may_inplace)
+// may write its output over a dying input of the same size (ops::KernelDef::may_inplace)
 // gets that input's buffer. Stream tensors read in place live in their queue's buffers
 // instead. The update
 // step runs once every slot is free and uses slot 0.
@@ -111,7 +111,7 @@ struct Program {
   std::map<ir::TensorId, int32_t> home_stage;  ///< variables: the stage that holds them
   std::map<ir::TensorId, size_t> offloaded;    ///< optimizer state kept in host memory: root -> offset
   size_t offloaded_bytes = 0;
-  /// Ops with OpDef::span_inputs whose inputs (and outputs) the memory plan laid out as one
+  /// Ops with ops::KernelDef::span_inputs whose inputs (and outputs) the memory plan laid out as one
   /// span each: they run with no scratch.
   std::set<ir::OpId> span_ops;
 };

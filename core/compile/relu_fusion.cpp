@@ -4,15 +4,15 @@
 
 #include <algorithm>
 
-#include "core/ir/op_registry.h"
+#include "core/ir/op_schema.h"
 
 namespace plexus::compile {
 
 namespace {
 
 /// The fused op running `producer` with a relu epilogue, or nullptr when none is registered.
-const ir::OpDef* fused_def(const ir::Op& producer) {
-  return ir::OpRegistry::instance().find(producer.def->name + "_relu");
+const ir::OpSchema* fused_def(const ir::Op& producer) {
+  return ir::OpSchemaRegistry::instance().find(producer.schema->name + "_relu");
 }
 
 /// Whether relu op `relu` fuses into the producer of its input; its producer when it does.
@@ -34,7 +34,7 @@ std::vector<ReluFusion> plan_relu_fusions(const ir::Graph& graph, const std::vec
   for (size_t o = 0; o < graph.num_ops(); ++o) {
     const auto relu = static_cast<ir::OpId>(o);
     ir::OpId producer = -1;
-    if (graph.op(relu).def->name == "relu" && fuses(graph, op_stage, relu, producer)) fusions.push_back({producer, relu});
+    if (graph.op(relu).schema->name == "relu" && fuses(graph, op_stage, relu, producer)) fusions.push_back({producer, relu});
   }
   return fusions;
 }

@@ -80,13 +80,13 @@ void Backward::differentiate(OpId o) {
   }
   graph_.set_implicit_block(-1);
   if (!any_grad) return;
-  if (!op.def->grad) {
+  if (!op.schema->grad) {
     fail(ErrorCode::InvalidArgument, "autodiff: op '" + op.name + "' lies between the loss and a requested tensor "
                                      "but has no gradient");
   }
   GradContext ctx{graph_, op, out_grads, needs, wrt_};
   graph_.set_implicit_block(op.block);  // gradient ops join the block of the op they differentiate
-  const std::vector<TensorId> in_grads = op.def->grad(ctx);
+  const std::vector<TensorId> in_grads = op.schema->grad(ctx);
   graph_.set_implicit_block(-1);
   check_rule_result(op, needs, in_grads);
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -97,13 +97,13 @@ void Backward::differentiate(OpId o) {
 void Backward::check_rule_result(const Op& op, const std::vector<bool>& needs,
                                  const std::vector<TensorId>& in_grads) const {
   if (in_grads.size() != op.inputs.size()) {
-    fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " + std::to_string(in_grads.size()) +
+    fail(ErrorCode::Internal, "gradient rule of '" + op.schema->name + "' returned " + std::to_string(in_grads.size()) +
                                   " gradients for " + std::to_string(op.inputs.size()) + " inputs");
   }
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     if (!needs[i] || in_grads[i] == kNoTensor) continue;
     if (graph_.tensor(in_grads[i]).shape != graph_.tensor(op.inputs[i]).shape) {
-      fail(ErrorCode::Internal, "gradient rule of '" + op.def->name + "' returned " +
+      fail(ErrorCode::Internal, "gradient rule of '" + op.schema->name + "' returned " +
                                     graph_.tensor(in_grads[i]).type_string() + " for input " +
                                     graph_.tensor(op.inputs[i]).type_string());
     }

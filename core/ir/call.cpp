@@ -57,8 +57,8 @@ std::vector<bool> written_inputs(const Graph& graph, const Subgraph& callee) {
   std::vector<bool> written(callee.inputs.size(), false);
   for (OpId o : callee.ops) {
     const Op& op = graph.op(o);
-    for (size_t k = 0; k < op.outputs.size() && k < op.def->inplace_inputs.size(); ++k) {
-      const int i = op.def->inplace_inputs[k];
+    for (size_t k = 0; k < op.outputs.size() && k < op.schema->inplace_inputs.size(); ++k) {
+      const int i = op.schema->inplace_inputs[k];
       if (i < 0) continue;
       const TensorId root = graph.storage_root(op.inputs[static_cast<size_t>(i)]);
       for (size_t j = 0; j < callee.inputs.size(); ++j) written[j] = written[j] || callee.inputs[j] == root;
@@ -86,7 +86,7 @@ void add_op_copy(Graph& graph, OpId o, std::map<TensorId, TensorId>& to_parent) 
   const Op op = graph.op(o);  // a copy: add_op reallocates the op lists
   std::vector<TensorId> inputs;
   for (TensorId in : op.inputs) inputs.push_back(parent_of(graph, in, to_parent));
-  const std::vector<TensorId> outputs = graph.add_op(op.def->name, inputs, op.attrs);
+  const std::vector<TensorId> outputs = graph.add_op(op.schema->name, inputs, op.attrs);
   for (size_t k = 0; k < outputs.size(); ++k) {
     const TensorInfo& planned = graph.tensor(op.outputs[k]);
     const TensorInfo& made = graph.tensor(outputs[k]);

@@ -293,8 +293,8 @@ StreamId Graph::add_d2h_stream(const std::string& name, TensorId tensor_id) {
 namespace {
 
 /// The op type `type`, checked to take `inputs` inputs.
-const OpDef& find_op_def(std::string_view type, size_t inputs) {
-  const OpDef* def = OpRegistry::instance().find(type);
+const OpSchema& find_schema(std::string_view type, size_t inputs) {
+  const OpSchema* def = OpSchemaRegistry::instance().find(type);
   if (!def) fail(ErrorCode::UnknownOp, "unknown op '" + std::string(type) + "'");
   if (inputs < def->min_inputs || inputs > def->max_inputs) {
     const std::string expected = def->min_inputs == def->max_inputs
@@ -308,7 +308,7 @@ const OpDef& find_op_def(std::string_view type, size_t inputs) {
 
 /// The inputs' tensors (resolve_inputs checked that they exist), checked to be readable by
 /// an op (a remote variable must be remote_load-ed first).
-std::vector<const TensorInfo*> input_infos(const OpDef& def, const std::vector<TensorId>& inputs,
+std::vector<const TensorInfo*> input_infos(const OpSchema& def, const std::vector<TensorId>& inputs,
                                            const std::vector<TensorInfo>& tensors) {
   std::vector<const TensorInfo*> infos;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -323,7 +323,7 @@ std::vector<const TensorInfo*> input_infos(const OpDef& def, const std::vector<T
 /// an alias of the input it updates in place or views.
 TensorInfo output_tensor(const Op& op, OpId op_id, size_t k, size_t num_outputs, TensorType out,
                          const std::vector<TensorInfo>& tensors) {
-  const OpDef& def = *op.def;
+  const OpSchema& def = *op.schema;
   TensorInfo t;
   t.name = op.name;
   if (num_outputs > 1) t.name.append(":").append(std::to_string(k));
@@ -344,10 +344,10 @@ TensorInfo output_tensor(const Op& op, OpId op_id, size_t k, size_t num_outputs,
 }  // namespace
 
 std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId> inputs, Attributes attrs) {
-  const OpDef& def = find_op_def(type, inputs.size());
+  const OpSchema& def = find_schema(type, inputs.size());
   inputs = resolve_inputs(def, std::move(inputs));
   Op op;
-  op.def = &def;
+  op.schema = &def;
   op.graph = current_graph();
   op.name = op.graph == kMainGraph ? def.name + "#" + std::to_string(ops_.size())
                                    : subgraph(op.graph).name + "/" + def.name + "#" +
@@ -370,8 +370,6 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   op.block = main ? block_for(inputs) : -1;
   op.inputs = std::move(inputs);
   op.attrs = std::move(attrs);
-  op.scratch_bytes = result.scratch_bytes;
-  op.may_inplace = result.may_inplace;
   const auto op_id = static_cast<OpId>(main ? ops_.size() : kSubgraphOpBase + sub_ops_.size());
   for (size_t k = 0; k < result.outputs.size(); ++k) {
     op.outputs.push_back(
@@ -383,29 +381,26 @@ std::vector<TensorId> Graph::add_op(std::string_view type, std::vector<TensorId>
   return list.back().outputs;
 }
 
-InferResult Graph::infer_onto(const Op& op, const std::vector<TensorId>& outputs, const std::string& what) const {
-  InferContext ctx{op.def->name, input_infos(*op.def, op.inputs, tensors_), op.attrs, replication_factor_, this};
-  InferResult result = op.def->infer(ctx);
+void Graph::infer_onto(const Op& op, const std::vector<TensorId>& outputs, const std::string& what) const {
+  InferContext ctx{op.schema->name, input_infos(*op.schema, op.inputs, tensors_), op.attrs, replication_factor_, this};
+  InferResult result = op.schema->infer(ctx);
   bool same = result.outputs.size() == outputs.size();
   for (size_t k = 0; same && k < outputs.size(); ++k) {
     const TensorInfo& t = tensors_[static_cast<size_t>(outputs[k])];
     same = result.outputs[k].dtype == t.dtype && result.outputs[k].shape == t.shape;
   }
-  if (!same) fail(ErrorCode::Internal, what + " as '" + op.def->name + "' changes its outputs");
-  return result;
+  if (!same) fail(ErrorCode::Internal, what + " as '" + op.schema->name + "' changes its outputs");
 }
 
 void Graph::rewrite_op(OpId id, std::string_view type) {
   const Op& old = op(id);
   if (id >= kSubgraphOpBase) fail(ErrorCode::Internal, "rewrite of op '" + old.name + "' of a subgraph");
   Op rewritten = old;
-  rewritten.def = &find_op_def(type, old.inputs.size());
-  const InferResult result = infer_onto(rewritten, old.outputs, "rewriting op '" + old.name + "'");
+  rewritten.schema = &find_schema(type, old.inputs.size());
+  infer_onto(rewritten, old.outputs, "rewriting op '" + old.name + "'");
   Op& op = ops_[static_cast<size_t>(id)];
-  op.def = rewritten.def;
-  op.scratch_bytes = result.scratch_bytes;
-  op.may_inplace = result.may_inplace;
-  if (op.def->is_view) tensors_[static_cast<size_t>(op.outputs[0])].alias_of = op.inputs[0];
+  op.schema = rewritten.schema;
+  if (op.schema->is_view) tensors_[static_cast<size_t>(op.outputs[0])].alias_of = op.inputs[0];
 }
 
 void Graph::check_fusable(const std::vector<OpId>& ops, const std::vector<TensorId>& outputs) const {
@@ -433,14 +428,12 @@ void Graph::fuse_ops(const std::vector<OpId>& ops, std::string_view type, std::v
                      Attributes attrs, std::vector<TensorId> outputs) {
   check_fusable(ops, outputs);
   Op fused = ops_[static_cast<size_t>(ops.front())];
-  fused.def = &find_op_def(type, inputs.size());
-  attrs.validate(fused.def->name, fused.def->attrs);
-  fused.name = fused.def->name + "#" + std::to_string(ops.front());
-  fused.inputs = resolve_inputs(*fused.def, std::move(inputs));
+  fused.schema = &find_schema(type, inputs.size());
+  attrs.validate(fused.schema->name, fused.schema->attrs);
+  fused.name = fused.schema->name + "#" + std::to_string(ops.front());
+  fused.inputs = resolve_inputs(*fused.schema, std::move(inputs));
   fused.attrs = std::move(attrs);
-  const InferResult result = infer_onto(fused, outputs, "fusing op '" + ops_[static_cast<size_t>(ops.front())].name + "'");
-  fused.scratch_bytes = result.scratch_bytes;
-  fused.may_inplace = result.may_inplace;
+  infer_onto(fused, outputs, "fusing op '" + ops_[static_cast<size_t>(ops.front())].name + "'");
   fused.outputs = std::move(outputs);
   for (const OpId o : ops) {
     for (const TensorId t : ops_[static_cast<size_t>(o)].outputs) tensors_[static_cast<size_t>(t)].producer = -1;

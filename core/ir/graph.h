@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/ir/attributes.h"
-#include "core/ir/op_registry.h"
+#include "core/ir/op_schema.h"
 #include "core/ir/subgraph.h"
 #include "core/ir/tensor.h"
 
@@ -30,13 +30,11 @@ struct Block {
 
 /// One op instance.
 struct Op {
-  const OpDef* def = nullptr;
+  const OpSchema* schema = nullptr;  ///< the op's type (its kernel: ops::kernel_def)
   std::string name;  ///< "<type>#<index>", used in messages
   std::vector<TensorId> inputs;
   std::vector<TensorId> outputs;
   Attributes attrs;
-  size_t scratch_bytes = 0;
-  int may_inplace = -1;  ///< InferResult::may_inplace
   Phase phase = Phase::Forward;
   int32_t block = -1;  ///< index into Graph::blocks(); -1 when the IR has no blocks
   GraphId graph = kMainGraph;  ///< the graph the op belongs to
@@ -237,9 +235,9 @@ class Graph {
   void require_main_graph(const std::string& what) const;
   /// `inputs` of an op added to the current graph: each checked to exist and to belong to
   /// it (or captured, begin_capture).
-  std::vector<TensorId> resolve_inputs(const OpDef& def, std::vector<TensorId> inputs);
+  std::vector<TensorId> resolve_inputs(const OpSchema& schema, std::vector<TensorId> inputs);
   /// `op`'s shape inference, checked to give `outputs`' types (`what` names the rewrite).
-  InferResult infer_onto(const Op& op, const std::vector<TensorId>& outputs, const std::string& what) const;
+  void infer_onto(const Op& op, const std::vector<TensorId>& outputs, const std::string& what) const;
   void check_fusable(const std::vector<OpId>& ops, const std::vector<TensorId>& outputs) const;
   /// Erases main-graph ops `gone` (ascending), shifting producers and streams' after_ops.
   void remove_ops(const std::vector<OpId>& gone);

@@ -137,7 +137,7 @@ std::vector<GraphId> Graph::callees(GraphId g) const {
   }
   for (OpId o : graph_ops(g)) {  // a repeat runs its body graph (core/ops/graph/repeat.cpp)
     const Op& op = this->op(o);
-    if (op.def->name == "repeat") out.push_back(static_cast<GraphId>(op.attrs.get_int("graph")));
+    if (op.schema->name == "repeat") out.push_back(static_cast<GraphId>(op.attrs.get_int("graph")));
   }
   return out;
 }
@@ -167,7 +167,7 @@ std::vector<TensorId> Graph::end_capture() {
   return order;
 }
 
-std::vector<TensorId> Graph::resolve_inputs(const OpDef& def, std::vector<TensorId> inputs) {
+std::vector<TensorId> Graph::resolve_inputs(const OpSchema& def, std::vector<TensorId> inputs) {
   const GraphId g = current_graph();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string what = "op '" + def.name + "' in graph '" + graph_name(g) + "': input " + std::to_string(i);

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/ir/error.h"
+#include "core/ops/kernel_def.h"
 
 namespace plexus::runtime {
 
@@ -13,7 +14,7 @@ using ir::Phase;
 
 /// One executable piece of a step: a copy, a channel transfer or a kernel.
 struct DeviceProgram::Item {
-  ir::Kernel fn;
+  ops::Kernel fn;
   size_t live_bytes = 0;  ///< bytes of the slot region live after it (from the stage's plan)
   bool traced = false;    ///< recorded as a span of `span` kind when profiling
   bool receive = false;   ///< waits for another device: not counted in the step's busy time
@@ -305,9 +306,9 @@ DeviceProgram::Item DeviceProgram::offloaded_copy(const DeviceState& st, const S
   return item;
 }
 
-ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace& p, const ir::Op& op) {
+ops::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace& p, const ir::Op& op) {
   std::byte* scratch = st.device->arena().data() + r_.program.devices[static_cast<size_t>(st.index)].scratch_offset;
-  ir::KernelContext ctx{.graph = r_.graph,
+  ops::KernelContext ctx{.graph = r_.graph,
                         .op = op,
                         .scratch = scratch,
                         .max_threads = r_.threads_per_device,
@@ -330,13 +331,13 @@ ir::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlace
   return ctx;
 }
 
-DeviceProgram::Item DeviceProgram::kernel_item(ir::OpId id, ir::KernelContext ctx) const {
+DeviceProgram::Item DeviceProgram::kernel_item(ir::OpId id, ops::KernelContext ctx) const {
   const ir::Op& op = r_.graph.op(id);
-  const size_t scratch = r_.program.span_ops.count(id) ? 0 : op.scratch_bytes;  // a span needs none
+  const size_t scratch = r_.program.span_ops.count(id) ? 0 : ops::scratch_bytes(r_.graph, op);  // a span needs none
   if (scratch == 0) ctx.scratch = nullptr;
   Item item;
   item.op = id;
-  item.fn = op.def->kernel(ctx);
+  item.fn = ops::kernel_def(op).kernel(ctx);
   item.scratch = scratch;
   return item;
 }
@@ -353,7 +354,7 @@ DeviceProgram::Item DeviceProgram::run_op(DeviceState& st, const StepPlace& p, i
     return item;
   }
   Item item = kernel_item(id, kernel_context(st, p, op));
-  item.traced = op.def->communicates;
+  item.traced = op.schema->communicates;
   item.span = SpanKind::Collective;
   if (!item.fn) item.fn = [] {};
   return item;

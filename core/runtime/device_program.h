@@ -18,6 +18,7 @@
 #include "core/compile/program.h"
 #include "core/compile/schedule.h"
 #include "core/ir/graph.h"
+#include "core/ops/kernel_context.h"
 #include "core/plugin_host/collectives.h"
 #include "core/runtime/host_update.h"
 #include "core/runtime/replica_storage.h"
@@ -99,10 +100,10 @@ class DeviceProgram {
   Item offloaded_copy(const DeviceState& st, const StepPlace& place, const compile::Action& a) const;
   Item run_op(DeviceState& st, const StepPlace& place, ir::OpId op);
   /// The item running op `id`'s kernel in `ctx` (no scratch when the op needs none).
-  Item kernel_item(ir::OpId id, ir::KernelContext ctx) const;
+  Item kernel_item(ir::OpId id, ops::KernelContext ctx) const;
   /// The context of `op`'s kernel run for st at `place`: the device's scratch, its inputs
   /// and outputs.
-  ir::KernelContext kernel_context(DeviceState& st, const StepPlace& place, const ir::Op& op);
+  ops::KernelContext kernel_context(DeviceState& st, const StepPlace& place, const ir::Op& op);
   /// The item that hands replica st's gradient of host-updated op `op` to the host.
   Item post_gradient(const DeviceState& st, const StepPlace& place, ir::OpId op) const;
   std::byte* slot_region(const DeviceState& state, int32_t stage, int64_t slot) const;

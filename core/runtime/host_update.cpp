@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/ir/error.h"
+#include "core/ops/kernel_def.h"
 
 namespace plexus::runtime {
 
@@ -20,7 +21,7 @@ struct HostUpdate::Update {
   std::vector<std::byte> weight_host;
   std::vector<std::vector<std::byte>> gradients;  ///< per hosted replica
   std::vector<std::byte> scratch;
-  ir::Kernel kernel;
+  ops::Kernel kernel;
   std::vector<int64_t> posted;  ///< per hosted replica: gradients posted in this run
   int64_t reduced = 0;          ///< hosted replicas' all-reduces finished in this run, summed
   int64_t done = 0;             ///< steps applied in this run
@@ -64,7 +65,7 @@ HostUpdate::HostUpdate(const ir::Graph& graph, const compile::Program& program, 
   std::vector<std::pair<ir::OpId, std::unique_ptr<Update>>> found;  // (finishing op, update)
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
-    if (op.def->gradient_input < 0 || op.phase != ir::Phase::Update) continue;
+    if (op.schema->gradient_input < 0 || op.phase != ir::Phase::Update) continue;
     auto u = make_update(graph, program, static_cast<ir::OpId>(i));
     const ir::OpId writer = last_writer(graph, u->gradient, u->op);
     // An accumulated gradient is final only in the update step (its accumulator).
@@ -91,7 +92,7 @@ std::unique_ptr<HostUpdate::Update> HostUpdate::make_update(const ir::Graph& gra
   auto u = std::make_unique<Update>();
   u->op = o;
   u->weight = graph.storage_root(op.inputs[0]);
-  u->gradient = graph.storage_root(op.inputs[static_cast<size_t>(op.def->gradient_input)]);
+  u->gradient = graph.storage_root(op.inputs[static_cast<size_t>(op.schema->gradient_input)]);
   u->stage = program.placement.op_stage[static_cast<size_t>(o)];
   require_one_value(graph, op, u->weight, "weight");
   const ir::TensorInfo& w = graph.tensor(u->weight);
@@ -99,7 +100,7 @@ std::unique_ptr<HostUpdate::Update> HostUpdate::make_update(const ir::Graph& gra
     ir::fail(ErrorCode::Unsupported, "weight_update_on_host: op '" + op.name + "': weight '" + w.name + "' is " +
                                          std::string(ir::dtype_name(w.dtype)) + ", the host update takes float32");
   }
-  for (int s : op.def->optimizer_state_inputs) {
+  for (int s : op.schema->optimizer_state_inputs) {
     const ir::TensorId root = graph.storage_root(op.inputs[static_cast<size_t>(s)]);
     require_one_value(graph, op, root, "optimizer state");
     state_.try_emplace(root, graph.tensor(root).bytes());
@@ -108,20 +109,20 @@ std::unique_ptr<HostUpdate::Update> HostUpdate::make_update(const ir::Graph& gra
   u->bytes = w.bytes();
   u->weight_host.resize(u->bytes);
   u->gradients.assign(static_cast<size_t>(hosted_), std::vector<std::byte>(u->bytes));
-  u->scratch.resize(op.scratch_bytes);
+  u->scratch.resize(ops::scratch_bytes(graph, op));
   u->posted.assign(static_cast<size_t>(hosted_), 0);
   return u;
 }
 
 void HostUpdate::bind_kernel(const ir::Graph& graph, Update& u, int64_t replication_factor) {
   const ir::Op& op = graph.op(u.op);
-  ir::KernelContext ctx{.graph = graph, .op = op, .scratch = u.scratch.empty() ? nullptr : u.scratch.data(),
+  ops::KernelContext ctx{.graph = graph, .op = op, .scratch = u.scratch.empty() ? nullptr : u.scratch.data(),
                         .replica = first_hosted_, .replication_factor = replication_factor, .comm = nullptr,
                         .remote = {}, .notes = nullptr};
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const ir::TensorId root = graph.storage_root(op.inputs[i]);
     std::byte* address = i == 0 ? u.weight_host.data()
-                         : static_cast<int>(i) == op.def->gradient_input ? u.gradients.front().data()
+                         : static_cast<int>(i) == op.schema->gradient_input ? u.gradients.front().data()
                                                                          : state(root);
     if (address == nullptr) {
       ir::fail(ErrorCode::Unsupported, "weight_update_on_host: op '" + op.name + "': input " + std::to_string(i) +
@@ -133,9 +134,9 @@ void HostUpdate::bind_kernel(const ir::Graph& graph, Update& u, int64_t replicat
   }
   for (size_t k = 0; k < op.outputs.size(); ++k) {  // weight-update outputs are their inputs, in place
     ctx.outputs.push_back(&graph.tensor(op.outputs[k]));
-    ctx.out.push_back(ctx.in.at(static_cast<size_t>(op.def->inplace_inputs.at(k))));
+    ctx.out.push_back(ctx.in.at(static_cast<size_t>(op.schema->inplace_inputs.at(k))));
   }
-  u.kernel = op.def->kernel(ctx);
+  u.kernel = ops::kernel_def(op).kernel(ctx);
 }
 
 HostUpdate::~HostUpdate() {

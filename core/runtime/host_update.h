@@ -1,6 +1,6 @@
 // The weight update on the host (seed 002, "Distributed training": host_call with
 // IPUMultiWorkerStrategy(variables_on_host=True); docs/design.md "Workers"). Under the session
-// option weight_update_on_host every weight-update op (OpDef::gradient_input: adamw_,
+// option weight_update_on_host every weight-update op (ir::OpSchema::gradient_input: adamw_,
 // scaled_add_ as SGD) of the update phase leaves the devices:
 //  - each hosted replica's device copies the op's gradient to host memory as soon as the
 //    op that finishes it has run (for gradient accumulation: at the start of the update
@@ -46,7 +46,7 @@ class HostUpdate {
   /// Storage of variable `tensor` on hosted (global) replica `replica` (the session's).
   using DeviceBuffer = std::function<std::byte*(ir::TensorId tensor, int64_t replica)>;
 
-  /// Finds the weight-update ops of `graph` (update phase, OpDef::gradient_input) and
+  /// Finds the weight-update ops of `graph` (update phase, ir::OpSchema::gradient_input) and
   /// allocates their host weights, gradients and optimizer state. With gradient
   /// accumulation (program.micro_batches > 1) gradients go to the host at the start of the
   /// update step. `collectives` (host buffers; null for R = 1) all-reduce and broadcast

@@ -111,7 +111,7 @@ void Session::check_host_arrays() const {
 
 void Session::open_plugins() {
   const bool communicates = std::any_of(graph_.ops().begin(), graph_.ops().end(),
-                                        [](const ir::Op& op) { return op.def->communicates; });
+                                        [](const ir::Op& op) { return op.schema->communicates; });
   if (replication_factor() > 1 && communicates) {
     for (int64_t d = 0; d < devices_per_replica(); ++d) {
       collectives_.push_back(make_collectives(false));

@@ -10,6 +10,7 @@
 
 #include "core/compile/passes.h"
 #include "core/compile/program.h"
+#include "core/ops/kernel_def.h"
 #include "tests/runtime/small_cnn.h"
 
 namespace plexus::compile {
@@ -22,7 +23,7 @@ using testing::CnnRecipe;
 /// The op of `type` in g (the first one).
 ir::OpId find(const ir::Graph& g, const char* type) {
   for (size_t o = 0; o < g.num_ops(); ++o) {
-    if (g.op(static_cast<ir::OpId>(o)).def->name == type) return static_cast<ir::OpId>(o);
+    if (g.op(static_cast<ir::OpId>(o)).schema->name == type) return static_cast<ir::OpId>(o);
   }
   return -1;
 }
@@ -48,7 +49,7 @@ ir::Graph fused(const ir::Graph& g, size_t* made = nullptr) {
 /// The `<op>_relu` ops of g (the relu-epilogue rewrite's, relu_fusion.h).
 size_t relu_fused_ops(const ir::Graph& g) {
   return static_cast<size_t>(
-      std::count_if(g.ops().begin(), g.ops().end(), [](const ir::Op& op) { return op.def->name.ends_with("_relu"); }));
+      std::count_if(g.ops().begin(), g.ops().end(), [](const ir::Op& op) { return op.schema->name.ends_with("_relu"); }));
 }
 
 TEST(ConvPoolFusion, BothSeedOrdersFuseTheirForwardAndGradientOps) {
@@ -65,7 +66,7 @@ TEST(ConvPoolFusion, BothSeedOrdersFuseTheirForwardAndGradientOps) {
     EXPECT_EQ(made, 1u);
     EXPECT_EQ(r.num_ops(), g.num_ops() - 4) << "relu and pool, the weight and bias gradients removed";
     const ir::Op& forward = r.op(conv);
-    EXPECT_EQ(forward.def->name, "conv2d_relu_max_pool2d") << "at the conv's place";
+    EXPECT_EQ(forward.schema->name, "conv2d_relu_max_pool2d") << "at the conv's place";
     EXPECT_EQ(forward.inputs, g.op(conv).inputs) << "x, w, b";
     EXPECT_EQ(forward.outputs, std::vector<ir::TensorId>{block_out});
     EXPECT_EQ(forward.attrs.get_int("relu_first"), pool_first ? 0 : 1);
@@ -78,7 +79,7 @@ TEST(ConvPoolFusion, BothSeedOrdersFuseTheirForwardAndGradientOps) {
     EXPECT_EQ(r.op(grad).inputs, inputs) << "x, w, b, and the pool output's gradient";
     EXPECT_EQ(r.op(grad).outputs, (std::vector<ir::TensorId>{dw, db}));
     EXPECT_EQ(r.op(grad).attrs.get_int("relu_folded"), g.op(pool_grad).attrs.get_int("relu_folded"));
-    EXPECT_GT(r.op(grad).scratch_bytes, forward.scratch_bytes) << "the weight gradient's sums too";
+    EXPECT_GT(ops::scratch_bytes(r, r.op(grad)), ops::scratch_bytes(r, forward)) << "the weight gradient's sums too";
     for (const char* type : {"conv2d", "relu", "max_pool2d", "max_pool2d_grad", "conv2d_grad_weight"}) {
       const ir::TensorId t = out(g, type);
       if (t == block_out || t == dw) continue;
@@ -154,8 +155,8 @@ TEST(ConvPoolFusion, AReluReadingTheFusedOpsOutputRunsAsAnOpOfItsOwn) {
   const Program p = compile(g, place(g, {}), {});
   EXPECT_EQ(relu_fused_ops(g), 0u);
   const ir::OpId second_relu = g.consumers(pooled).front();
-  ASSERT_EQ(g.op(second_relu).def->name, "relu");
-  EXPECT_EQ(g.op(g.tensor(pooled).producer).def->name, "conv2d_relu_max_pool2d");
+  ASSERT_EQ(g.op(second_relu).schema->name, "relu");
+  EXPECT_EQ(g.op(g.tensor(pooled).producer).schema->name, "conv2d_relu_max_pool2d");
   const std::vector<Action>& forward = p.stages[0].actions[0];
   EXPECT_EQ(std::count_if(forward.begin(), forward.end(),
                           [&](const Action& a) { return a.kind == ActionKind::RunOp && a.index == second_relu; }),

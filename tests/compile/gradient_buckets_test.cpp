@@ -10,6 +10,7 @@
 
 #include "core/compile/passes.h"
 #include "core/compile/program.h"
+#include "core/ops/kernel_def.h"
 #include "core/ir/autodiff.h"
 #include "tests/runtime/data_parallel_mlp.h"
 #include "tests/runtime/test_graphs.h"
@@ -30,7 +31,7 @@ constexpr size_t kW0 = 240, kB0 = 20, kW1 = 60, kB1 = 12;
 std::vector<ir::OpId> all_reduces(const ir::Graph& g) {
   std::vector<ir::OpId> out;
   for (size_t o = 0; o < g.num_ops(); ++o) {
-    if (g.op(static_cast<ir::OpId>(o)).def->name == "replicated_all_reduce") out.push_back(static_cast<ir::OpId>(o));
+    if (g.op(static_cast<ir::OpId>(o)).schema->name == "replicated_all_reduce") out.push_back(static_cast<ir::OpId>(o));
   }
   return out;
 }
@@ -128,7 +129,7 @@ TEST(GradientBuckets, AGradientReadByAnUpdateOpBeforeItsAllReduceStaysAlone) {
 std::vector<ir::OpId> bucket_ops(const ir::Graph& g) {
   std::vector<ir::OpId> out;
   for (size_t o = 0; o < g.num_ops(); ++o) {
-    if (g.op(static_cast<ir::OpId>(o)).def->name.starts_with("replicated_all_reduce_bucket")) {
+    if (g.op(static_cast<ir::OpId>(o)).schema->name.starts_with("replicated_all_reduce_bucket")) {
       out.push_back(static_cast<ir::OpId>(o));
     }
   }
@@ -151,11 +152,11 @@ TEST(GradientBuckets, TheRewriteMakesOneBucketOpAtItsFirstMembersPlace) {
   EXPECT_EQ(op_stage, place(g, {}).op_stage) << "the removed members' stages dropped";
   ASSERT_EQ(bucket_ops(g), std::vector<ir::OpId>{*std::min_element(members.begin(), members.end())});
   const ir::Op& bucket = g.op(bucket_ops(g)[0]);
-  EXPECT_EQ(bucket.def->name, "replicated_all_reduce_bucket");
+  EXPECT_EQ(bucket.schema->name, "replicated_all_reduce_bucket");
   EXPECT_EQ(bucket.inputs, inputs) << "in the order the gradients are computed";
   EXPECT_EQ(bucket.outputs, outputs);
   EXPECT_EQ(bucket.attrs.get_string("op"), "mean");
-  EXPECT_EQ(bucket.scratch_bytes, kW0 + kB0 + kW1 + kB1) << "what packing them takes";
+  EXPECT_EQ(ops::scratch_bytes(g, bucket), kW0 + kB0 + kW1 + kB1) << "what packing them takes";
   EXPECT_EQ(g.num_ops(), m.graph.num_ops() - 3);
   EXPECT_TRUE(all_reduces(g).empty());
   EXPECT_EQ(fuse_gradient_buckets(g, op_stage, size_t{25} << 20), 0u) << "idempotent";

@@ -10,6 +10,7 @@
 #include "core/compile/passes.h"
 #include "core/ir/autodiff.h"
 #include "core/ir/error.h"
+#include "core/ops/kernel_def.h"
 #include "tests/runtime/compiled_graph.h"
 #include "tests/runtime/test_graphs.h"
 
@@ -52,7 +53,7 @@ TEST(MemoryPlanner, AChainOfOpsReusesMemory) {
 }
 
 /// x (h2d "x" [1,1,8,8]) -> neg -> t; dx = max_pool2d_grad(t, dy of h2d "dy") with `kernel`
-/// and `stride`: an op whose kernel may overwrite its input t (ir::InferResult::may_inplace)
+/// and `stride`: an op whose kernel may overwrite its input t (ops::KernelDef::may_inplace)
 /// when the windows tile the plane.
 struct PoolGradGraph {
   ir::Graph g;
@@ -105,7 +106,7 @@ TEST(MemoryPlanner, OpScratchIsOneAreaPerDeviceNotPerSlot) {
   const ir::TensorId w = g.add_variable("w", ir::DType::Float32, {3, 1, 3, 3}, std::vector<std::byte>(108));
   const ir::TensorId y = g.add_op("conv2d", {x, w}, {}).front();
   g.add_d2h_stream("y", y);
-  const size_t scratch = g.op(0).scratch_bytes;
+  const size_t scratch = ops::scratch_bytes(g, g.op(0));
   ASSERT_GT(scratch, 0u);  // im2col
   const Program p = compile(g, place(g, {}), {.micro_batches = 2, .slots = {2}, .offload_optimizer_state = false, .in_place = {}});
   const DevicePlan& d = p.devices[0];

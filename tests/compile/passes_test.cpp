@@ -24,7 +24,8 @@ TEST(Passes, RunInTheListedOrder) {
   std::vector<std::string> names;
   for (const Pass& pass : passes()) names.emplace_back(pass.name);
   EXPECT_EQ(names, (std::vector<std::string>{"placement", "schedule", "conv-pool groups", "relu epilogues",
-                                             "gradient buckets", "actions", "memory plan", "memory limit"}));
+                                             "gradient buckets", "kernels", "actions", "memory plan",
+                                             "memory limit"}));
 }
 
 TEST(Passes, ASessionsCompilationEqualsCompileOfItsPlacement) {

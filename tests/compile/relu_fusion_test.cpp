@@ -82,7 +82,7 @@ TEST(ReluFusion, TrainingGraphsStillFuseBecauseNoGradientReadsTheReluInput) {
     m.train();
     EXPECT_EQ(m.fusions().size(), 1u);
     for (size_t o = 0; o < m.g.num_ops(); ++o) {
-      EXPECT_NE(m.g.op(static_cast<ir::OpId>(o)).def->name, "relu_grad") << "the pool gradient folds relu's in";
+      EXPECT_NE(m.g.op(static_cast<ir::OpId>(o)).schema->name, "relu_grad") << "the pool gradient folds relu's in";
     }
   }
 }
@@ -127,10 +127,10 @@ TEST(ReluFusion, TheRewriteMakesTheFusedOpAndAnAliasSoTheProducersOutputIsStored
     ir::Graph g = m.g;
     const Program p = compile(g, place(g, {}), {});
     ASSERT_EQ(std::count_if(g.ops().begin(), g.ops().end(),
-                            [](const ir::Op& o) { return o.def->name.starts_with("conv2d_relu_max_pool2d"); }),
+                            [](const ir::Op& o) { return o.schema->name.starts_with("conv2d_relu_max_pool2d"); }),
               0);
-    EXPECT_EQ(g.op(m.producer(t)).def->name, pool_first ? "max_pool2d_relu" : "conv2d_relu");
-    EXPECT_EQ(g.op(m.producer(m.relu)).def->name, "alias");
+    EXPECT_EQ(g.op(m.producer(t)).schema->name, pool_first ? "max_pool2d_relu" : "conv2d_relu");
+    EXPECT_EQ(g.op(m.producer(m.relu)).schema->name, "alias");
     EXPECT_EQ(g.storage_root(m.relu), t) << "the relu's output is the producer's buffer";
     EXPECT_EQ(p.stages[0].slot_offset.count(t), 1u);
     EXPECT_EQ(p.stages[0].slot_offset.count(m.relu), 0u) << "one buffer for y and relu(y)";

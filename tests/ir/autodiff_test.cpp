@@ -60,7 +60,7 @@ TEST(Autodiff, TheSumOfAnOutputsContributionsJoinsItsProducersBlock) {
   int sums = 0;
   for (size_t o = forward_ops; o < g.num_ops(); ++o) {
     const Op& op = g.op(static_cast<OpId>(o));
-    if (op.def->name != "add") continue;
+    if (op.schema->name != "add") continue;
     ++sums;
     EXPECT_EQ(op.block, g.op(g.tensor(t).producer).block) << op.name << " sums t's gradient parts";
   }
@@ -85,7 +85,7 @@ TEST(Autodiff, OnlyRequestedPathsGetGradientOps) {
   const size_t before = g.num_ops();
   autodiff(g, loss, std::vector<TensorId>{w});
   size_t matmuls = 0;
-  for (size_t o = before; o < g.num_ops(); ++o) matmuls += g.op(static_cast<OpId>(o)).def->name == "matmul";
+  for (size_t o = before; o < g.num_ops(); ++o) matmuls += g.op(static_cast<OpId>(o)).schema->name == "matmul";
   EXPECT_EQ(matmuls, 1u);  // dW only; no dX for an input nobody asked about
 }
 

@@ -159,7 +159,7 @@ TEST(Graph, FuseOpsReplacesTheOpsByOneAndShiftsLaterOpsAndStreams) {
   ASSERT_EQ(m.g.stream(m.out).after_ops, 3u);
   m.g.fuse_ops({1, 2}, "tanh", {m.a}, {}, {m.c});  // exp and sigmoid as one op (of the same output type)
   ASSERT_EQ(m.g.num_ops(), 3u);
-  EXPECT_EQ(m.g.op(1).def->name, "tanh");
+  EXPECT_EQ(m.g.op(1).schema->name, "tanh");
   EXPECT_EQ(m.g.op(1).name, "tanh#1");
   EXPECT_EQ(m.g.op(1).inputs, std::vector<TensorId>{m.a});
   EXPECT_EQ(m.g.tensor(m.c).producer, 1);

@@ -1,13 +1,15 @@
-// Guard for "every op is tested": the registry must hold exactly the ops this suite covers,
-// and exactly the ones with a gradient rule must be gradient-checked. Adding an op (or a
-// gradient rule) without extending the family's test file and these lists fails here.
+// Guard for "every op is tested": the schema registry must hold exactly the ops this suite
+// covers, each with a kernel (and no kernel without a schema), and exactly the ones with a
+// gradient rule must be gradient-checked. Adding an op (or a gradient rule) without
+// extending the family's test file and these lists fails here.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 #include <string>
 
-#include "core/ir/op_registry.h"
+#include "core/ir/op_schema.h"
+#include "core/ops/kernel_def.h"
 
 namespace plexus::ops::test {
 namespace {
@@ -102,7 +104,7 @@ const std::map<std::string, Coverage>& covered() {
 }
 
 TEST(AllOps, EveryRegisteredOpHasTests) {
-  const std::vector<std::string> names = ir::OpRegistry::instance().names();
+  const std::vector<std::string> names = ir::OpSchemaRegistry::instance().names();
   for (const std::string& name : names) {
     EXPECT_TRUE(covered().count(name)) << "op '" << name << "' is registered but tests/ops has no tests for it";
   }
@@ -113,9 +115,18 @@ TEST(AllOps, EveryRegisteredOpHasTests) {
   }
 }
 
+TEST(AllOps, EverySchemaHasAKernelAndEveryKernelASchema) {
+  const std::vector<std::string> schemas = ir::OpSchemaRegistry::instance().names();
+  EXPECT_EQ(KernelRegistry::instance().names(), schemas);
+  for (const std::string& name : schemas) {
+    const KernelDef* def = KernelRegistry::instance().find(name);
+    EXPECT_TRUE(def && def->kernel) << "op '" << name << "' has a schema but no kernel factory";
+  }
+}
+
 TEST(AllOps, EveryDifferentiableOpIsGradientChecked) {
   for (const auto& [name, coverage] : covered()) {
-    const ir::OpDef* def = ir::OpRegistry::instance().find(name);
+    const ir::OpSchema* def = ir::OpSchemaRegistry::instance().find(name);
     if (!def) continue;  // reported by EveryRegisteredOpHasTests
     EXPECT_EQ(static_cast<bool>(def->grad), coverage.gradient_check)
         << "op '" << name << "': " << (def->grad ? "has a gradient rule that " : "has no gradient rule but ")

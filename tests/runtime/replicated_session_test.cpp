@@ -44,7 +44,7 @@ TEST(ReplicatedSession, GradientBucketsTrainToTheBitsOfOneAllReducePerGradient) 
   // Issue 19 (PyTorch DDP's buckets): one bucket of all four gradients (the default cap), two
   // buckets (a 72-byte cap closes one after b1 and w1), or none; SGD and Adam; gradients
   // all-reduced into new tensors or in place (each bucket op then a view of its inputs,
-  // OpDef::span_inputs, in both cases).
+  // ops::KernelDef::span_inputs, in both cases).
   for (const bool adam : {false, true}) {
     for (const bool in_place : {false, true}) {
       for (const auto& [replicas, batch] : {std::pair<int64_t, int64_t>{2, 4}, {4, 2}}) {

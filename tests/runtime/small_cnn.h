@@ -104,8 +104,8 @@ inline TrainedCnn train_cnn(const CnnRecipe& r, session::SessionOptions o = {}) 
   ir::Graph rewritten = m.g;
   compile::compile(rewritten, compile::place(rewritten, {}), {});
   for (const ir::Op& op : rewritten.ops()) {
-    t.relu_fusions += op.def->name.ends_with("_relu");
-    t.conv_pool_ops += op.def->name.starts_with("conv2d_relu_max_pool2d");
+    t.relu_fusions += op.schema->name.ends_with("_relu");
+    t.conv_pool_ops += op.schema->name.starts_with("conv2d_relu_max_pool2d");
   }
   o.device_iterations = kCnnSteps;
   session::Session s(m.g, o);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/replication/communicator.h"
 #include "core/replication/shard_layout.h"
@@ -114,13 +115,13 @@ struct GroupView {
   int64_t position;
 };
 
-GroupView group_view(const ir::KernelContext& ctx) {
+GroupView group_view(const KernelContext& ctx) {
   const ir::ReplicaGrouping g = grouping(ctx.op.attrs, ctx.replication_factor);
   return {g.members(g.group_of(ctx.replica)), g.position_in_group(ctx.replica)};
 }
 
 // The communicator a kernel calls; groups of one never need it.
-replication::Communicator* comm_for(const ir::KernelContext& ctx, const GroupView& view) {
+replication::Communicator* comm_for(const KernelContext& ctx, const GroupView& view) {
   if (view.members.size() > 1 && ctx.comm == nullptr) {
     ir::fail(ErrorCode::Internal, ctx.op.name + ": a group of " + std::to_string(view.members.size()) +
                                       " replicas but the session has no collectives");
@@ -143,7 +144,7 @@ ir::InferResult infer_all_reduce(const ir::InferContext& ctx) {
   return {{{ctx.dtype(0), ctx.shape(0)}}};
 }
 
-ir::Kernel all_reduce_kernel(const ir::KernelContext& ctx) {
+Kernel all_reduce_kernel(const KernelContext& ctx) {
   GroupView view = group_view(ctx);
   replication::Communicator* comm = comm_for(ctx, view);
   const auto count = static_cast<size_t>(ir::numel(ctx.inputs[0]->shape));
@@ -159,10 +160,10 @@ ir::Kernel all_reduce_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-// A bucket laid out as a view (OpDef::span_inputs; no scratch): its inputs lie one
+// A bucket laid out as a view (KernelDef::span_inputs; no scratch): its inputs lie one
 // after the other from in[0], its outputs likewise from out[0] (small alignment gaps
 // between them, reduced along and never read), so one call reduces the span where it is.
-ir::Kernel all_reduce_span_kernel(const ir::KernelContext& ctx, GroupView view, replication::Communicator* comm) {
+Kernel all_reduce_span_kernel(const KernelContext& ctx, GroupView view, replication::Communicator* comm) {
   const std::byte *x = ctx.in[0], *end = ctx.in.back() + ctx.inputs.back()->bytes();
   for (size_t i = 0; i < ctx.in.size(); ++i) {
     const bool ordered = i == 0 || ctx.in[i] >= ctx.in[i - 1] + ctx.inputs[i - 1]->bytes();
@@ -184,8 +185,8 @@ ir::Kernel all_reduce_span_kernel(const ir::KernelContext& ctx, GroupView view, 
 
 // The kernel of a bucket: packs every input into the scratch, all-reduces it in one call
 // and unpacks the results. A group of one copies inputs to outputs. Without scratch the
-// memory plan laid the inputs out as one span (OpDef::span_inputs; all_reduce_span_kernel).
-ir::Kernel all_reduce_bucket_kernel(const ir::KernelContext& ctx) {
+// memory plan laid the inputs out as one span (KernelDef::span_inputs; all_reduce_span_kernel).
+Kernel all_reduce_bucket_kernel(const KernelContext& ctx) {
   GroupView view = group_view(ctx);
   replication::Communicator* comm = comm_for(ctx, view);
   if (ctx.scratch == nullptr) return all_reduce_span_kernel(ctx, std::move(view), comm);
@@ -225,8 +226,8 @@ std::vector<TensorId> all_reduce_grad(ir::GradContext& ctx) {
   return {op == ReduceOp::Sum ? dy : divided_by_group(ctx, dy)};
 }
 
-ir::OpDef all_reduce_def(const char* name, bool in_place) {
-  ir::OpDef d;
+OpDef all_reduce_def(const char* name, bool in_place) {
+  OpDef d;
   d.name = name;
   d.attrs = with(grouping_attrs(), {{"op", ir::AttrKind::String, ir::AttrValue{std::string("sum")}}});
   d.infer = infer_all_reduce;
@@ -243,7 +244,7 @@ ir::OpDef all_reduce_def(const char* name, bool in_place) {
 /// The most tensors one bucket op reduces.
 constexpr size_t kMaxBucketInputs = 4096;
 
-/// Every input numeric, of input 0's dtype and not replica-sharded; scratch to pack them.
+/// Every input numeric, of input 0's dtype and not replica-sharded.
 ir::InferResult infer_all_reduce_bucket(const ir::InferContext& ctx) {
   checked_grouping(ctx);
   check_reduce_op(ctx, false);
@@ -254,16 +255,23 @@ ir::InferResult infer_all_reduce_bucket(const ir::InferContext& ctx) {
     if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail(ErrorCode::DTypeMismatch, input + ": a bucket's inputs share a dtype");
     if (ctx.inputs[i]->sharding) ctx.fail(ErrorCode::InvalidArgument, input + " is replica-sharded");
     r.outputs.push_back({ctx.dtype(i), ctx.shape(i)});
-    r.scratch_bytes += ctx.inputs[i]->bytes();
   }
   return r;
 }
 
-ir::OpDef all_reduce_bucket_def(const char* name, bool in_place) {
-  ir::OpDef d = all_reduce_def(name, in_place);
+/// A bucket's scratch: every input packed one after the other.
+size_t bucket_scratch(const ir::InferContext& ctx) {
+  size_t bytes = 0;
+  for (const ir::TensorInfo* input : ctx.inputs) bytes += input->bytes();
+  return bytes;
+}
+
+OpDef all_reduce_bucket_def(const char* name, bool in_place) {
+  OpDef d = all_reduce_def(name, in_place);
   d.max_inputs = kMaxBucketInputs;
   d.infer = infer_all_reduce_bucket;
   d.kernel = all_reduce_bucket_kernel;
+  d.scratch = bucket_scratch;
   d.grad = nullptr;  // made after autodiff
   d.span_inputs = true;
   d.inplace_inputs.clear();
@@ -278,13 +286,7 @@ ir::InferResult infer_all_gather(const ir::InferContext& ctx) {
   const int64_t g = checked_grouping(ctx).group_size();
   const std::string& mode = ctx.attrs.get_string("output_shape");
   const std::optional<ir::Sharding>& sharding = ctx.inputs[0]->sharding;
-  if (mode == "auto" && sharding) {  // the full tensor; the padded gather goes through scratch
-    const int64_t gathered = g * sharding->shard_elements();
-    const size_t scratch = gathered == ir::numel(sharding->full_shape)
-                               ? 0
-                               : static_cast<size_t>(gathered) * ir::dtype_size(ctx.dtype(0));
-    return {{{ctx.dtype(0), sharding->full_shape}}, scratch};
-  }
+  if (mode == "auto" && sharding) return {{{ctx.dtype(0), sharding->full_shape}}};  // the full tensor
   ir::Shape out = ctx.shape(0);
   if (mode == "auto" || mode == "new_axis") {
     out.insert(out.begin(), g);
@@ -298,7 +300,7 @@ ir::InferResult infer_all_gather(const ir::InferContext& ctx) {
   return {{{ctx.dtype(0), out}}};
 }
 
-ir::Kernel all_gather_kernel(const ir::KernelContext& ctx) {
+Kernel all_gather_kernel(const KernelContext& ctx) {
   GroupView view = group_view(ctx);
   replication::Communicator* comm = comm_for(ctx, view);
   const auto count = static_cast<size_t>(ir::numel(ctx.inputs[0]->shape));
@@ -332,13 +334,22 @@ std::vector<TensorId> all_gather_grad(ir::GradContext& ctx) {
   return {ctx.add("reshape", {mine}, back)};
 }
 
-ir::OpDef all_gather_def() {
-  ir::OpDef d;
+/// The padded gather of a replica-sharded tensor's shards goes through scratch.
+size_t all_gather_scratch(const ir::InferContext& ctx) {
+  const std::optional<ir::Sharding>& sharding = ctx.inputs[0]->sharding;
+  if (ctx.attrs.get_string("output_shape") != "auto" || !sharding) return 0;
+  const int64_t gathered = checked_grouping(ctx).group_size() * sharding->shard_elements();
+  return gathered == ir::numel(sharding->full_shape) ? 0 : static_cast<size_t>(gathered) * ir::dtype_size(ctx.dtype(0));
+}
+
+OpDef all_gather_def() {
+  OpDef d;
   d.name = "replicated_all_gather";
   d.attrs = with(grouping_attrs(), {{"output_shape", ir::AttrKind::String, ir::AttrValue{std::string("auto")}}});
   d.infer = infer_all_gather;
   d.resolve_attrs = resolve_shard_domain;
   d.kernel = all_gather_kernel;
+  d.scratch = all_gather_scratch;
   d.communicates = true;
   d.grad = all_gather_grad;
   return d;
@@ -351,14 +362,19 @@ ir::InferResult infer_sharded(const ir::InferContext& ctx) {
   ctx.expect_numeric(0);
   const ir::ReplicaGrouping grouping = checked_grouping(ctx);
   const int64_t g = grouping.group_size();
-  const int64_t numel = ir::numel(ctx.shape(0));
-  // A padded send buffer for reduce-scatter when the shards do not tile x exactly.
-  const int64_t chunk = shard_chunk(numel, g);
-  const size_t scratch = chunk * g == numel ? 0 : static_cast<size_t>(chunk * g) * ir::dtype_size(ctx.dtype(0));
-  return {{{ctx.dtype(0), {chunk}, ir::Sharding{ctx.shape(0), g, grouping.stride()}}}, scratch};
+  const int64_t chunk = shard_chunk(ir::numel(ctx.shape(0)), g);
+  return {{{ctx.dtype(0), {chunk}, ir::Sharding{ctx.shape(0), g, grouping.stride()}}}};
 }
 
-ir::Kernel reduce_scatter_kernel(const ir::KernelContext& ctx) {
+// A padded send buffer for reduce-scatter when the shards do not tile x exactly.
+size_t reduce_scatter_scratch(const ir::InferContext& ctx) {
+  const int64_t g = checked_grouping(ctx).group_size();
+  const int64_t numel = ir::numel(ctx.shape(0));
+  const int64_t chunk = shard_chunk(numel, g);
+  return chunk * g == numel ? 0 : static_cast<size_t>(chunk * g) * ir::dtype_size(ctx.dtype(0));
+}
+
+Kernel reduce_scatter_kernel(const KernelContext& ctx) {
   GroupView view = group_view(ctx);
   replication::Communicator* comm = comm_for(ctx, view);
   const DType dtype = ctx.inputs[0]->dtype;
@@ -396,8 +412,8 @@ std::vector<TensorId> reduce_scatter_grad(ir::GradContext& ctx) {
   return {reduce_op(ctx.op.attrs) == ReduceOp::Mean ? divided_by_group(ctx, dx) : dx};
 }
 
-ir::OpDef reduce_scatter_def() {
-  ir::OpDef d;
+OpDef reduce_scatter_def() {
+  OpDef d;
   d.name = "replicated_reduce_scatter";
   d.attrs = with(grouping_attrs(), {{"op", ir::AttrKind::String, ir::AttrValue{std::string("sum")}}});
   d.infer = [](const ir::InferContext& ctx) {
@@ -406,12 +422,13 @@ ir::OpDef reduce_scatter_def() {
   };
   d.resolve_attrs = resolve_shard_domain;
   d.kernel = reduce_scatter_kernel;
+  d.scratch = reduce_scatter_scratch;
   d.communicates = true;
   d.grad = reduce_scatter_grad;
   return d;
 }
 
-ir::Kernel slice_kernel(const ir::KernelContext& ctx) {
+Kernel slice_kernel(const KernelContext& ctx) {
   const int64_t g = grouping(ctx.op.attrs, ctx.replication_factor).group_size();
   return [x = ctx.in[0], y = ctx.out[0], numel = ir::numel(ctx.inputs[0]->shape), g,
           position = group_view(ctx).position, esize = ir::dtype_size(ctx.inputs[0]->dtype)] {
@@ -421,23 +438,19 @@ ir::Kernel slice_kernel(const ir::KernelContext& ctx) {
 
 std::vector<TensorId> slice_grad(ir::GradContext& ctx) { return {unshard(ctx, ctx.output_grads[0])}; }
 
-ir::OpDef slice_def() {
-  ir::OpDef d;
+OpDef slice_def() {
+  OpDef d;
   d.name = "replica_sharded_slice";
   d.attrs = grouping_attrs();
-  d.infer = [](const ir::InferContext& ctx) {
-    ir::InferResult r = infer_sharded(ctx);
-    r.scratch_bytes = 0;
-    return r;
-  };
+  d.infer = infer_sharded;
   d.resolve_attrs = resolve_shard_domain;
   d.kernel = slice_kernel;
   d.grad = slice_grad;
   return d;
 }
 
-ir::OpDef slice_grad_def() {
-  ir::OpDef d;
+OpDef slice_grad_def() {
+  OpDef d;
   d.name = "replica_sharded_slice_grad";
   d.attrs = with(grouping_attrs(), {{"shape", ir::AttrKind::Ints, std::nullopt}});
   d.infer = [](const ir::InferContext& ctx) {
@@ -451,7 +464,7 @@ ir::OpDef slice_grad_def() {
     }
     return ir::InferResult{{{ctx.dtype(0), full}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     const int64_t g = grouping(ctx.op.attrs, ctx.replication_factor).group_size();
     const size_t esize = ir::dtype_size(ctx.inputs[0]->dtype);
     return [dy = ctx.in[0], dx = ctx.out[0], numel = ir::numel(ctx.outputs[0]->shape), g,
@@ -463,14 +476,14 @@ ir::OpDef slice_grad_def() {
   return d;
 }
 
-const ir::OpRegistration all_reduce_op{all_reduce_def("replicated_all_reduce", false)};
-const ir::OpRegistration all_reduce_inplace_op{all_reduce_def("replicated_all_reduce_", true)};
-const ir::OpRegistration all_reduce_bucket_op{all_reduce_bucket_def("replicated_all_reduce_bucket", false)};
-const ir::OpRegistration all_reduce_bucket_inplace_op{all_reduce_bucket_def("replicated_all_reduce_bucket_", true)};
-const ir::OpRegistration all_gather_op{all_gather_def()};
-const ir::OpRegistration reduce_scatter_op{reduce_scatter_def()};
-const ir::OpRegistration slice_op{slice_def()};
-const ir::OpRegistration slice_grad_op{slice_grad_def()};
+const OpRegistration all_reduce_op{all_reduce_def("replicated_all_reduce", false)};
+const OpRegistration all_reduce_inplace_op{all_reduce_def("replicated_all_reduce_", true)};
+const OpRegistration all_reduce_bucket_op{all_reduce_bucket_def("replicated_all_reduce_bucket", false)};
+const OpRegistration all_reduce_bucket_inplace_op{all_reduce_bucket_def("replicated_all_reduce_bucket_", true)};
+const OpRegistration all_gather_op{all_gather_def()};
+const OpRegistration reduce_scatter_op{reduce_scatter_def()};
+const OpRegistration slice_op{slice_def()};
+const OpRegistration slice_grad_op{slice_grad_def()};
 
 }  // namespace
 

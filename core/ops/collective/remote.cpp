@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
@@ -65,7 +66,7 @@ struct SlotFinder {
   }
 };
 
-SlotFinder slot_finder(const ir::KernelContext& ctx, size_t index_input) {
+SlotFinder slot_finder(const KernelContext& ctx, size_t index_input) {
   const auto id = static_cast<ir::RemoteBufferId>(ctx.op.attrs.get_int("buffer"));
   const ir::RemoteBuffer& b = ctx.graph.remote_buffer(id);
   const int32_t* index = ctx.in.size() > index_input ? ctx.input<int32_t>(index_input) : nullptr;
@@ -73,8 +74,8 @@ SlotFinder slot_finder(const ir::KernelContext& ctx, size_t index_input) {
                     index, "op '" + ctx.op.name + "' on " + describe(id, b)};
 }
 
-ir::OpDef load_def() {
-  ir::OpDef d;
+OpDef load_def() {
+  OpDef d;
   d.name = "remote_load";
   d.min_inputs = 0;
   d.max_inputs = 1;
@@ -83,14 +84,14 @@ ir::OpDef load_def() {
     const ir::RemoteBuffer& b = checked_buffer(ctx, 0);
     return ir::InferResult{{{b.dtype, b.shape, b.sharding}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     return [slot = slot_finder(ctx, 0), out = ctx.out[0]] { std::memcpy(out, slot(), slot.slot_bytes); };
   };
   return d;
 }
 
-ir::OpDef store_def() {
-  ir::OpDef d;
+OpDef store_def() {
+  OpDef d;
   d.name = "remote_store";
   d.min_inputs = 1;
   d.max_inputs = 2;
@@ -104,14 +105,14 @@ ir::OpDef store_def() {
     }
     return ir::InferResult{};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     return [slot = slot_finder(ctx, 1), in = ctx.in[0]] { std::memcpy(slot(), in, slot.slot_bytes); };
   };
   return d;
 }
 
-const ir::OpRegistration load_op{load_def()};
-const ir::OpRegistration store_op{store_def()};
+const OpRegistration load_op{load_def()};
+const OpRegistration store_op{store_def()};
 
 }  // namespace
 

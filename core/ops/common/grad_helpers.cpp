@@ -48,20 +48,20 @@ const ir::Op* producer(const ir::Graph& graph, ir::TensorId t) {
 
 bool produced_by_relu(const ir::Graph& graph, ir::TensorId t) {
   const ir::Op* op = producer(graph, t);
-  return op != nullptr && op->def->name == "relu";
+  return op != nullptr && op->schema->name == "relu";
 }
 
 bool is_relu_folded_pool_grad(const ir::Graph& graph, ir::TensorId grad, ir::TensorId relu_out) {
   const ir::Op* op = producer(graph, grad);
-  return op != nullptr && op->def->name == "max_pool2d_grad" && op->inputs[0] == relu_out &&
+  return op != nullptr && op->schema->name == "max_pool2d_grad" && op->inputs[0] == relu_out &&
          op->attrs.get_int("relu_folded") == 1;
 }
 
 bool relu_folds_into_pool_above(const ir::GradContext& ctx, ir::TensorId t) {
   const ir::Op* op = producer(ctx.graph, t);
-  if (op == nullptr || op->def->name != "max_pool2d" || ctx.is_requested(t)) return false;
+  if (op == nullptr || op->schema->name != "max_pool2d" || ctx.is_requested(t)) return false;
   const std::vector<ir::OpId> readers = ctx.graph.consumers(t);
-  return readers.size() == 1 && ctx.graph.op(readers[0]).def->name == "relu";
+  return readers.size() == 1 && ctx.graph.op(readers[0]).schema->name == "relu";
 }
 
 }  // namespace plexus::ops

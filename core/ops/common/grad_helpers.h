@@ -1,7 +1,7 @@
 // Building blocks shared by gradient rules of several op families.
 #pragma once
 
-#include "core/ir/op_registry.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 

@@ -9,14 +9,15 @@
 #include <functional>
 #include <utility>
 
-#include "core/ir/op_registry.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
 /// The op `base` followed by relu: named base.name + "_relu", with base's inputs,
-/// attributes and shape inference, and `kernel` as its kernel. Pure.
-inline ir::OpDef relu_fused_def(const ir::OpDef& base, std::function<ir::Kernel(const ir::KernelContext&)> kernel) {
-  ir::OpDef d;
+/// attributes, shape inference, scratch and in-place permission, and `kernel` as its
+/// kernel. Pure.
+inline OpDef relu_fused_def(const OpDef& base, std::function<Kernel(const KernelContext&)> kernel) {
+  OpDef d;
   d.name = base.name + "_relu";
   d.min_inputs = base.min_inputs;
   d.max_inputs = base.max_inputs;
@@ -24,6 +25,8 @@ inline ir::OpDef relu_fused_def(const ir::OpDef& base, std::function<ir::Kernel(
   d.resolve_attrs = base.resolve_attrs;
   d.infer = base.infer;
   d.kernel = std::move(kernel);
+  d.scratch = base.scratch;
+  d.may_inplace = base.may_inplace;
   return d;
 }
 

@@ -7,13 +7,14 @@
 // and db = reduce_sum(dy, axes {0,2,3}).
 //
 // The kernels (conv_gemm.h) run im2col / col2im one image at a time and BLIS's small-GEMM
-// kernels on it; they need scratch (InferResult::scratch_bytes) for one image's column
+// kernels on it; they need scratch (KernelDef::scratch) for one image's column
 // matrix (a few images' for grad_weight). Results do not depend on the thread count or on
 // timing: every kernel runs on the device thread in a fixed order.
 #include <algorithm>
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/conv/conv_gemm.h"
 #include "core/ops/common/relu_fused.h"
 #include "core/ops/common/window_attrs.h"
@@ -73,7 +74,7 @@ Geometry geometry(const ir::Shape& x, const ir::Shape& w, const ir::Attributes& 
 ir::Shape out_shape(const Geometry& g) { return {g.n, g.f, g.oh, g.ow}; }
 
 // The plan of the op's kernel, reported in the session's notes.
-ConvPlan plan(const ir::KernelContext& ctx, const Geometry& g, ConvPass pass) {
+ConvPlan plan(const KernelContext& ctx, const Geometry& g, ConvPass pass) {
   ConvPlan p(g, pass);
   if (ctx.notes) ctx.notes->push_back(ctx.op.name + ": " + p.description());
   return p;
@@ -103,14 +104,18 @@ ir::InferResult infer_conv(const ir::InferContext& ctx) {
     ctx.fail(ErrorCode::ShapeMismatch, "b must be [F] = [" + std::to_string(w[0]) + "], got " +
                                            ir::shape_string(ctx.shape(2)));
   }
-  const Geometry g = geometry(x, w, ctx.attrs, &ctx);
-  ir::InferResult r{{{DType::Float32, out_shape(g)}}};
-  r.scratch_bytes = static_cast<size_t>(ConvPlan(g, ConvPass::Forward).scratch_bytes());
-  return r;
+  return {{{DType::Float32, out_shape(geometry(x, w, ctx.attrs, &ctx))}}};
 }
 
+/// The scratch of `pass`'s kernel for input x and weight w (ConvPlan::scratch_bytes).
+size_t plan_scratch(const ir::InferContext& ctx, const ir::Shape& x, const ir::Shape& w, ConvPass pass) {
+  return static_cast<size_t>(ConvPlan(geometry(x, w, ctx.attrs, &ctx), pass).scratch_bytes());
+}
+
+size_t conv_scratch(const ir::InferContext& ctx) { return plan_scratch(ctx, ctx.shape(0), ctx.shape(1), ConvPass::Forward); }
+
 /// conv2d's kernel, with relu applied to y when `relu` (conv2d_relu).
-ir::Kernel conv_forward(const ir::KernelContext& ctx, bool relu) {
+Kernel conv_forward(const KernelContext& ctx, bool relu) {
   const Geometry g = geometry(ctx.inputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs, nullptr);
   const float* b = ctx.inputs.size() == 3 ? ctx.input<float>(2) : nullptr;
   return [p = plan(ctx, g, ConvPass::Forward), b, scratch = reinterpret_cast<float*>(ctx.scratch),
@@ -170,12 +175,14 @@ ir::InferResult infer_grad_input(const ir::InferContext& ctx) {
   if (x[1] != ctx.shape(1)[1]) ctx.fail(ErrorCode::ShapeMismatch, "input_shape and w have different channel counts");
   const Geometry g = geometry(x, ctx.shape(1), ctx.attrs, &ctx);
   expect_dy(ctx, 0, g);
-  ir::InferResult r{{{DType::Float32, x}}};
-  r.scratch_bytes = static_cast<size_t>(ConvPlan(g, ConvPass::GradInput).scratch_bytes());
-  return r;
+  return {{{DType::Float32, x}}};
 }
 
-ir::Kernel grad_input_kernel(const ir::KernelContext& ctx) {
+size_t grad_input_scratch(const ir::InferContext& ctx) {
+  return plan_scratch(ctx, ctx.attrs.get_ints("input_shape"), ctx.shape(1), ConvPass::GradInput);
+}
+
+Kernel grad_input_kernel(const KernelContext& ctx) {
   const Geometry g = geometry(ctx.outputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs, nullptr);
   return [p = plan(ctx, g, ConvPass::GradInput), scratch = reinterpret_cast<float*>(ctx.scratch),
           dy = ctx.input<float>(0), w = ctx.input<float>(1), dx = ctx.output<float>(0)] {
@@ -192,12 +199,14 @@ ir::InferResult infer_grad_weight(const ir::InferContext& ctx) {
   if (w[1] != ctx.shape(0)[1]) ctx.fail(ErrorCode::ShapeMismatch, "weight_shape and x have different channel counts");
   const Geometry g = geometry(ctx.shape(0), w, ctx.attrs, &ctx);
   expect_dy(ctx, 1, g);
-  ir::InferResult r{{{DType::Float32, w}}};
-  r.scratch_bytes = static_cast<size_t>(ConvPlan(g, ConvPass::GradWeight).scratch_bytes());
-  return r;
+  return {{{DType::Float32, w}}};
 }
 
-ir::Kernel grad_weight_kernel(const ir::KernelContext& ctx) {
+size_t grad_weight_scratch(const ir::InferContext& ctx) {
+  return plan_scratch(ctx, ctx.shape(0), ctx.attrs.get_ints("weight_shape"), ConvPass::GradWeight);
+}
+
+Kernel grad_weight_kernel(const KernelContext& ctx) {
   const Geometry g = geometry(ctx.inputs[0]->shape, ctx.outputs[0]->shape, ctx.op.attrs, nullptr);
   return [p = plan(ctx, g, ConvPass::GradWeight), scratch = reinterpret_cast<float*>(ctx.scratch),
           x = ctx.input<float>(0), dy = ctx.input<float>(1), dw = ctx.output<float>(0)] {
@@ -205,43 +214,46 @@ ir::Kernel grad_weight_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::OpDef conv_def() {
-  ir::OpDef d;
+OpDef conv_def() {
+  OpDef d;
   d.name = "conv2d";
   d.min_inputs = 2;
   d.max_inputs = 3;
   d.attrs = {stride_spec(), padding_spec()};
   d.infer = infer_conv;
-  d.kernel = [](const ir::KernelContext& ctx) { return conv_forward(ctx, false); };
+  d.kernel = [](const KernelContext& ctx) { return conv_forward(ctx, false); };
+  d.scratch = conv_scratch;
   d.grad = conv_grad;
   return d;
 }
 
-ir::OpDef grad_input_def() {
-  ir::OpDef d;
+OpDef grad_input_def() {
+  OpDef d;
   d.name = "conv2d_grad_input";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {stride_spec(), padding_spec(), {"input_shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = infer_grad_input;
   d.kernel = grad_input_kernel;
+  d.scratch = grad_input_scratch;
   return d;
 }
 
-ir::OpDef grad_weight_def() {
-  ir::OpDef d;
+OpDef grad_weight_def() {
+  OpDef d;
   d.name = "conv2d_grad_weight";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {stride_spec(), padding_spec(), {"weight_shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = infer_grad_weight;
   d.kernel = grad_weight_kernel;
+  d.scratch = grad_weight_scratch;
   return d;
 }
 
-const ir::OpRegistration conv_op{conv_def()};
-const ir::OpRegistration conv_relu_op{
-    relu_fused_def(conv_def(), [](const ir::KernelContext& ctx) { return conv_forward(ctx, true); })};
-const ir::OpRegistration conv_grad_input_op{grad_input_def()};
-const ir::OpRegistration conv_grad_weight_op{grad_weight_def()};
+const OpRegistration conv_op{conv_def()};
+const OpRegistration conv_relu_op{
+    relu_fused_def(conv_def(), [](const KernelContext& ctx) { return conv_forward(ctx, true); })};
+const OpRegistration conv_grad_input_op{grad_input_def()};
+const OpRegistration conv_grad_weight_op{grad_weight_def()};
 
 }  // namespace
 

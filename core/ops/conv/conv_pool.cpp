@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/row_sum.h"
 #include "core/ops/conv/conv_gemm.h"
 #include "core/ops/pool/max_pool.h"
@@ -53,7 +54,7 @@ ir::Attributes pool_attrs(const ir::Attributes& attrs) {
 ir::InferResult infer_as(const char* type, const ir::InferContext& ctx, std::vector<const ir::TensorInfo*> inputs,
                          const ir::Attributes& attrs) {
   const ir::InferContext part{ctx.op_name, std::move(inputs), attrs, ctx.replication_factor, ctx.graph};
-  return ir::OpRegistry::instance().find(type)->infer(part);
+  return ir::OpSchemaRegistry::instance().find(type)->infer(part);
 }
 
 /// The fused ops' shapes and plans: the conv's geometry, the pool of one image's conv
@@ -109,12 +110,10 @@ ir::TensorType infer_forward(const ir::InferContext& ctx, ConvPool& cp) {
 
 ir::InferResult infer_fused(const ir::InferContext& ctx) {
   ConvPool cp;
-  ir::InferResult r{{infer_forward(ctx, cp)}};
-  r.scratch_bytes = cp.forward_scratch();
-  return r;
+  return {{infer_forward(ctx, cp)}};
 }
 
-ir::Kernel fused_kernel(const ir::KernelContext& ctx) {
+Kernel fused_kernel(const KernelContext& ctx) {
   const ConvPool cp = describe(ctx.inputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs);
   auto* tile = reinterpret_cast<float*>(ctx.scratch);
   return [cp, plan = ConvPlan(cp.conv_geometry, ConvPass::Forward), pool = MaxPoolPlan(cp.image_pool), tile,
@@ -145,7 +144,6 @@ ir::InferResult infer_fused_grad(const ir::InferContext& ctx) {
   }
   ir::InferResult r{{{DType::Float32, ctx.shape(1)}}};
   if (dy == 3) r.outputs.push_back({DType::Float32, ctx.shape(2)});
-  r.scratch_bytes = cp.grad_scratch();
   return r;
 }
 
@@ -184,7 +182,7 @@ struct GradKernel {
   }
 };
 
-ir::Kernel fused_grad_kernel(const ir::KernelContext& ctx) {
+Kernel fused_grad_kernel(const KernelContext& ctx) {
   const ConvPool cp = describe(ctx.inputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs);
   const bool bias = ctx.inputs.size() == 4;
   const ConvPlan forward(cp.conv_geometry, ConvPass::Forward), weight(cp.conv_geometry, ConvPass::GradWeight);
@@ -215,30 +213,32 @@ std::vector<ir::AttrSpec> fused_attrs() {
           {"pool_padding", ir::AttrKind::Ints, ints({0, 0})}, {"relu_first", ir::AttrKind::Int, std::nullopt}};
 }
 
-ir::OpDef fused_def() {
-  ir::OpDef d;
+OpDef fused_def() {
+  OpDef d;
   d.name = "conv2d_relu_max_pool2d";
   d.min_inputs = 2;
   d.max_inputs = 3;
   d.attrs = fused_attrs();
   d.infer = infer_fused;
   d.kernel = fused_kernel;
+  d.scratch = [](const ir::InferContext& ctx) { return describe(ctx.shape(0), ctx.shape(1), ctx.attrs).forward_scratch(); };
   return d;
 }
 
-ir::OpDef fused_grad_def() {
-  ir::OpDef d = fused_def();
+OpDef fused_grad_def() {
+  OpDef d = fused_def();
   d.name += "_grad_weight";
   ++d.min_inputs;  // dy
   ++d.max_inputs;
   d.attrs.push_back({"relu_folded", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}});
   d.infer = infer_fused_grad;
   d.kernel = fused_grad_kernel;
+  d.scratch = [](const ir::InferContext& ctx) { return describe(ctx.shape(0), ctx.shape(1), ctx.attrs).grad_scratch(); };
   return d;
 }
 
-const ir::OpRegistration fused_op{fused_def()};
-const ir::OpRegistration fused_grad_op{fused_grad_def()};
+const OpRegistration fused_op{fused_def()};
+const OpRegistration fused_grad_op{fused_grad_def()};
 
 }  // namespace
 

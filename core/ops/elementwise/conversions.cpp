@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
@@ -31,14 +32,14 @@ To convert(From v) {
 }
 
 template <class To, class From>
-ir::Kernel cast_kernel(const ir::KernelContext& ctx) {
+Kernel cast_kernel(const KernelContext& ctx) {
   return [x = ctx.input<From>(0), y = ctx.output<To>(0), n = ir::numel(ctx.outputs[0]->shape)] {
     for (int64_t i = 0; i < n; ++i) y[i] = convert<To>(x[i]);
   };
 }
 
 template <class From>
-ir::Kernel cast_from(const ir::KernelContext& ctx) {
+Kernel cast_from(const KernelContext& ctx) {
   switch (ctx.outputs[0]->dtype) {
     case DType::Float32:
       return cast_kernel<float, From>(ctx);
@@ -50,8 +51,8 @@ ir::Kernel cast_from(const ir::KernelContext& ctx) {
   return cast_kernel<uint8_t, From>(ctx);
 }
 
-ir::OpDef cast_def() {
-  ir::OpDef d;
+OpDef cast_def() {
+  OpDef d;
   d.name = "cast";
   d.attrs = {{"dtype", ir::AttrKind::Int, std::nullopt}};
   d.infer = [](const ir::InferContext& ctx) {
@@ -61,7 +62,7 @@ ir::OpDef cast_def() {
     }
     return ir::InferResult{{{static_cast<DType>(raw), ctx.shape(0)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     switch (ctx.inputs[0]->dtype) {
       case DType::Float32:
         return cast_from<float>(ctx);
@@ -79,7 +80,7 @@ ir::OpDef cast_def() {
   return d;
 }
 
-const ir::OpRegistration cast_op{cast_def()};
+const OpRegistration cast_op{cast_def()};
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
@@ -62,7 +63,7 @@ void check_p(const ir::InferContext& ctx) {
 }
 
 // out = in * mask / (1 - p) for the mask of `key`, or a copy outside training.
-ir::Kernel masked_scale(const ir::KernelContext& ctx, int64_t key) {
+Kernel masked_scale(const KernelContext& ctx, int64_t key) {
   const int64_t n = ir::numel(ctx.inputs[0]->shape);
   const float* in = ctx.input<float>(0);
   float* out = ctx.output<float>(0);
@@ -82,15 +83,15 @@ std::vector<ir::AttrSpec> mask_attrs() {
   return {{"p", ir::AttrKind::Float, ir::AttrValue{0.5}}, {"seed", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}};
 }
 
-ir::OpDef dropout_def() {
-  ir::OpDef d;
+OpDef dropout_def() {
+  OpDef d;
   d.name = "dropout";
   d.attrs = mask_attrs();
   d.infer = [](const ir::InferContext& ctx) {
     check_p(ctx);
     return ir::InferResult{{{DType::Float32, ctx.shape(0)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) { return masked_scale(ctx, ctx.op.outputs[0]); };
+  d.kernel = [](const KernelContext& ctx) { return masked_scale(ctx, ctx.op.outputs[0]); };
   d.grad = [](ir::GradContext& ctx) {
     ir::Attributes attrs = ctx.op.attrs;
     attrs.set("key", int64_t{ctx.op.outputs[0]});
@@ -99,8 +100,8 @@ ir::OpDef dropout_def() {
   return d;
 }
 
-ir::OpDef dropout_grad_def() {
-  ir::OpDef d;
+OpDef dropout_grad_def() {
+  OpDef d;
   d.name = "dropout_grad";
   d.attrs = mask_attrs();
   d.attrs.push_back({"key", ir::AttrKind::Int, std::nullopt});
@@ -108,12 +109,12 @@ ir::OpDef dropout_grad_def() {
     check_p(ctx);
     return ir::InferResult{{{DType::Float32, ctx.shape(0)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) { return masked_scale(ctx, ctx.op.attrs.get_int("key")); };
+  d.kernel = [](const KernelContext& ctx) { return masked_scale(ctx, ctx.op.attrs.get_int("key")); };
   return d;
 }
 
-const ir::OpRegistration dropout_op{dropout_def()};
-const ir::OpRegistration dropout_grad_op{dropout_grad_def()};
+const OpRegistration dropout_op{dropout_def()};
+const OpRegistration dropout_grad_op{dropout_grad_def()};
 
 }  // namespace
 

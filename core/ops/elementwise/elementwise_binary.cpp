@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/common/strided_loop.h"
 #include "core/ops/common/vector_clones.h"
@@ -47,7 +48,7 @@ PLEXUS_VECTOR_CLONES void binary_row(Out* po, const T* pa, const T* pb, int64_t 
 }
 
 template <class T, class Out, class F>
-ir::Kernel binary_kernel(const ir::KernelContext& ctx, F f) {
+Kernel binary_kernel(const KernelContext& ctx, F f) {
   const ir::Shape& out_shape = ctx.outputs[0]->shape;
   const std::vector<int64_t> strides[3] = {ir::row_major_strides(out_shape),
                                            broadcast_strides(ctx.inputs[0]->shape, out_shape),
@@ -64,16 +65,16 @@ int32_t wrap(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(stat
 
 // One arithmetic op: float and int32 element functions plus its gradient rule.
 template <class FloatFn, class IntFn>
-ir::OpDef arithmetic(const char* name, FloatFn float_fn, IntFn int_fn,
+OpDef arithmetic(const char* name, FloatFn float_fn, IntFn int_fn,
                      std::function<std::vector<TensorId>(ir::GradContext&)> grad) {
-  ir::OpDef def;
+  OpDef def;
   def.name = name;
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](const ir::InferContext& ctx) {
     ctx.expect_numeric(0);
     return infer_broadcast(ctx, ctx.dtype(0));
   };
-  def.kernel = [float_fn, int_fn](const ir::KernelContext& ctx) -> ir::Kernel {
+  def.kernel = [float_fn, int_fn](const KernelContext& ctx) -> Kernel {
     if (ctx.inputs[0]->dtype == DType::Float32) return binary_kernel<float, float>(ctx, float_fn);
     return binary_kernel<int32_t, int32_t>(ctx, int_fn);
   };
@@ -90,8 +91,8 @@ std::vector<TensorId> finish(ir::GradContext& ctx, TensorId da, TensorId db) {
 
 /// An in-place op x <- f(x, y) with y broadcast to x's shape (no gradient rule).
 template <class FloatFn, class IntFn>
-ir::OpDef inplace_def(const char* name, FloatFn float_fn, IntFn int_fn) {
-  ir::OpDef def = arithmetic(name, float_fn, int_fn, {});
+OpDef inplace_def(const char* name, FloatFn float_fn, IntFn int_fn) {
+  OpDef def = arithmetic(name, float_fn, int_fn, {});
   def.inplace_inputs = {0};
   def.infer = [](const ir::InferContext& ctx) {
     ctx.expect_numeric(0);
@@ -102,7 +103,7 @@ ir::OpDef inplace_def(const char* name, FloatFn float_fn, IntFn int_fn) {
   return def;
 }
 
-const ir::OpRegistration add_op{arithmetic(
+const OpRegistration add_op{arithmetic(
     "add", [](float x, float y) { return x + y; },
     [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); },
     [](ir::GradContext& ctx) {
@@ -110,7 +111,7 @@ const ir::OpRegistration add_op{arithmetic(
       return finish(ctx, dy, dy);
     })};
 
-const ir::OpRegistration sub_op{arithmetic(
+const OpRegistration sub_op{arithmetic(
     "sub", [](float x, float y) { return x - y; },
     [](int32_t x, int32_t y) { return wrap(int64_t{x} - y); },
     [](ir::GradContext& ctx) {
@@ -118,7 +119,7 @@ const ir::OpRegistration sub_op{arithmetic(
       return finish(ctx, dy, ctx.needs_grad[1] ? ctx.add("neg", {dy}) : ir::kNoTensor);
     })};
 
-const ir::OpRegistration mul_op{arithmetic(
+const OpRegistration mul_op{arithmetic(
     "mul", [](float x, float y) { return x * y; },
     [](int32_t x, int32_t y) { return wrap(int64_t{x} * y); },
     [](ir::GradContext& ctx) {
@@ -127,7 +128,7 @@ const ir::OpRegistration mul_op{arithmetic(
                     ctx.needs_grad[1] ? ctx.add("mul", {dy, a}) : ir::kNoTensor);
     })};
 
-const ir::OpRegistration div_op{arithmetic(
+const OpRegistration div_op{arithmetic(
     "div", [](float x, float y) { return x / y; },
     [](int32_t x, int32_t y) {
       if (y == 0) ir::fail(ErrorCode::Runtime, "op 'div': int32 division by zero");
@@ -142,19 +143,19 @@ const ir::OpRegistration div_op{arithmetic(
       return finish(ctx, ctx.needs_grad[0] ? ctx.add("div", {dy, b}) : ir::kNoTensor, db);
     })};
 
-const ir::OpRegistration add_inplace_op{inplace_def(
+const OpRegistration add_inplace_op{inplace_def(
     "add_", [](float x, float y) { return x + y; }, [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); })};
 
 // PopXL's ops.var_updates.copy_var_update_: x <- y, in place.
-const ir::OpRegistration copy_var_update_op{
+const OpRegistration copy_var_update_op{
     inplace_def("copy_var_update_", [](float, float y) { return y; }, [](int32_t, int32_t y) { return y; })};
 
-ir::OpDef equal_def() {
-  ir::OpDef def;
+OpDef equal_def() {
+  OpDef def;
   def.name = "equal";
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](const ir::InferContext& ctx) { return infer_broadcast(ctx, DType::UInt8); };
-  def.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  def.kernel = [](const KernelContext& ctx) -> Kernel {
     auto eq = [](auto x, auto y) { return static_cast<uint8_t>(x == y); };
     switch (ctx.inputs[0]->dtype) {
       case DType::Float32:
@@ -168,7 +169,7 @@ ir::OpDef equal_def() {
   };
   return def;
 }
-const ir::OpRegistration equal_op{equal_def()};
+const OpRegistration equal_op{equal_def()};
 
 }  // namespace
 

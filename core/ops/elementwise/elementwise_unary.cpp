@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/elementwise/relu.h"
 #include "core/ops/common/vector_clones.h"
@@ -51,14 +52,14 @@ PLEXUS_VECTOR_CLONES void zip_elements(const float* x, const float* dy, float* d
 }
 
 template <class T, class F>
-ir::Kernel map_kernel(const ir::KernelContext& ctx, F f) {
+Kernel map_kernel(const KernelContext& ctx, F f) {
   return [x = ctx.input<T>(0), y = ctx.output<T>(0), n = ir::numel(ctx.outputs[0]->shape), f] {
     map_elements(x, y, n, f);
   };
 }
 
 template <class F>
-ir::Kernel zip_kernel(const ir::KernelContext& ctx, F f) {
+Kernel zip_kernel(const KernelContext& ctx, F f) {
   return [x = ctx.input<float>(0), dy = ctx.input<float>(1), dx = ctx.output<float>(0),
           n = ir::numel(ctx.outputs[0]->shape), f] { zip_elements(x, dy, dx, n, f); };
 }
@@ -79,11 +80,11 @@ float gelu_derivative(float x) {
 // A float32 activation y = f(x) whose gradient is the op `<name>_grad`(x, dy).
 // Template parameters, not function pointers, so the element function inlines.
 template <float (*F)(float)>
-ir::OpDef activation(const char* name) {
-  ir::OpDef def;
+OpDef activation(const char* name) {
+  OpDef def;
   def.name = name;
   def.infer = infer_float_unary;
-  def.kernel = [](const ir::KernelContext& ctx) { return map_kernel<float>(ctx, [](float x) { return F(x); }); };
+  def.kernel = [](const KernelContext& ctx) { return map_kernel<float>(ctx, [](float x) { return F(x); }); };
   def.grad = [grad = std::string(name) + "_grad"](ir::GradContext& ctx) {
     return std::vector<TensorId>{ctx.add(grad, {ctx.op.inputs[0], ctx.output_grads[0]})};
   };
@@ -91,12 +92,12 @@ ir::OpDef activation(const char* name) {
 }
 
 template <float (*Derivative)(float)>
-ir::OpDef activation_grad(const char* name) {
-  ir::OpDef def;
+OpDef activation_grad(const char* name) {
+  OpDef def;
   def.name = name;
   def.min_inputs = def.max_inputs = 2;
   def.infer = infer_float_grad;
-  def.kernel = [](const ir::KernelContext& ctx) {
+  def.kernel = [](const KernelContext& ctx) {
     return zip_kernel(ctx, [](float x, float dy) { return dy * Derivative(x); });
   };
   return def;
@@ -123,8 +124,8 @@ float tanh_derivative(float x) {
 // fused away: core/compile/relu_fusion.h), except where a max_pool2d gradient folds it in
 // (max_pool2d_grad relu_folded, pooling.cpp), relu -> max_pool2d or max_pool2d -> relu: the
 // gradient then passes on as it is.
-ir::OpDef relu_def() {
-  ir::OpDef def = activation<relu>("relu");
+OpDef relu_def() {
+  OpDef def = activation<relu>("relu");
   def.grad = [](ir::GradContext& ctx) {
     const TensorId dy = ctx.output_grads[0];
     if (is_relu_folded_pool_grad(ctx.graph, dy, ctx.op.outputs[0]) || relu_folds_into_pool_above(ctx, ctx.op.inputs[0])) {
@@ -135,34 +136,34 @@ ir::OpDef relu_def() {
   return def;
 }
 
-const ir::OpRegistration relu_op{relu_def()};
-const ir::OpRegistration relu_grad_op{activation_grad<relu_derivative>("relu_grad")};
-const ir::OpRegistration gelu_op{activation<gelu>("gelu")};
-const ir::OpRegistration gelu_grad_op{activation_grad<gelu_derivative>("gelu_grad")};
-const ir::OpRegistration exp_op{activation<exp_fn>("exp")};
-const ir::OpRegistration exp_grad_op{activation_grad<exp_fn>("exp_grad")};
-const ir::OpRegistration log_op{activation<log_fn>("log")};
-const ir::OpRegistration log_grad_op{activation_grad<log_derivative>("log_grad")};
-const ir::OpRegistration sqrt_op{activation<sqrt_fn>("sqrt")};
-const ir::OpRegistration sqrt_grad_op{activation_grad<sqrt_derivative>("sqrt_grad")};
-const ir::OpRegistration tanh_op{activation<tanh_fn>("tanh")};
-const ir::OpRegistration tanh_grad_op{activation_grad<tanh_derivative>("tanh_grad")};
+const OpRegistration relu_op{relu_def()};
+const OpRegistration relu_grad_op{activation_grad<relu_derivative>("relu_grad")};
+const OpRegistration gelu_op{activation<gelu>("gelu")};
+const OpRegistration gelu_grad_op{activation_grad<gelu_derivative>("gelu_grad")};
+const OpRegistration exp_op{activation<exp_fn>("exp")};
+const OpRegistration exp_grad_op{activation_grad<exp_fn>("exp_grad")};
+const OpRegistration log_op{activation<log_fn>("log")};
+const OpRegistration log_grad_op{activation_grad<log_derivative>("log_grad")};
+const OpRegistration sqrt_op{activation<sqrt_fn>("sqrt")};
+const OpRegistration sqrt_grad_op{activation_grad<sqrt_derivative>("sqrt_grad")};
+const OpRegistration tanh_op{activation<tanh_fn>("tanh")};
+const OpRegistration tanh_grad_op{activation_grad<tanh_derivative>("tanh_grad")};
 
-ir::OpDef neg_def() {
-  ir::OpDef def;
+OpDef neg_def() {
+  OpDef def;
   def.name = "neg";
   def.infer = [](const ir::InferContext& ctx) {
     ctx.expect_numeric(0);
     return same_as_input(ctx);
   };
-  def.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  def.kernel = [](const KernelContext& ctx) -> Kernel {
     if (ctx.inputs[0]->dtype == DType::Float32) return map_kernel<float>(ctx, [](float v) { return -v; });
     return map_kernel<int32_t>(ctx, [](int32_t v) { return static_cast<int32_t>(0u - static_cast<uint32_t>(v)); });
   };
   def.grad = [](ir::GradContext& ctx) { return std::vector<TensorId>{ctx.add("neg", {ctx.output_grads[0]})}; };
   return def;
 }
-const ir::OpRegistration neg_op{neg_def()};
+const OpRegistration neg_op{neg_def()};
 
 }  // namespace
 

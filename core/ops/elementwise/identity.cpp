@@ -8,16 +8,17 @@
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
 namespace {
 
-ir::OpDef copy_def(std::string name, ir::TensorId (*input_grad)(ir::GradContext&)) {
-  ir::OpDef d;
+OpDef copy_def(std::string name, ir::TensorId (*input_grad)(ir::GradContext&)) {
+  OpDef d;
   d.name = std::move(name);
   d.infer = [](const ir::InferContext& ctx) { return ir::InferResult{{{ctx.dtype(0), ctx.shape(0)}}}; };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     const std::byte* x = ctx.in[0];
     std::byte* y = ctx.out[0];
     const size_t bytes = ctx.inputs[0]->bytes();
@@ -29,8 +30,8 @@ ir::OpDef copy_def(std::string name, ir::TensorId (*input_grad)(ir::GradContext&
   return d;
 }
 
-const ir::OpRegistration identity_op{copy_def("identity", [](ir::GradContext& ctx) { return ctx.output_grads[0]; })};
-const ir::OpRegistration detach_op{copy_def("detach", [](ir::GradContext&) { return ir::kNoTensor; })};
+const OpRegistration identity_op{copy_def("identity", [](ir::GradContext& ctx) { return ctx.output_grads[0]; })};
+const OpRegistration detach_op{copy_def("detach", [](ir::GradContext&) { return ir::kNoTensor; })};
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 // Gradients: da = where(cond, dy, 0), db = where(cond, 0, dy), each summed over the dims
 // along which a / b was broadcast; cond has none.
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/common/strided_loop.h"
 
@@ -34,7 +35,7 @@ ir::InferResult infer(const ir::InferContext& ctx) {
 // The output is contiguous and the loop visits its rows in order, so it needs no stride of
 // its own: the three operands of the loop are cond, a and b.
 template <class C, class T>
-ir::Kernel select_kernel(const ir::KernelContext& ctx) {
+Kernel select_kernel(const KernelContext& ctx) {
   const ir::Shape& shape = ctx.outputs[0]->shape;
   const std::vector<int64_t> strides[3] = {broadcast_strides(ctx.inputs[0]->shape, shape),
                                            broadcast_strides(ctx.inputs[1]->shape, shape),
@@ -53,12 +54,12 @@ ir::Kernel select_kernel(const ir::KernelContext& ctx) {
 }
 
 template <class C>
-ir::Kernel kernel_for_cond(const ir::KernelContext& ctx) {
+Kernel kernel_for_cond(const KernelContext& ctx) {
   if (ctx.inputs[1]->dtype == DType::Float32) return select_kernel<C, float>(ctx);
   return select_kernel<C, int32_t>(ctx);
 }
 
-ir::Kernel kernel(const ir::KernelContext& ctx) {
+Kernel kernel(const KernelContext& ctx) {
   if (ctx.inputs[0]->dtype == DType::UInt8) return kernel_for_cond<uint8_t>(ctx);
   return kernel_for_cond<int32_t>(ctx);
 }
@@ -72,8 +73,8 @@ std::vector<TensorId> grad(ir::GradContext& ctx) {
   return grads;
 }
 
-ir::OpDef def() {
-  ir::OpDef d;
+OpDef def() {
+  OpDef d;
   d.name = "where";
   d.min_inputs = d.max_inputs = 3;
   d.infer = infer;
@@ -82,7 +83,7 @@ ir::OpDef def() {
   return d;
 }
 
-const ir::OpRegistration registration{def()};
+const OpRegistration registration{def()};
 
 }  // namespace
 

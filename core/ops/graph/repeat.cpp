@@ -27,6 +27,7 @@
 #include <map>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ir/graph_autodiff.h"
 #include "core/memory/memory_plan.h"
 
@@ -67,7 +68,7 @@ BodyPlan plan_body(const ir::Graph& graph, const ir::Subgraph& body, bool keep_a
     const ir::Op& op = graph.op(body.ops[k]);
     for (TensorId in : op.inputs) touch(in, static_cast<int64_t>(k) + 1);
     for (TensorId out : op.outputs) touch(out, static_cast<int64_t>(k) + 1);
-    op_scratch = std::max(op_scratch, op.scratch_bytes);
+    op_scratch = std::max(op_scratch, scratch_bytes(graph, op));
   }
   for (TensorId out : body.outputs) touch(out, end);
   std::vector<memory::BufferRequest> list;
@@ -92,8 +93,8 @@ void run_all(const std::vector<Copy>& copies) {
   for (const Copy& c : copies) c();
 }
 
-void run_all(const std::vector<ir::Kernel>& kernels) {
-  for (const ir::Kernel& k : kernels) k();
+void run_all(const std::vector<Kernel>& kernels) {
+  for (const Kernel& k : kernels) k();
 }
 
 /// A graph's kernels bound once to the buffers of its plan at `base`, and the copies that
@@ -102,13 +103,13 @@ struct BoundGraph {
   const ir::Graph* graph = nullptr;
   BodyPlan plan;
   std::byte* base = nullptr;
-  std::vector<ir::Kernel> kernels;
+  std::vector<Kernel> kernels;
   std::vector<Copy> constants;
 
   std::byte* at(TensorId t) const { return base + plan.offset.at(graph->storage_root(t)); }
 };
 
-BoundGraph bind_graph(const ir::KernelContext& ctx, const ir::Subgraph& g, bool keep_all, std::byte* base) {
+BoundGraph bind_graph(const KernelContext& ctx, const ir::Subgraph& g, bool keep_all, std::byte* base) {
   BoundGraph b{&ctx.graph, plan_body(ctx.graph, g, keep_all), base, {}, {}};
   for (const auto& [root, offset] : b.plan.offset) {
     const ir::TensorInfo& t = ctx.graph.tensor(root);
@@ -116,9 +117,9 @@ BoundGraph bind_graph(const ir::KernelContext& ctx, const ir::Subgraph& g, bool 
   }
   for (ir::OpId id : b.plan.ops) {
     const ir::Op& op = ctx.graph.op(id);
-    ir::KernelContext inner{.graph = ctx.graph,
+    KernelContext inner{.graph = ctx.graph,
                             .op = op,
-                            .scratch = op.scratch_bytes > 0 ? base + b.plan.op_scratch_offset : nullptr,
+                            .scratch = scratch_bytes(ctx.graph, op) > 0 ? base + b.plan.op_scratch_offset : nullptr,
                             .max_threads = ctx.max_threads,
                             .replica = ctx.replica,
                             .replication_factor = ctx.replication_factor,
@@ -134,7 +135,7 @@ BoundGraph bind_graph(const ir::KernelContext& ctx, const ir::Subgraph& g, bool 
       inner.outputs.push_back(&ctx.graph.tensor(t));
       inner.out.push_back(b.at(t));
     }
-    if (ir::Kernel kernel = op.def->kernel(inner)) b.kernels.push_back(std::move(kernel));  // empty: nothing to do (a view)
+    if (Kernel kernel = kernel_def(op).kernel(inner)) b.kernels.push_back(std::move(kernel));  // empty: nothing to do (a view)
   }
   return b;
 }
@@ -206,7 +207,7 @@ void run_all(const std::vector<SliceCopy>& copies, int64_t n) {
 
 /// The copies of the arguments into the body: whole ones into `whole` (once), sliced ones
 /// into `slices` (per iteration).
-void add_arguments(const ir::KernelContext& ctx, const BoundGraph& body, const ir::Subgraph& g, const Loop& loop,
+void add_arguments(const KernelContext& ctx, const BoundGraph& body, const ir::Subgraph& g, const Loop& loop,
                    std::vector<Copy>& whole, std::vector<SliceCopy>& slices) {
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const size_t bytes = ctx.graph.tensor(g.inputs[i]).bytes();
@@ -318,11 +319,17 @@ ir::InferResult infer_repeat(const ir::InferContext& ctx) {
     const ir::TensorInfo& out = graph.tensor(body.outputs[j]);
     result.outputs.push_back({out.dtype, argument_shape(out, j >= loop.carried, loop.count)});
   }
-  result.scratch_bytes = plan_body(graph, body, false).bytes + carried_bytes(graph, body, loop);
   return result;
 }
 
-ir::Kernel repeat_kernel(const ir::KernelContext& ctx) {
+/// repeat's scratch: its body's plan and the carried values.
+size_t repeat_scratch(const ir::InferContext& ctx) {
+  const ir::Graph& graph = *ctx.graph;
+  const ir::Subgraph& body = graph.subgraph(graph_attr(ctx.attrs, "graph"));
+  return plan_body(graph, body, false).bytes + carried_bytes(graph, body, loop_of(ctx.attrs, body));
+}
+
+Kernel repeat_kernel(const KernelContext& ctx) {
   const ir::Subgraph& g = ctx.graph.subgraph(graph_attr(ctx.op.attrs, "graph"));
   const Loop loop = loop_of(ctx.op.attrs, g);
   BoundGraph body = bind_graph(ctx, g, false, ctx.scratch);
@@ -407,14 +414,15 @@ std::vector<ir::AttrSpec> loop_attrs() {
           {"stacked", ir::AttrKind::Int, int64_t{0}}};
 }
 
-ir::OpDef repeat_def() {
-  ir::OpDef d;
+OpDef repeat_def() {
+  OpDef d;
   d.name = "repeat";
   d.min_inputs = 0;
   d.max_inputs = 1u << 16;
   d.attrs = loop_attrs();
   d.infer = infer_repeat;
   d.kernel = repeat_kernel;
+  d.scratch = repeat_scratch;
   d.grad = repeat_grad_rule;
   d.communicates = true;  // the body may hold collectives
   return d;
@@ -468,8 +476,15 @@ ir::InferResult infer_repeat_grad(const ir::InferContext& ctx) {
     const ir::TensorInfo& in = graph.tensor(c.fwd_tensor);
     result.outputs.push_back({in.dtype, argument_shape(in, loop.sliced[index_of(body.inputs, c.fwd_tensor)], loop.count)});
   }
-  result.scratch_bytes = grad_layout(graph, body, grad, loop).bytes;
   return result;
+}
+
+/// repeat_grad's scratch: its layout (grad_layout).
+size_t repeat_grad_scratch(const ir::InferContext& ctx) {
+  const ir::Graph& graph = *ctx.graph;
+  const ir::Subgraph& body = graph.subgraph(graph_attr(ctx.attrs, "graph"));
+  const ir::Subgraph& grad = graph.subgraph(graph_attr(ctx.attrs, "grad_graph"));
+  return grad_layout(graph, body, grad, loop_of(ctx.attrs, body)).bytes;
 }
 
 /// repeat_grad's kernel: the copies and kernels of its loops, bound once.
@@ -478,7 +493,7 @@ struct RepeatGrad {
   std::vector<Copy> setup;                  ///< constants, whole arguments, the carried outputs' gradients
   std::vector<SliceCopy> slices;            ///< sliced arguments -> the body, per iteration
   std::vector<std::pair<std::byte*, size_t>> clear;  ///< sums to zero before the loops
-  std::vector<ir::Kernel> body, grad;
+  std::vector<Kernel> body, grad;
   std::vector<Copy> carry_out, carry_in;
   std::vector<Copy> stash;                  ///< carried inputs -> stash slot 0 (shifted per iteration)
   std::vector<Copy> feed;                   ///< the carried gradients and body buffers -> the gradient graph's inputs
@@ -550,7 +565,7 @@ void bind_carried(RepeatGrad& k, const BoundGraph& body, const BoundGraph& grad,
 
 /// repeat_grad's kernel while its parts are bound: the body, the gradient graph, where things are.
 struct GradBinding {
-  const ir::KernelContext& ctx;
+  const KernelContext& ctx;
   const ir::Subgraph& b;  ///< the body
   const ir::Subgraph& g;  ///< its gradient graph
   Loop loop;
@@ -613,7 +628,7 @@ void bind_grad_outputs(RepeatGrad& k, const GradBinding& x) {
   }
 }
 
-ir::Kernel repeat_grad_kernel(const ir::KernelContext& ctx) {
+Kernel repeat_grad_kernel(const KernelContext& ctx) {
   const ir::Graph& graph = ctx.graph;
   const ir::Subgraph& b = graph.subgraph(graph_attr(ctx.op.attrs, "graph"));
   const ir::Subgraph& g = graph.subgraph(graph_attr(ctx.op.attrs, "grad_graph"));
@@ -634,8 +649,8 @@ ir::Kernel repeat_grad_kernel(const ir::KernelContext& ctx) {
   return k;
 }
 
-ir::OpDef repeat_grad_def() {
-  ir::OpDef d;
+OpDef repeat_grad_def() {
+  OpDef d;
   d.name = "repeat_grad";
   d.min_inputs = 0;
   d.max_inputs = 1u << 17;
@@ -643,12 +658,13 @@ ir::OpDef repeat_grad_def() {
   d.attrs.push_back({"grad_graph", ir::AttrKind::Int, std::nullopt});
   d.infer = infer_repeat_grad;
   d.kernel = repeat_grad_kernel;
+  d.scratch = repeat_grad_scratch;
   d.communicates = true;
   return d;
 }
 
-const ir::OpRegistration repeat_op{repeat_def()};
-const ir::OpRegistration repeat_grad_op{repeat_grad_def()};
+const OpRegistration repeat_op{repeat_def()};
+const OpRegistration repeat_grad_op{repeat_grad_def()};
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <span>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/matmul/matrix_product.h"
 #include "core/ops/common/strided_loop.h"
@@ -58,7 +59,7 @@ std::vector<std::pair<int64_t, int64_t>> entry_offsets(const ir::Shape& a, const
   return offsets;
 }
 
-ir::Kernel kernel(const ir::KernelContext& ctx) {
+Kernel kernel(const KernelContext& ctx) {
   const ir::Shape &a_shape = ctx.inputs[0]->shape, &b_shape = ctx.inputs[1]->shape, &y_shape = ctx.outputs[0]->shape;
   const bool ta = transpose_a(ctx.op.attrs), tb = transpose_b(ctx.op.attrs);
   GemmShape s = matrix_gemm_shape(a_shape, b_shape, ta, tb);
@@ -101,8 +102,8 @@ std::vector<TensorId> grad(ir::GradContext& ctx) {
           db == ir::kNoTensor ? db : unbroadcast(ctx, db, ctx.shape(b))};
 }
 
-ir::OpDef def() {
-  ir::OpDef d;
+OpDef def() {
+  OpDef d;
   d.name = "batch_matmul";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = transpose_attr_specs();
@@ -112,7 +113,7 @@ ir::OpDef def() {
   return d;
 }
 
-const ir::OpRegistration registration{def()};
+const OpRegistration registration{def()};
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // the shape when the session is created (gemm.h); shape rule, plan and gradient formulas
 // are shared with batch_matmul (matrix_product.h).
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/matmul/matrix_product.h"
 
 namespace plexus::ops {
@@ -21,7 +22,7 @@ ir::InferResult infer(const ir::InferContext& ctx) {
   return {{{DType::Float32, {s.m, s.n}}}};
 }
 
-ir::Kernel kernel(const ir::KernelContext& ctx) {
+Kernel kernel(const KernelContext& ctx) {
   const Gemm gemm = plan_gemm(ctx, matrix_gemm_shape(ctx.inputs[0]->shape, ctx.inputs[1]->shape,
                                                      transpose_a(ctx.op.attrs), transpose_b(ctx.op.attrs)));
   return [gemm, a = ctx.input<float>(0), b = ctx.input<float>(1), y = ctx.output<float>(0)] {
@@ -35,8 +36,8 @@ std::vector<TensorId> grad(ir::GradContext& ctx) {
   return {da, db};
 }
 
-ir::OpDef def() {
-  ir::OpDef d;
+OpDef def() {
+  OpDef d;
   d.name = "matmul";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = transpose_attr_specs();
@@ -46,7 +47,7 @@ ir::OpDef def() {
   return d;
 }
 
-const ir::OpRegistration registration{def()};
+const OpRegistration registration{def()};
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
@@ -45,7 +46,7 @@ GemmShape infer_matrix_product(const ir::InferContext& ctx) {
   return s;
 }
 
-Gemm plan_gemm(const ir::KernelContext& ctx, const GemmShape& shape, int64_t count) {
+Gemm plan_gemm(const KernelContext& ctx, const GemmShape& shape, int64_t count) {
   const Gemm gemm = Gemm::plan(shape, ctx.max_threads);
   if (ctx.notes) {
     const GemmChoice& c = gemm.choice();

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "core/ir/op_registry.h"
+#include "core/ops/op_def.h"
 #include "core/ops/matmul/gemm.h"
 
 namespace plexus::ops {
@@ -26,7 +26,7 @@ GemmShape infer_matrix_product(const ir::InferContext& ctx);
 
 /// Plans `shape` for the kernel of ctx.op and notes the choice (ctx.notes), saying it runs
 /// `count` times per step.
-Gemm plan_gemm(const ir::KernelContext& ctx, const GemmShape& shape, int64_t count = 1);
+Gemm plan_gemm(const KernelContext& ctx, const GemmShape& shape, int64_t count = 1);
 
 /// Gradients of Y = op(A) op(B) built with op `type` (matmul or batch_matmul), transposes
 /// folded into the GEMM flags: dA = dY op(B)^T (transposed back when A was), dB = op(A)^T dY

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/number_format.h"
 #include "core/ops/optimizer/optimizer_util.h"
 
@@ -64,7 +65,7 @@ struct Gradients {
 };
 
 // Inputs [0, count), read only.
-Gradients<const float> gradient_inputs(const ir::KernelContext& ctx, size_t count) {
+Gradients<const float> gradient_inputs(const KernelContext& ctx, size_t count) {
   Gradients<const float> g;
   for (size_t i = 0; i < count; ++i) {
     g.data.push_back(ctx.input<float>(i));
@@ -74,7 +75,7 @@ Gradients<const float> gradient_inputs(const ir::KernelContext& ctx, size_t coun
 }
 
 // Outputs [first, first + count): the gradients updated in place.
-Gradients<float> gradient_outputs(const ir::KernelContext& ctx, size_t first, size_t count) {
+Gradients<float> gradient_outputs(const KernelContext& ctx, size_t first, size_t count) {
   Gradients<float> g;
   for (size_t i = first; i < first + count; ++i) {
     g.data.push_back(ctx.output<float>(i));
@@ -120,8 +121,8 @@ std::vector<int> inplace_gradients(size_t fresh) {
 
 // --- global_sq_norm ---------------------------------------------------------------------
 
-ir::OpDef global_sq_norm_def() {
-  ir::OpDef d;
+OpDef global_sq_norm_def() {
+  OpDef d;
   d.name = "global_sq_norm";
   d.min_inputs = 1;
   d.max_inputs = kMaxGradients;
@@ -129,7 +130,7 @@ ir::OpDef global_sq_norm_def() {
     check_gradients(ctx, ctx.inputs.size(), gradient_names(ctx.inputs.size()), false);
     return ir::InferResult{{scalar_f32()}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     return [g = gradient_inputs(ctx, ctx.inputs.size()), out = ctx.output<float>(0)] {
       *out = static_cast<float>(sum_of_squares(g));
     };
@@ -139,8 +140,8 @@ ir::OpDef global_sq_norm_def() {
 
 // --- clip_scale_ ------------------------------------------------------------------------
 
-ir::OpDef clip_scale_def() {
-  ir::OpDef d;
+OpDef clip_scale_def() {
+  OpDef d;
   d.name = "clip_scale_";
   d.min_inputs = 2;
   d.max_inputs = kMaxGradients + 1;
@@ -156,7 +157,7 @@ ir::OpDef clip_scale_def() {
     push_gradients(ctx, count, r);
     return r;
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     const size_t count = ctx.inputs.size() - 1;
     return [g = gradient_outputs(ctx, 0, count), total = ctx.input<float>(count),
             max_norm = ctx.op.attrs.get_float("max_norm"), eps = ctx.op.attrs.get_float("eps")] {
@@ -168,8 +169,8 @@ ir::OpDef clip_scale_def() {
 
 // --- clip_by_global_norm_ ---------------------------------------------------------------
 
-ir::OpDef clip_by_global_norm_def() {
-  ir::OpDef d;
+OpDef clip_by_global_norm_def() {
+  OpDef d;
   d.name = "clip_by_global_norm_";
   d.min_inputs = 1;
   d.max_inputs = kMaxGradients;
@@ -182,7 +183,7 @@ ir::OpDef clip_by_global_norm_def() {
     push_gradients(ctx, ctx.inputs.size(), r);
     return r;
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     return [g = gradient_outputs(ctx, 1, ctx.inputs.size()), norm_out = ctx.output<float>(0),
             max_norm = ctx.op.attrs.get_float("max_norm"), eps = ctx.op.attrs.get_float("eps")] {
       // PyTorch's total_norm is a float32 tensor: the coefficient uses its rounded value.
@@ -194,9 +195,9 @@ ir::OpDef clip_by_global_norm_def() {
   return d;
 }
 
-const ir::OpRegistration global_sq_norm_op{global_sq_norm_def()};
-const ir::OpRegistration clip_scale_op{clip_scale_def()};
-const ir::OpRegistration clip_by_global_norm_op{clip_by_global_norm_def()};
+const OpRegistration global_sq_norm_op{global_sq_norm_def()};
+const OpRegistration clip_scale_op{clip_scale_def()};
+const OpRegistration clip_by_global_norm_op{clip_by_global_norm_def()};
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/number_format.h"
 #include "core/ops/optimizer/optimizer_util.h"
 
@@ -66,7 +67,7 @@ ir::InferResult lr_schedule_infer(const ir::InferContext& ctx) {
            "op '" + op + "': step is " + number(step) + ", must be >= 0 (the number of updates so far)");
 }
 
-ir::Kernel lr_schedule_kernel(const ir::KernelContext& ctx) {
+Kernel lr_schedule_kernel(const KernelContext& ctx) {
   const ir::Attributes& a = ctx.op.attrs;
   const Schedule s{a.get_float("base_lr"), a.get_float("min_lr"), static_cast<double>(a.get_int("warmup_steps")),
                    static_cast<double>(a.get_int("total_steps"))};
@@ -76,8 +77,8 @@ ir::Kernel lr_schedule_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::OpDef lr_schedule_def() {
-  ir::OpDef d;
+OpDef lr_schedule_def() {
+  OpDef d;
   d.name = "lr_schedule";
   d.min_inputs = d.max_inputs = 1;
   d.attrs = {{"base_lr", ir::AttrKind::Float, ir::AttrValue{6e-4}},
@@ -89,7 +90,7 @@ ir::OpDef lr_schedule_def() {
   return d;
 }
 
-const ir::OpRegistration lr_schedule_op{lr_schedule_def()};
+const OpRegistration lr_schedule_op{lr_schedule_def()};
 
 }  // namespace
 

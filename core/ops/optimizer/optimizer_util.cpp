@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/number_format.h"
 
 namespace plexus::ops {
@@ -78,7 +79,7 @@ ir::InferResult outputs_shaped_as(const ir::InferContext& ctx, const std::vector
   return r;
 }
 
-LearningRate::LearningRate(const ir::KernelContext& ctx, size_t index) : attribute_(ctx.op.attrs.get_float("lr")) {
+LearningRate::LearningRate(const KernelContext& ctx, size_t index) : attribute_(ctx.op.attrs.get_float("lr")) {
   if (ctx.in.size() > index) tensor_ = ctx.input<float>(index);
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ir/op_registry.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
@@ -47,7 +47,7 @@ ir::InferResult outputs_shaped_as(const ir::InferContext& ctx, const std::vector
 /// the op has the input, else the `lr` attribute.
 class LearningRate {
  public:
-  LearningRate(const ir::KernelContext& ctx, size_t index);
+  LearningRate(const KernelContext& ctx, size_t index);
   double value() const { return tensor_ ? static_cast<double>(*tensor_) : attribute_; }
 
  private:

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/number_format.h"
 #include "core/ops/optimizer/optimizer_util.h"
 #include "core/ops/common/vector_clones.h"
@@ -55,8 +56,8 @@ PLEXUS_VECTOR_CLONES void scaled_add_elements(float* x, const float* y, int64_t 
   }
 }
 
-ir::OpDef scaled_add_def() {
-  ir::OpDef d;
+OpDef scaled_add_def() {
+  OpDef d;
   d.name = "scaled_add_";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {{"a", ir::AttrKind::Float, ir::AttrValue{1.0}}, {"b", ir::AttrKind::Float, ir::AttrValue{1.0}}};
@@ -68,7 +69,7 @@ ir::OpDef scaled_add_def() {
     if (ctx.shape(0) != ctx.shape(1)) ctx.fail(ir::ErrorCode::ShapeMismatch, "x and y must have the same shape");
     return ir::InferResult{{{DType::Float32, ctx.shape(0)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     const auto a = static_cast<float>(ctx.op.attrs.get_float("a"));
     const auto b = static_cast<float>(ctx.op.attrs.get_float("b"));
     return [x = ctx.output<float>(0), y = ctx.input<float>(1), n = ir::numel(ctx.outputs[0]->shape), a, b] {
@@ -78,7 +79,7 @@ ir::OpDef scaled_add_def() {
   return d;
 }
 
-const ir::OpRegistration scaled_add_op{scaled_add_def()};
+const OpRegistration scaled_add_op{scaled_add_def()};
 
 // adamw_'s inputs, in order, for error messages.
 const std::vector<std::string> kAdamWInputs = {"w", "grad", "m", "v", "step", "lr"};
@@ -130,7 +131,7 @@ PLEXUS_VECTOR_CLONES void adamw_elements(float* w, const float* g, float* m, flo
   }
 }
 
-ir::Kernel adamw_kernel(const ir::KernelContext& ctx) {
+Kernel adamw_kernel(const KernelContext& ctx) {
   const ir::Attributes& a = ctx.op.attrs;
   const double beta1 = a.get_float("beta1"), beta2 = a.get_float("beta2"), weight_decay = a.get_float("weight_decay");
   const auto eps = static_cast<float>(a.get_float("eps"));
@@ -151,8 +152,8 @@ ir::Kernel adamw_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::OpDef adamw_def() {
-  ir::OpDef d;
+OpDef adamw_def() {
+  OpDef d;
   d.name = "adamw_";
   d.min_inputs = 5;
   d.max_inputs = 6;  // the optional lr tensor
@@ -169,7 +170,7 @@ ir::OpDef adamw_def() {
   return d;
 }
 
-const ir::OpRegistration adamw_op{adamw_def()};
+const OpRegistration adamw_op{adamw_def()};
 
 // sgd_momentum_'s inputs, in order, for error messages.
 const std::vector<std::string> kSgdInputs = {"w", "grad", "momentum_buffer", "step", "lr"};
@@ -220,7 +221,7 @@ inline float sgd_direction(float g, float w, float& buf, bool first, const SgdHy
   return h.nesterov ? g + h.momentum * buf : buf;
 }
 
-ir::Kernel sgd_kernel(const ir::KernelContext& ctx) {
+Kernel sgd_kernel(const KernelContext& ctx) {
   const ir::Attributes& a = ctx.op.attrs;
   const SgdHyper h{static_cast<float>(a.get_float("momentum")), static_cast<float>(a.get_float("dampening")),
                    static_cast<float>(a.get_float("weight_decay")), a.get_int("nesterov") == 1};
@@ -236,8 +237,8 @@ ir::Kernel sgd_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::OpDef sgd_momentum_def() {
-  ir::OpDef d;
+OpDef sgd_momentum_def() {
+  OpDef d;
   d.name = "sgd_momentum_";
   d.min_inputs = 4;
   d.max_inputs = 5;  // the optional lr tensor
@@ -254,7 +255,7 @@ ir::OpDef sgd_momentum_def() {
   return d;
 }
 
-const ir::OpRegistration sgd_momentum_op{sgd_momentum_def()};
+const OpRegistration sgd_momentum_op{sgd_momentum_def()};
 
 }  // namespace
 

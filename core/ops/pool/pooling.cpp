@@ -29,6 +29,7 @@
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/pool/max_pool.h"
 #include "core/ops/pool/max_pool_avx512.h"
@@ -270,20 +271,20 @@ void run_forward(const MaxPoolPlan& plan, const float* x, float* y) {
 }
 
 /// max_pool2d's kernel, with relu applied to each maximum when `relu` (max_pool2d_relu).
-ir::Kernel max_pool_kernel(const ir::KernelContext& ctx, bool relu) {
+Kernel max_pool_kernel(const KernelContext& ctx, bool relu) {
   return [plan = MaxPoolPlan(checked_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr)), x = ctx.input<float>(0),
           y = ctx.output<float>(0), relu] { max_pool_forward(plan, x, y, relu); };
 }
 
-ir::OpDef max_pool_def() {
-  ir::OpDef d;
+OpDef max_pool_def() {
+  OpDef d;
   d.name = "max_pool2d";
   d.attrs = pool_attrs();
   d.infer = [](const ir::InferContext& ctx) {
     const PoolGeometry p = check_x(ctx);
     return ir::InferResult{{{DType::Float32, out_shape(ctx.shape(0), p)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) { return max_pool_kernel(ctx, false); };
+  d.kernel = [](const KernelContext& ctx) { return max_pool_kernel(ctx, false); };
   d.grad = [](ir::GradContext& ctx) {
     const TensorId x = ctx.op.inputs[0];
     ir::Attributes attrs = ctx.op.attrs;
@@ -333,8 +334,8 @@ void check_relu_folded(const ir::InferContext& ctx) {
   }
 }
 
-ir::OpDef max_pool_grad_def() {
-  ir::OpDef d;
+OpDef max_pool_grad_def() {
+  OpDef d;
   d.name = "max_pool2d_grad";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = pool_attrs();
@@ -347,11 +348,13 @@ ir::OpDef max_pool_grad_def() {
     if (ctx.shape(1) != y) {
       ctx.fail(ErrorCode::ShapeMismatch, "dy must be the max_pool2d output " + ir::shape_string(y));
     }
-    ir::InferResult result{{{DType::Float32, ctx.shape(0)}}};
-    if (p.tiles(2) || p.tiles(3)) result.may_inplace = 0;  // tiled_grad: a window's x is read before its dx is written
-    return result;
+    return ir::InferResult{{{DType::Float32, ctx.shape(0)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.may_inplace = [](const ir::InferContext& ctx) {
+    const PoolGeometry p = checked_geometry(ctx.shape(0), ctx.attrs, &ctx);
+    return p.tiles(2) || p.tiles(3) ? 0 : -1;  // tiled_grad: a window's x is read before its dx is written
+  };
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     return [plan = MaxPoolPlan(checked_geometry(ctx.inputs[0]->shape, ctx.op.attrs, nullptr)), x = ctx.input<float>(0),
             dy = ctx.input<float>(1), dx = ctx.output<float>(0), folded = ctx.op.attrs.get_int("relu_folded") != 0] {
       max_pool_grad(plan, x, dy, dx, folded);
@@ -360,10 +363,10 @@ ir::OpDef max_pool_grad_def() {
   return d;
 }
 
-const ir::OpRegistration max_pool_op{max_pool_def()};
-const ir::OpRegistration max_pool_relu_op{
-    relu_fused_def(max_pool_def(), [](const ir::KernelContext& ctx) { return max_pool_kernel(ctx, true); })};
-const ir::OpRegistration max_pool_grad_op{max_pool_grad_def()};
+const OpRegistration max_pool_op{max_pool_def()};
+const OpRegistration max_pool_relu_op{
+    relu_fused_def(max_pool_def(), [](const KernelContext& ctx) { return max_pool_kernel(ctx, true); })};
+const OpRegistration max_pool_grad_op{max_pool_grad_def()};
 
 MaxPoolPlan::Path path_of(const PoolGeometry& p) {
   if (avx512_rows(p)) return MaxPoolPlan::Path::Avx512Rows;

@@ -7,7 +7,7 @@
 #include <span>
 #include <type_traits>
 
-#include "core/ir/op_registry.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 

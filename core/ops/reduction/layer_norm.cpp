@@ -23,6 +23,7 @@
 #include <string>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/number_format.h"
 
 namespace plexus::ops {
@@ -106,7 +107,7 @@ ir::InferResult infer_grad(const ir::InferContext& ctx) {
   return result;
 }
 
-ir::Kernel forward_kernel(const ir::KernelContext& ctx) {
+Kernel forward_kernel(const KernelContext& ctx) {
   const bool affine = ctx.inputs.size() == 3;
   return [x = ctx.input<float>(0), w = affine ? ctx.input<float>(1) : nullptr,
           b = affine ? ctx.input<float>(2) : nullptr, y = ctx.output<float>(0),
@@ -146,7 +147,7 @@ void grad_row(const float* x, const float* dy, const float* w, float* dx, float*
   }
 }
 
-ir::Kernel grad_kernel(const ir::KernelContext& ctx) {
+Kernel grad_kernel(const KernelContext& ctx) {
   const bool affine = ctx.inputs.size() == 3;
   return [x = ctx.input<float>(0), dy = ctx.input<float>(1), w = affine ? ctx.input<float>(2) : nullptr,
           dx = ctx.output<float>(0), dw = affine ? ctx.output<float>(1) : nullptr,
@@ -165,8 +166,8 @@ ir::Kernel grad_kernel(const ir::KernelContext& ctx) {
 
 const std::vector<ir::AttrSpec> kEpsAttr = {{"eps", ir::AttrKind::Float, ir::AttrValue{1e-5}}};
 
-ir::OpDef forward_def() {
-  ir::OpDef d;
+OpDef forward_def() {
+  OpDef d;
   d.name = "layer_norm";
   d.min_inputs = 1;
   d.max_inputs = 3;
@@ -182,8 +183,8 @@ ir::OpDef forward_def() {
   return d;
 }
 
-ir::OpDef grad_def() {
-  ir::OpDef d;
+OpDef grad_def() {
+  OpDef d;
   d.name = "layer_norm_grad";
   d.min_inputs = 2;
   d.max_inputs = 3;
@@ -193,8 +194,8 @@ ir::OpDef grad_def() {
   return d;
 }
 
-const ir::OpRegistration layer_norm_op{forward_def()};
-const ir::OpRegistration layer_norm_grad_op{grad_def()};
+const OpRegistration layer_norm_op{forward_def()};
+const OpRegistration layer_norm_grad_op{grad_def()};
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
@@ -75,7 +76,7 @@ bool counts(const std::string& op, const int32_t* labels, int64_t i, Rows rows, 
   return true;
 }
 
-ir::Kernel forward_kernel(const ir::KernelContext& ctx) {
+Kernel forward_kernel(const KernelContext& ctx) {
   return [x = ctx.input<float>(0), labels = ctx.input<int32_t>(1), loss = ctx.output<float>(0),
           rows = rows_of(ctx.inputs[0]->shape), ignore = ctx.op.attrs.get_int("ignore_index"), name = ctx.op.name] {
     double total = 0.0;
@@ -91,7 +92,7 @@ ir::Kernel forward_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::Kernel grad_kernel(const ir::KernelContext& ctx) {
+Kernel grad_kernel(const KernelContext& ctx) {
   return [x = ctx.input<float>(0), labels = ctx.input<int32_t>(1), dloss = ctx.input<float>(2),
           dx = ctx.output<float>(0), rows = rows_of(ctx.inputs[0]->shape),
           ignore = ctx.op.attrs.get_int("ignore_index"), name = ctx.op.name] {
@@ -115,8 +116,8 @@ ir::Kernel grad_kernel(const ir::KernelContext& ctx) {
 const std::vector<ir::AttrSpec> kIgnoreIndexAttr = {
     {"ignore_index", ir::AttrKind::Int, ir::AttrValue{int64_t{-100}}}};
 
-ir::OpDef loss_def() {
-  ir::OpDef d;
+OpDef loss_def() {
+  OpDef d;
   d.name = "softmax_cross_entropy";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = kIgnoreIndexAttr;
@@ -134,8 +135,8 @@ ir::OpDef loss_def() {
   return d;
 }
 
-ir::OpDef grad_def() {
-  ir::OpDef d;
+OpDef grad_def() {
+  OpDef d;
   d.name = "softmax_cross_entropy_grad";
   d.min_inputs = d.max_inputs = 3;
   d.attrs = kIgnoreIndexAttr;
@@ -149,8 +150,8 @@ ir::OpDef grad_def() {
   return d;
 }
 
-const ir::OpRegistration loss_op{loss_def()};
-const ir::OpRegistration loss_grad_op{grad_def()};
+const OpRegistration loss_op{loss_def()};
+const OpRegistration loss_grad_op{grad_def()};
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/reduction/axis.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/common/row_sum.h"
@@ -63,7 +64,7 @@ ir::InferResult infer_reduce(const ir::InferContext& ctx, bool float_only) {
 }
 
 template <class T>
-ir::Kernel reduce_kernel(const ir::KernelContext& ctx, bool mean) {
+Kernel reduce_kernel(const KernelContext& ctx, bool mean) {
   const ir::Shape& in_shape = ctx.inputs[0]->shape;
   const auto reduced = reduced_dims(ctx.op.name, in_shape, ctx.op.attrs.get_ints("axes"), nullptr);
   const std::vector<int64_t> kept = ir::row_major_strides(reduced_shape(in_shape, reduced, true));
@@ -107,13 +108,13 @@ std::vector<TensorId> reduce_grad(ir::GradContext& ctx, bool mean) {
   return {dx};
 }
 
-ir::OpDef reduce_def(const char* name, bool mean) {
-  ir::OpDef d;
+OpDef reduce_def(const char* name, bool mean) {
+  OpDef d;
   d.name = name;
   d.attrs = {{"axes", ir::AttrKind::Ints, ir::AttrValue{std::vector<int64_t>{}}},
              {"keepdims", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}};
   d.infer = [mean](const ir::InferContext& ctx) { return infer_reduce(ctx, mean); };
-  d.kernel = [mean](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [mean](const KernelContext& ctx) -> Kernel {
     if (ctx.inputs[0]->dtype == DType::Int32) return reduce_kernel<int32_t>(ctx, false);
     return reduce_kernel<float>(ctx, mean);
   };
@@ -124,7 +125,7 @@ ir::OpDef reduce_def(const char* name, bool mean) {
 // --- argmax --------------------------------------------------------------------------
 
 template <class T>
-ir::Kernel argmax_kernel(const ir::KernelContext& ctx, int64_t axis) {
+Kernel argmax_kernel(const KernelContext& ctx, int64_t axis) {
   return [x = ctx.input<T>(0), y = ctx.output<int32_t>(0), split = split_at_axis(ctx.inputs[0]->shape, axis)] {
     int32_t* out = y;
     for_each_line(split, [&](int64_t start, auto stride) {
@@ -138,8 +139,8 @@ ir::Kernel argmax_kernel(const ir::KernelContext& ctx, int64_t axis) {
   };
 }
 
-ir::OpDef argmax_def() {
-  ir::OpDef d;
+OpDef argmax_def() {
+  OpDef d;
   d.name = "argmax";
   d.attrs = {{"axis", ir::AttrKind::Int, ir::AttrValue{int64_t{-1}}},
              {"keepdims", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}};
@@ -151,7 +152,7 @@ ir::OpDef argmax_def() {
     reduced[axis] = true;
     return ir::InferResult{{{DType::Int32, reduced_shape(ctx.shape(0), reduced, ctx.attrs.get_int("keepdims") != 0)}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) -> ir::Kernel {
+  d.kernel = [](const KernelContext& ctx) -> Kernel {
     const int64_t axis = ir::normalize_axis(ctx.op.attrs.get_int("axis"), ctx.inputs[0]->shape.size());
     if (ctx.inputs[0]->dtype == DType::Int32) return argmax_kernel<int32_t>(ctx, axis);
     return argmax_kernel<float>(ctx, axis);
@@ -159,9 +160,9 @@ ir::OpDef argmax_def() {
   return d;
 }
 
-const ir::OpRegistration reduce_sum_op{reduce_def("reduce_sum", false)};
-const ir::OpRegistration reduce_mean_op{reduce_def("reduce_mean", true)};
-const ir::OpRegistration argmax_op{argmax_def()};
+const OpRegistration reduce_sum_op{reduce_def("reduce_sum", false)};
+const OpRegistration reduce_mean_op{reduce_def("reduce_mean", true)};
+const OpRegistration argmax_op{argmax_def()};
 
 }  // namespace
 

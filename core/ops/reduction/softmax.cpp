@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/reduction/axis.h"
 
 namespace plexus::ops {
@@ -58,13 +59,13 @@ void grad_line(const float* y, const float* dy, float* dx, int64_t len, Stride s
   }
 }
 
-int64_t op_axis(const ir::KernelContext& ctx) {
+int64_t op_axis(const KernelContext& ctx) {
   return ir::normalize_axis(ctx.op.attrs.get_int("axis"), ctx.inputs[0]->shape.size());
 }
 
 // Runs line(start, len, stride) over every line of input 0 along the op's axis.
 template <class Line>
-ir::Kernel along_axis(const ir::KernelContext& ctx, Line line) {
+Kernel along_axis(const KernelContext& ctx, Line line) {
   return [split = split_at_axis(ctx.inputs[0]->shape, op_axis(ctx)), line] {
     for_each_line(split, [&](int64_t start, auto stride) { line(start, split.len, stride); });
   };
@@ -88,12 +89,12 @@ ir::InferResult infer_grad(const ir::InferContext& ctx) {
 const std::vector<ir::AttrSpec> kAxisAttr = {{"axis", ir::AttrKind::Int, ir::AttrValue{int64_t{-1}}}};
 
 template <bool Log>
-ir::OpDef forward_def(const char* name, const char* grad_name) {
-  ir::OpDef d;
+OpDef forward_def(const char* name, const char* grad_name) {
+  OpDef d;
   d.name = name;
   d.attrs = kAxisAttr;
   d.infer = infer_forward;
-  d.kernel = [](const ir::KernelContext& ctx) {
+  d.kernel = [](const KernelContext& ctx) {
     return along_axis(ctx, [x = ctx.input<float>(0), y = ctx.output<float>(0)](int64_t start, int64_t len,
                                                                                  auto stride) {
       forward_line<Log>(x + start, y + start, len, stride);
@@ -106,13 +107,13 @@ ir::OpDef forward_def(const char* name, const char* grad_name) {
 }
 
 template <bool Log>
-ir::OpDef grad_def(const char* name) {
-  ir::OpDef d;
+OpDef grad_def(const char* name) {
+  OpDef d;
   d.name = name;
   d.min_inputs = d.max_inputs = 2;
   d.attrs = kAxisAttr;
   d.infer = infer_grad;
-  d.kernel = [](const ir::KernelContext& ctx) {
+  d.kernel = [](const KernelContext& ctx) {
     return along_axis(ctx, [y = ctx.input<float>(0), dy = ctx.input<float>(1), dx = ctx.output<float>(0)](
                                int64_t start, int64_t len, auto stride) {
       grad_line<Log>(y + start, dy + start, dx + start, len, stride);
@@ -121,10 +122,10 @@ ir::OpDef grad_def(const char* name) {
   return d;
 }
 
-const ir::OpRegistration softmax_op{forward_def<false>("softmax", "softmax_grad")};
-const ir::OpRegistration softmax_grad_op{grad_def<false>("softmax_grad")};
-const ir::OpRegistration log_softmax_op{forward_def<true>("log_softmax", "log_softmax_grad")};
-const ir::OpRegistration log_softmax_grad_op{grad_def<true>("log_softmax_grad")};
+const OpRegistration softmax_op{forward_def<false>("softmax", "softmax_grad")};
+const OpRegistration softmax_grad_op{grad_def<false>("softmax_grad")};
+const OpRegistration log_softmax_op{forward_def<true>("log_softmax", "log_softmax_grad")};
+const OpRegistration log_softmax_grad_op{grad_def<true>("log_softmax_grad")};
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include <numeric>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/strided_loop.h"
 
 namespace plexus::ops {
@@ -115,7 +116,7 @@ std::vector<int64_t> sizes_along(const std::vector<const ir::TensorInfo*>& tenso
   return sizes;
 }
 
-ir::Kernel concat_kernel(const ir::KernelContext& ctx) {
+Kernel concat_kernel(const KernelContext& ctx) {
   const ir::TensorInfo& y = *ctx.outputs[0];
   const auto axis = static_cast<size_t>(concat_axis(y.shape, ctx.op.attrs));
   const PartLayout layout(y.shape, axis, sizes_along(ctx.inputs, axis), ir::dtype_size(y.dtype));
@@ -138,8 +139,8 @@ std::vector<TensorId> slices_along(ir::GradContext& ctx, TensorId dy, int64_t ax
   return grads;
 }
 
-ir::OpDef concat_def() {
-  ir::OpDef d;
+OpDef concat_def() {
+  OpDef d;
   d.name = "concat";
   d.min_inputs = 1;
   d.max_inputs = kMaxConcatInputs;
@@ -173,7 +174,7 @@ ir::InferResult infer_split(const ir::InferContext& ctx) {
   return r;
 }
 
-ir::Kernel split_kernel(const ir::KernelContext& ctx) {
+Kernel split_kernel(const KernelContext& ctx) {
   const ir::TensorInfo& x = *ctx.inputs[0];
   const auto axis = static_cast<size_t>(concat_axis(x.shape, ctx.op.attrs));
   const PartLayout layout(x.shape, axis, ctx.op.attrs.get_ints("sizes"), ir::dtype_size(x.dtype));
@@ -197,8 +198,8 @@ std::vector<TensorId> split_grad(ir::GradContext& ctx) {
   return {ctx.add("concat", parts, attrs)};
 }
 
-ir::OpDef split_def() {
-  ir::OpDef d;
+OpDef split_def() {
+  OpDef d;
   d.name = "split";
   // sizes first, as torch.split(x, sizes, dim) takes them.
   d.attrs = {{"sizes", ir::AttrKind::Ints, std::nullopt}, {"axis", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}};
@@ -254,7 +255,7 @@ Box slice_box(const ir::Shape& x, const ir::Attributes& attrs) {
 
 // Copies between a box of a row-major tensor `big` (shape `big_shape`) at `begin` and a
 // contiguous tensor `small` of the box's shape; `into_big` picks the direction.
-ir::Kernel box_copy(const ir::Shape& big_shape, const std::vector<int64_t>& begin, const ir::Shape& box, size_t esize,
+Kernel box_copy(const ir::Shape& big_shape, const std::vector<int64_t>& begin, const ir::Shape& box, size_t esize,
                     std::byte* big, std::byte* small, bool into_big) {
   const std::vector<int64_t> big_strides = ir::row_major_strides(big_shape);
   int64_t base = 0;
@@ -274,8 +275,8 @@ ir::Kernel box_copy(const ir::Shape& big_shape, const std::vector<int64_t>& begi
   };
 }
 
-ir::OpDef slice_def() {
-  ir::OpDef d;
+OpDef slice_def() {
+  OpDef d;
   d.name = "slice";
   d.attrs = {{"starts", ir::AttrKind::Ints, std::nullopt},
              {"ends", ir::AttrKind::Ints, std::nullopt},
@@ -285,7 +286,7 @@ ir::OpDef slice_def() {
     if (!box.error.empty()) ctx.fail(ErrorCode::InvalidArgument, box.error);
     return ir::InferResult{{{ctx.dtype(0), box.shape}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) {
+  d.kernel = [](const KernelContext& ctx) {
     const ir::TensorInfo& x = *ctx.inputs[0];
     const Box box = slice_box(x.shape, ctx.op.attrs);
     return box_copy(x.shape, box.begin, box.shape, ir::dtype_size(x.dtype), ctx.in[0], ctx.out[0], false);
@@ -299,8 +300,8 @@ ir::OpDef slice_def() {
   return d;
 }
 
-ir::OpDef slice_grad_def() {
-  ir::OpDef d;
+OpDef slice_grad_def() {
+  OpDef d;
   d.name = "slice_grad";
   d.attrs = {{"shape", ir::AttrKind::Ints, std::nullopt}, {"starts", ir::AttrKind::Ints, std::nullopt}};
   d.infer = [](const ir::InferContext& ctx) {
@@ -314,11 +315,11 @@ ir::OpDef slice_grad_def() {
     }
     return ir::InferResult{{{ctx.dtype(0), shape}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) {
+  d.kernel = [](const KernelContext& ctx) {
     const ir::TensorInfo& out = *ctx.outputs[0];
-    const ir::Kernel copy = box_copy(out.shape, ctx.op.attrs.get_ints("starts"), ctx.inputs[0]->shape,
+    const Kernel copy = box_copy(out.shape, ctx.op.attrs.get_ints("starts"), ctx.inputs[0]->shape,
                                      ir::dtype_size(out.dtype), ctx.out[0], ctx.in[0], true);
-    return ir::Kernel([copy, out = ctx.out[0], bytes = out.bytes()] {
+    return Kernel([copy, out = ctx.out[0], bytes = out.bytes()] {
       std::memset(out, 0, bytes);
       copy();
     });
@@ -326,10 +327,10 @@ ir::OpDef slice_grad_def() {
   return d;
 }
 
-const ir::OpRegistration concat_op{concat_def()};
-const ir::OpRegistration split_op{split_def()};
-const ir::OpRegistration slice_op{slice_def()};
-const ir::OpRegistration slice_grad_op{slice_grad_def()};
+const OpRegistration concat_op{concat_def()};
+const OpRegistration split_op{split_def()};
+const OpRegistration slice_op{slice_def()};
+const OpRegistration slice_grad_op{slice_grad_def()};
 
 }  // namespace
 

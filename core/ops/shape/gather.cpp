@@ -13,6 +13,7 @@
 #include <span>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 
 namespace plexus::ops {
 
@@ -71,7 +72,7 @@ ir::InferResult infer_gather(const ir::InferContext& ctx) {
   return {{{ctx.dtype(0), gathered_shape(ctx, ctx.shape(1), std::span(table).subspan(1))}}};
 }
 
-ir::Kernel gather_kernel(const ir::KernelContext& ctx) {
+Kernel gather_kernel(const KernelContext& ctx) {
   const ir::TensorInfo& table = *ctx.inputs[0];
   const size_t row_bytes = table.bytes() / static_cast<size_t>(table.shape[0]);
   const IndexChecker check{ctx.op.name, ctx.inputs[1]->shape, table.shape[0]};
@@ -84,8 +85,8 @@ ir::Kernel gather_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::OpDef gather_def() {
-  ir::OpDef d;
+OpDef gather_def() {
+  OpDef d;
   d.name = "gather";
   d.min_inputs = d.max_inputs = 2;
   d.infer = infer_gather;
@@ -112,7 +113,7 @@ ir::InferResult infer_gather_grad(const ir::InferContext& ctx) {
   return {{{DType::Float32, out}}};
 }
 
-ir::Kernel gather_grad_kernel(const ir::KernelContext& ctx) {
+Kernel gather_grad_kernel(const KernelContext& ctx) {
   const ir::TensorInfo& dtable = *ctx.outputs[0];
   const int64_t row = ir::numel(dtable.shape) / dtable.shape[0];
   const IndexChecker check{ctx.op.name, ctx.inputs[0]->shape, dtable.shape[0]};
@@ -127,8 +128,8 @@ ir::Kernel gather_grad_kernel(const ir::KernelContext& ctx) {
   };
 }
 
-ir::OpDef gather_grad_def() {
-  ir::OpDef d;
+OpDef gather_grad_def() {
+  OpDef d;
   d.name = "gather_grad";
   d.min_inputs = d.max_inputs = 2;
   d.attrs = {{"num_rows", ir::AttrKind::Int, std::nullopt}};
@@ -137,8 +138,8 @@ ir::OpDef gather_grad_def() {
   return d;
 }
 
-const ir::OpRegistration gather_op{gather_def()};
-const ir::OpRegistration gather_grad_op{gather_grad_def()};
+const OpRegistration gather_op{gather_def()};
+const OpRegistration gather_grad_op{gather_grad_def()};
 
 }  // namespace
 

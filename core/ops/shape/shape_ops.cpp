@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/ir/graph.h"
+#include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/common/strided_loop.h"
 
@@ -59,13 +60,13 @@ std::vector<TensorId> reshape_back(ir::GradContext& ctx) {
   return {ctx.add("reshape", {ctx.output_grads[0]}, shape_attr(ctx.shape(ctx.op.inputs[0])))};
 }
 
-ir::OpDef reshape_def() {
-  ir::OpDef d;
+OpDef reshape_def() {
+  OpDef d;
   d.name = "reshape";
   d.attrs = {{"shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = infer_reshape;
   d.is_view = true;
-  d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
+  d.kernel = [](const KernelContext&) { return Kernel{}; };
   d.grad = reshape_back;
   return d;
 }
@@ -74,20 +75,20 @@ ir::OpDef reshape_def() {
 
 // alias(x) -> x's storage under another tensor: what the relu-epilogue rewrite
 // (core/compile/relu_fusion.h) makes of a relu whose producer now applies it.
-ir::OpDef alias_def() {
-  ir::OpDef d;
+OpDef alias_def() {
+  OpDef d;
   d.name = "alias";
   d.infer = [](const ir::InferContext& ctx) { return ir::InferResult{{{ctx.dtype(0), ctx.shape(0)}}}; };
   d.is_view = true;
-  d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
+  d.kernel = [](const KernelContext&) { return Kernel{}; };
   d.grad = reshape_back;
   return d;
 }
 
 // --- flatten -------------------------------------------------------------------------
 
-ir::OpDef flatten_def() {
-  ir::OpDef d;
+OpDef flatten_def() {
+  OpDef d;
   d.name = "flatten";
   d.attrs = {{"axis", ir::AttrKind::Int, ir::AttrValue{int64_t{1}}}};
   d.infer = [](const ir::InferContext& ctx) {
@@ -103,7 +104,7 @@ ir::OpDef flatten_def() {
     return ir::InferResult{{{ctx.dtype(0), {outer, ir::numel(s) / outer}}}};
   };
   d.is_view = true;
-  d.kernel = [](const ir::KernelContext&) { return ir::Kernel{}; };
+  d.kernel = [](const KernelContext&) { return Kernel{}; };
   d.grad = reshape_back;
   return d;
 }
@@ -111,7 +112,7 @@ ir::OpDef flatten_def() {
 // --- strided copies (transpose, expand) ---------------------------------------------
 
 // out[i] = in[strided offset of i], out contiguous.
-ir::Kernel strided_copy(const ir::KernelContext& ctx, const std::vector<int64_t>& in_strides) {
+Kernel strided_copy(const KernelContext& ctx, const std::vector<int64_t>& in_strides) {
   const ir::Shape& shape = ctx.outputs[0]->shape;
   const std::vector<int64_t> strides[2] = {ir::row_major_strides(shape), in_strides};
   const StridedLoop loop(shape, strides);
@@ -144,8 +145,8 @@ std::vector<int64_t> permutation(const std::vector<int64_t>& perm_attr, size_t r
   return sorted == identity ? perm : std::vector<int64_t>{};
 }
 
-ir::OpDef transpose_def() {
-  ir::OpDef d;
+OpDef transpose_def() {
+  OpDef d;
   d.name = "transpose";
   d.attrs = {{"perm", ir::AttrKind::Ints, ir::AttrValue{std::vector<int64_t>{}}}};
   d.infer = [](const ir::InferContext& ctx) {
@@ -158,7 +159,7 @@ ir::OpDef transpose_def() {
     for (int64_t p : perm) out.push_back(ctx.shape(0)[p]);
     return ir::InferResult{{{ctx.dtype(0), out}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) {
+  d.kernel = [](const KernelContext& ctx) {
     const std::vector<int64_t> perm = permutation(ctx.op.attrs.get_ints("perm"), ctx.inputs[0]->shape.size());
     const std::vector<int64_t> in_strides = ir::row_major_strides(ctx.inputs[0]->shape);
     std::vector<int64_t> strides;
@@ -176,8 +177,8 @@ ir::OpDef transpose_def() {
   return d;
 }
 
-ir::OpDef expand_def() {
-  ir::OpDef d;
+OpDef expand_def() {
+  OpDef d;
   d.name = "expand";
   d.attrs = {{"shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = [](const ir::InferContext& ctx) {
@@ -188,7 +189,7 @@ ir::OpDef expand_def() {
     }
     return ir::InferResult{{{ctx.dtype(0), out}}};
   };
-  d.kernel = [](const ir::KernelContext& ctx) {
+  d.kernel = [](const KernelContext& ctx) {
     return strided_copy(ctx, broadcast_strides(ctx.inputs[0]->shape, ctx.outputs[0]->shape));
   };
   d.grad = [](ir::GradContext& ctx) {
@@ -197,11 +198,11 @@ ir::OpDef expand_def() {
   return d;
 }
 
-const ir::OpRegistration reshape_op{reshape_def()};
-const ir::OpRegistration alias_op{alias_def()};
-const ir::OpRegistration transpose_op{transpose_def()};
-const ir::OpRegistration expand_op{expand_def()};
-const ir::OpRegistration flatten_op{flatten_def()};
+const OpRegistration reshape_op{reshape_def()};
+const OpRegistration alias_op{alias_def()};
+const OpRegistration transpose_op{transpose_def()};
+const OpRegistration expand_op{expand_def()};
+const OpRegistration flatten_op{flatten_def()};
 
 }  // namespace
 

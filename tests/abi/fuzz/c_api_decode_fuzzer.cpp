@@ -36,7 +36,7 @@
 #include "abi/src/handles.h"
 #include "abi/src/session_options_api.h"
 #include "abi/src/struct_size.h"
-#include "core/ir/op_registry.h"
+#include "core/ir/op_schema.h"
 #include "core/session/session_options.h"
 #include "fuzz_input.h"
 
@@ -232,16 +232,16 @@ void read_attribute(const ir::Attributes& attrs, const ir::AttrSpec& spec) {
 
 // Reads every declared attribute with its getter; "count" (default 1) float32 [1] outputs.
 ir::InferResult infer_reading_every_attribute(const ir::InferContext& ctx) {
-  for (const ir::AttrSpec& spec : ir::OpRegistry::instance().find(ctx.op_name)->attrs) read_attribute(ctx.attrs, spec);
+  for (const ir::AttrSpec& spec : ir::OpSchemaRegistry::instance().find(ctx.op_name)->attrs) read_attribute(ctx.attrs, spec);
   const int64_t count = ctx.attrs.has("count") ? ctx.attrs.get_int("count") : 1;
   if (count < 0 || count > static_cast<int64_t>(kMaxOutputs)) {
     ctx.fail(ir::ErrorCode::InvalidArgument, "count must be in 0.." + std::to_string(kMaxOutputs));
   }
-  return {std::vector<ir::TensorType>(static_cast<size_t>(count), {ir::DType::Float32, {1}}), 0};
+  return {std::vector<ir::TensorType>(static_cast<size_t>(count), {ir::DType::Float32, {1}})};
 }
 
-ir::OpDef fuzz_op(const char* name, std::vector<ir::AttrSpec> attrs) {
-  ir::OpDef def;
+ir::OpSchema fuzz_op(const char* name, std::vector<ir::AttrSpec> attrs) {
+  ir::OpSchema def;
   def.name = name;
   def.min_inputs = 0;
   def.max_inputs = 3;
@@ -252,7 +252,7 @@ ir::OpDef fuzz_op(const char* name, std::vector<ir::AttrSpec> attrs) {
 
 void register_fuzz_ops() {
   using ir::AttrKind;
-  ir::OpRegistry& registry = ir::OpRegistry::instance();
+  ir::OpSchemaRegistry& registry = ir::OpSchemaRegistry::instance();
   registry.add(fuzz_op(kFuzzOps[0], {{"count", AttrKind::Int, std::nullopt},
                                      {"scale", AttrKind::Float, 0.5},
                                      {"dims", AttrKind::Ints, std::vector<int64_t>{1, 2}},

@@ -38,9 +38,9 @@ TEST(Unbroadcast, SumsLeadingAndSizeOneDimsThenReshapes) {
   const ir::TensorId g = unbroadcast(ctx, f.x, {3, 1});
   EXPECT_EQ(f.graph.tensor(g).shape, (ir::Shape{3, 1}));
   const ir::Op& reshape = f.graph.op(f.graph.tensor(g).producer);
-  EXPECT_EQ(reshape.def->name, "reshape");
+  EXPECT_EQ(reshape.schema->name, "reshape");
   const ir::Op& sum = f.graph.op(f.graph.tensor(reshape.inputs[0]).producer);
-  EXPECT_EQ(sum.def->name, "reduce_sum");
+  EXPECT_EQ(sum.schema->name, "reduce_sum");
   EXPECT_EQ(sum.attrs.get_ints("axes"), (std::vector<int64_t>{0, 2}));
   EXPECT_EQ(sum.attrs.get_int("keepdims"), 1);
 }

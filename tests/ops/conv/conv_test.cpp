@@ -296,7 +296,7 @@ TEST(Conv2d, GradientOpsAreAddedByAutodiffOnlyWhereNeeded) {
   const ir::TensorId loss = g.add_op("reduce_sum", {y}, {}).front();
   ir::autodiff(g, loss, wb);
   std::vector<std::string> types;
-  for (const ir::Op& op : g.ops()) types.push_back(op.def->name);
+  for (const ir::Op& op : g.ops()) types.push_back(op.schema->name);
   EXPECT_THAT(types, ::testing::Contains("conv2d_grad_weight"));
   EXPECT_THAT(types, ::testing::Not(::testing::Contains("conv2d_grad_input")));
 }

@@ -358,7 +358,7 @@ TEST(AdamW, OutputsAreTheInputsUpdatedInPlace) {
   EXPECT_EQ(g.storage_root(outs[1]), ids[2]);
   EXPECT_EQ(g.storage_root(outs[2]), ids[3]);
   EXPECT_EQ(g.storage_root(outs[3]), ids[4]);
-  EXPECT_FALSE(g.op(static_cast<ir::OpId>(g.num_ops() - 1)).def->grad) << "adamw_ is not differentiable";
+  EXPECT_FALSE(g.op(static_cast<ir::OpId>(g.num_ops() - 1)).schema->grad) << "adamw_ is not differentiable";
 }
 
 TEST(AdamW, ShapeErrorsNameTheArgument) {
@@ -635,7 +635,7 @@ TEST(SgdMomentum, OutputsAreTheInputsUpdatedInPlace) {
   EXPECT_EQ(g.storage_root(outs[0]), ids[0]);
   EXPECT_EQ(g.storage_root(outs[1]), ids[2]);
   EXPECT_EQ(g.storage_root(outs[2]), ids[3]);
-  EXPECT_FALSE(g.op(static_cast<ir::OpId>(g.num_ops() - 1)).def->grad) << "sgd_momentum_ is not differentiable";
+  EXPECT_FALSE(g.op(static_cast<ir::OpId>(g.num_ops() - 1)).schema->grad) << "sgd_momentum_ is not differentiable";
 }
 
 TEST(SgdMomentum, ShapeAndDTypeErrorsNameTheArgument) {

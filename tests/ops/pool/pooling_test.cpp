@@ -314,7 +314,7 @@ Value negated(Value v) {
 
 TEST_P(MaxPool2dTiles, GradientWrittenOverItsInputEqualsTheReferenceBitForBit) {
   // x = neg(-x) is a slot tensor that max_pool2d_grad reads last, so the memory plan gives
-  // dx x's buffer (ir::InferResult::may_inplace) and the row kernels overwrite x as they go.
+  // dx x's buffer (ops::KernelDef::may_inplace) and the row kernels overwrite x as they go.
   const auto& [k, shape] = GetParam();
   const PoolCfg p{k, k, k, k, 0, 0};
   for (const char* isa : kPoolIsas) {
@@ -363,7 +363,7 @@ ReluPoolRun relu_pool_gradients(const Value& y, const PoolCfg& p, bool wrt_relu_
   if (wrt_relu_output) wrt.push_back(r);
   const std::vector<ir::TensorId> grads = ir::autodiff(g, loss, wrt);
   ReluPoolRun run;
-  for (size_t o = 0; o < g.num_ops(); ++o) run.op_types.push_back(g.op(static_cast<ir::OpId>(o)).def->name);
+  for (size_t o = 0; o < g.num_ops(); ++o) run.op_types.push_back(g.op(static_cast<ir::OpId>(o)).schema->name);
   run.grads = evaluate(g, grads);
   return run;
 }

@@ -122,7 +122,7 @@ TEST(Concat, OnlyTheInputsThatNeedAGradientGetOne) {
   const ir::TensorId dx = ir::autodiff(g, loss, std::vector<ir::TensorId>{x}).front();
   expect_equal(evaluate(g, {dx}).front(), f32({2, 2}, {1, 1, 1, 1}), "d sum(concat(c, x)) / dx");
   size_t slices = 0;
-  for (const ir::Op& op : g.ops()) slices += op.def->name == "slice";
+  for (const ir::Op& op : g.ops()) slices += op.schema->name == "slice";
   EXPECT_EQ(slices, 1u) << "the constant needs no slice of dy";
 }
 

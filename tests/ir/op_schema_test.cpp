@@ -1,7 +1,7 @@
-// The op registry (core/ir/op_registry.cpp): lookup by name, registration once per name,
-// and the contexts shape inference and gradient rules see (their error messages name the
-// op, its input types and the rule).
-#include "core/ir/op_registry.h"
+// The op schema registry (core/ir/op_schema.cpp): lookup by name, registration once per
+// name, a schema alone making an op the IR can use, and the contexts shape inference and
+// gradient rules see (their error messages name the op, its input types and the rule).
+#include "core/ir/op_schema.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,48 +19,49 @@ namespace {
 using ::testing::HasSubstr;
 using test::error_of;
 
-TEST(OpRegistry, FindsRegisteredOpsAndReturnsNullForOthers) {
-  const OpDef* matmul = OpRegistry::instance().find("matmul");
+TEST(OpSchemaRegistry, FindsRegisteredOpsAndReturnsNullForOthers) {
+  const OpSchema* matmul = OpSchemaRegistry::instance().find("matmul");
   ASSERT_NE(matmul, nullptr);
   EXPECT_EQ(matmul->name, "matmul");
   EXPECT_EQ(matmul->min_inputs, 2u);
-  const OpDef* adamw = OpRegistry::instance().find("adamw_");
+  const OpSchema* adamw = OpSchemaRegistry::instance().find("adamw_");
   ASSERT_NE(adamw, nullptr);
   EXPECT_EQ(adamw->gradient_input, 1);
   EXPECT_EQ(adamw->inplace_inputs, (std::vector<int>{0, 2, 3, 4}));
-  EXPECT_EQ(OpRegistry::instance().find("matmull"), nullptr);
-  EXPECT_EQ(OpRegistry::instance().find(""), nullptr);
+  EXPECT_EQ(OpSchemaRegistry::instance().find("matmull"), nullptr);
+  EXPECT_EQ(OpSchemaRegistry::instance().find(""), nullptr);
 }
 
-TEST(OpRegistry, NamesAreSortedAndUnique) {
-  const std::vector<std::string> names = OpRegistry::instance().names();
+TEST(OpSchemaRegistry, NamesAreSortedAndUnique) {
+  const std::vector<std::string> names = OpSchemaRegistry::instance().names();
   EXPECT_GT(names.size(), 20u);
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "scaled_add_"), names.end());
 }
 
-TEST(OpRegistry, AnOpIsRegisteredOnce) {
-  OpDef twin;
+TEST(OpSchemaRegistry, AnOpIsRegisteredOnce) {
+  OpSchema twin;
   twin.name = "matmul";
-  const Error e = error_of([&] { OpRegistry::instance().add(twin); });
+  const Error e = error_of([&] { OpSchemaRegistry::instance().add(twin); });
   EXPECT_EQ(e.code(), ErrorCode::Internal);
   EXPECT_THAT(e.what(), HasSubstr("op 'matmul' is registered twice"));
-  EXPECT_EQ(OpRegistry::instance().find("matmul")->min_inputs, 2u);  // the first one stays
+  EXPECT_EQ(OpSchemaRegistry::instance().find("matmul")->min_inputs, 2u);  // the first one stays
 }
 
-TEST(OpRegistry, ARegisteredOpIsUsableByName) {
-  OpDef d;
+TEST(OpSchemaRegistry, ARegisteredSchemaIsUsableByNameWithoutAKernel) {
+  OpSchema d;
   d.name = "registry_test_double";
   d.infer = [](const InferContext& ctx) {
     ctx.expect_dtype(0, DType::Float32);
-    return InferResult{{{DType::Float32, ctx.shape(0)}}, 0};
+    return InferResult{{{DType::Float32, ctx.shape(0)}}};
   };
-  static const OpRegistration registration{d};
+  static const SchemaRegistration registration{d};
   Graph g;
   const TensorId x = g.stream(g.add_h2d_stream("x", DType::Float32, {2, 3})).tensor;
   const TensorId y = g.add_op("registry_test_double", {x}, {}).front();
   EXPECT_EQ(g.tensor(y).shape, (Shape{2, 3}));
+  EXPECT_EQ(g.op(g.tensor(y).producer).schema, OpSchemaRegistry::instance().find("registry_test_double"));
   const TensorId labels = g.stream(g.add_h2d_stream("labels", DType::Int32, {2})).tensor;
   const Error e = error_of([&] { g.add_op("registry_test_double", {labels}, {}); });
   EXPECT_EQ(e.code(), ErrorCode::DTypeMismatch);

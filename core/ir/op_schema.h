@@ -1,6 +1,8 @@
-// The op registry: every op is one OpDef (shape inference, CPU kernel factory, gradient
-// rule) registered from its family's file in core/ops by a static OpRegistration. Adding
-// an op touches no switch statement anywhere else.
+// The op schemas: what the IR knows of each op type (its inputs, attributes, shape
+// inference, gradient rule and in-place meaning), one ir::OpSchema per type, registered
+// from its family's file in core/ops (beside its kernel, ops::KernelDef in
+// core/ops/kernel_def.h). The IR (graph, autodiff, call, subgraphs) uses only schemas; the
+// kernel side is compile's and the runtime's. Adding an op touches no switch statement.
 #pragma once
 
 #include <cstddef>
@@ -15,10 +17,6 @@
 #include "core/ir/attributes.h"
 #include "core/ir/error.h"
 #include "core/ir/tensor.h"
-
-namespace plexus::replication {
-class Communicator;
-}
 
 namespace plexus::ir {
 
@@ -51,56 +49,10 @@ struct InferContext {
   void expect_numeric(size_t i) const;
 };
 
-/// Output types plus per-op scratch space the memory plan reserves while the op runs.
+/// What shape inference gives: the type of each output. (The scratch a kernel needs and
+/// the input whose buffer output 0 may take are the kernel's: ops::KernelDef.)
 struct InferResult {
   std::vector<TensorType> outputs;
-  size_t scratch_bytes = 0;
-  /// The input whose buffer output 0 may take (ONNX Runtime's MayInplace), or -1: the
-  /// kernel gives the same bits when output 0 is that input's storage, because it reads each
-  /// input element before it writes any output element over it. The memory plan then hands
-  /// output 0 that input's buffer when this op is the input's last reader and the two have
-  /// the same size (core/compile/program.cpp, plan_stage).
-  int may_inplace = -1;
-};
-
-/// A kernel bound to its buffers; runs on the device thread. It may throw ir::Error
-/// (for example an out-of-range label), which ends the run with that error.
-using Kernel = std::function<void()>;
-
-/// What a kernel factory sees at session creation: the op, the types, the planned buffer
-/// of every input and output, scratch space, and how many threads the device may use.
-struct KernelContext {
-  const Graph& graph;
-  const Op& op;
-  std::vector<const TensorInfo*> inputs = {};
-  std::vector<const TensorInfo*> outputs = {};
-  std::vector<std::byte*> in = {};
-  std::vector<std::byte*> out = {};
-  std::byte* scratch = nullptr;
-  int max_threads = 1;
-  int64_t replica = 0;              ///< global index of the replica this kernel runs for
-  int64_t replication_factor = 1;   ///< R
-  /// Micro-batches this replica ran before the one the kernel runs for, over the session's
-  /// life: (session steps before this iteration) * micro-batches per step + the micro-batch's
-  /// index in the step (the update step counts as micro-batch 0). Checkpoints restore it
-  /// with the step count. The device updates it before each step, so a kernel reads
-  /// *micro_batch_counter when it runs (random masks keyed by it are reproducible and a
-  /// micro-batch's forward and backward steps see the same value). Null for kernels run
-  /// outside the device steps (the host weight update).
-  const int64_t* micro_batch_counter = nullptr;
-  /// This replica's collectives; null when the session has one replica (groups of one
-  /// need no communication).
-  replication::Communicator* comm = nullptr;
-  /// This replica's remote buffers: slot e of buffer b starts at
-  /// remote[b] + e * graph.remote_buffer(b).slot_bytes().
-  std::vector<std::byte*> remote;
-  /// Decisions worth reporting (for example the GEMM kernel set chosen); may be null.
-  std::vector<std::string>* notes = nullptr;
-
-  template <class T>
-  const T* input(size_t i) const { return reinterpret_cast<const T*>(in[i]); }
-  template <class T>
-  T* output(size_t i) const { return reinterpret_cast<T*>(out[i]); }
 };
 
 /// What a gradient rule sees: the forward op, the gradient of each output (kNoTensor when
@@ -126,7 +78,11 @@ struct GradContext {
   DType dtype(TensorId t) const;
 };
 
-struct OpDef {
+/// An op type as the IR sees it: inputs, attributes, shape inference, gradient rule and
+/// what its outputs are (fresh, an input updated in place, a view). Plain data; the
+/// functions are pure given the graph (source of the semantics: PopXL's ops, ONNX's
+/// schemas).
+struct OpSchema {
   std::string name;
   size_t min_inputs = 1;
   size_t max_inputs = 1;
@@ -135,23 +91,16 @@ struct OpDef {
   /// Optional: fills attributes that depend on the inputs before `infer` (for example a
   /// collective on a replica-sharded tensor takes the tensor's shard domain).
   std::function<void(const InferContext&, Attributes&)> resolve_attrs;
-  std::function<Kernel(const KernelContext&)> kernel;
   /// Returns one gradient per input (kNoTensor where none); empty = not differentiable.
   std::function<std::vector<TensorId>(GradContext&)> grad;
   /// In-place op (PopXL's trailing '_'): output k overwrites the storage of input
   /// inplace_inputs[k] (for k < size; -1 = a fresh output). A variadic op may list more
   /// entries than it has outputs: only those of its outputs count.
   std::vector<int> inplace_inputs;
-  /// The memory plan may lay the inputs out one after the other in one buffer, each at an
-  /// offset aligned as the arena's, and the outputs likewise (the same buffer when each
-  /// output is its input's storage), when each is its storage's whole buffer; the kernel then
-  /// gets no scratch (KernelContext::scratch null) and works on the span where it is
-  /// (PyTorch DDP's gradient_as_bucket_view; core/compile/program.cpp).
-  bool span_inputs = false;
   /// Output 0 is input 0's storage reinterpreted (reshape): the kernel does nothing.
   bool is_view = false;
-  /// The kernel talks to other replicas (KernelContext::comm): a replicated session with
-  /// such an op loads a collectives plugin.
+  /// A collective: the op talks to other replicas (its kernel uses KernelContext::comm), so
+  /// a replicated session with such an op loads a collectives plugin.
   bool communicates = false;
   /// Inputs that hold optimizer state (e.g. AdamW's moments): with the session option
   /// offload_optimizer_state they live in host memory and are loaded only around the op
@@ -164,23 +113,26 @@ struct OpDef {
   int gradient_input = -1;
 };
 
-/// Process-wide registry. Filled during static initialisation, read-only afterwards, so
-/// lookups are thread-safe.
-class OpRegistry {
+/// The process-wide registry of op schemas, by op type. Filled during static
+/// initialisation, read-only afterwards, so lookups are thread-safe.
+class OpSchemaRegistry {
  public:
-  static OpRegistry& instance();
-  void add(OpDef def);
+  static OpSchemaRegistry& instance();
+  /// Adds `schema`; Internal error when its name is registered already (the first stays).
+  void add(OpSchema schema);
   /// nullptr when unknown.
-  const OpDef* find(std::string_view name) const;
+  const OpSchema* find(std::string_view name) const;
+  /// Every registered op type, sorted.
   std::vector<std::string> names() const;
 
  private:
-  std::map<std::string, OpDef, std::less<>> defs_;
+  std::map<std::string, OpSchema, std::less<>> schemas_;
 };
 
-/// Registers an op at static-initialisation time: `static OpRegistration r{OpDef{...}};`.
-struct OpRegistration {
-  explicit OpRegistration(OpDef def) { OpRegistry::instance().add(std::move(def)); }
+/// Registers a schema at static-initialisation time: `static SchemaRegistration r{OpSchema{...}};`.
+/// (An op family registers its schema and kernel together with ops::OpRegistration.)
+struct SchemaRegistration {
+  explicit SchemaRegistration(OpSchema schema) { OpSchemaRegistry::instance().add(std::move(schema)); }
 };
 
 }  // namespace plexus::ir

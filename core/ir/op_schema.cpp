@@ -1,4 +1,4 @@
-#include "core/ir/op_registry.h"
+#include "core/ir/op_schema.h"
 
 #include <algorithm>
 
@@ -36,26 +36,26 @@ bool GradContext::is_requested(TensorId t) const {
   return std::find(requested.begin(), requested.end(), t) != requested.end();
 }
 
-OpRegistry& OpRegistry::instance() {
-  static OpRegistry registry;
+OpSchemaRegistry& OpSchemaRegistry::instance() {
+  static OpSchemaRegistry registry;
   return registry;
 }
 
-void OpRegistry::add(OpDef def) {
-  const std::string name = def.name;
-  if (!defs_.emplace(name, std::move(def)).second) {
+void OpSchemaRegistry::add(OpSchema schema) {
+  const std::string name = schema.name;
+  if (!schemas_.emplace(name, std::move(schema)).second) {
     ir::fail(ErrorCode::Internal, "op '" + name + "' is registered twice");
   }
 }
 
-const OpDef* OpRegistry::find(std::string_view name) const {
-  auto it = defs_.find(name);
-  return it == defs_.end() ? nullptr : &it->second;
+const OpSchema* OpSchemaRegistry::find(std::string_view name) const {
+  auto it = schemas_.find(name);
+  return it == schemas_.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> OpRegistry::names() const {
+std::vector<std::string> OpSchemaRegistry::names() const {
   std::vector<std::string> out;
-  for (const auto& [name, def] : defs_) out.push_back(name);
+  for (const auto& [name, schema] : schemas_) out.push_back(name);
   return out;
 }
 
