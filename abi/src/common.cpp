@@ -282,5 +282,9 @@ static_assert(static_cast<int>(ErrorCode::Internal) == PLX_ERR_INTERNAL);
 static_assert(static_cast<int>(plexus::ir::DType::Float32) == PLX_DTYPE_FLOAT32);
 static_assert(static_cast<int>(plexus::ir::DType::Int32) == PLX_DTYPE_INT32);
 static_assert(static_cast<int>(plexus::ir::DType::UInt8) == PLX_DTYPE_UINT8);
+static_assert(static_cast<int>(plexus::ir::DType::Float16) == PLX_DTYPE_FLOAT16);
+static_assert(static_cast<int>(plexus::ir::DType::Int8) == PLX_DTYPE_INT8);
+static_assert(static_cast<int>(plexus::ir::DType::UInt32) == PLX_DTYPE_UINT32);
+static_assert(static_cast<int>(plexus::ir::DType::Bool) == PLX_DTYPE_BOOL);
 static_assert(PLX_MAX_RANK == plexus::ir::kMaxRank);
 }  // namespace

@@ -20,7 +20,7 @@ constexpr const char* kKinds[] = {"variable", "remote_variable", "remote_buffer_
 }
 
 ir::DType dtype_of(const std::string& name, const std::string& what) {
-  for (ir::DType t : {ir::DType::Float32, ir::DType::Int32, ir::DType::UInt8}) {
+  for (ir::DType t : ir::kAllDTypes) {
     if (ir::dtype_name(t) == name) return t;
   }
   bad(what, "unknown dtype '" + name + "'");

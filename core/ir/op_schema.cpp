@@ -19,8 +19,15 @@ void InferContext::expect_dtype(size_t i, DType t) const {
 }
 
 void InferContext::expect_numeric(size_t i) const {
-  if (dtype(i) != DType::Float32 && dtype(i) != DType::Int32) {
-    fail(ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " must be float32 or int32");
+  if (dtype(i) == DType::Bool) {
+    fail(ErrorCode::DTypeMismatch,
+         "input " + std::to_string(i) + " must be a number (float32, float16, int32, int8, uint8 or uint32), not bool");
+  }
+}
+
+void InferContext::expect_float(size_t i) const {
+  if (dtype(i) != DType::Float32 && dtype(i) != DType::Float16) {
+    fail(ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " must be float32 or float16");
   }
 }
 

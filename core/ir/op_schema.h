@@ -45,8 +45,10 @@ struct InferContext {
   [[noreturn]] void fail(ErrorCode code, const std::string& rule) const;
   /// Fails with DTypeMismatch unless input i has dtype `t`.
   void expect_dtype(size_t i, DType t) const;
-  /// Fails with DTypeMismatch unless input i is float32 or int32.
+  /// Fails with DTypeMismatch unless input i is a number: any dtype but bool.
   void expect_numeric(size_t i) const;
+  /// Fails with DTypeMismatch unless input i is float32 or float16.
+  void expect_float(size_t i) const;
 };
 
 /// What shape inference gives: the type of each output. (The scratch a kernel needs and

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/ir/dtype_dispatch.h"
 #include "core/ir/error.h"
 
 namespace plexus::runtime {
@@ -16,24 +17,27 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// float16 sums in float32 and rounds once per element; bool sums are logical or.
 template <class T>
 void add_elements(std::byte* dst, const std::byte* src, size_t n) {
   auto* d = reinterpret_cast<T*>(dst);
   const auto* s = reinterpret_cast<const T*>(src);
-  for (size_t i = 0; i < n; ++i) d[i] += s[i];
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_arithmetic_v<T>) {
+      d[i] = static_cast<T>(d[i] + s[i]);
+    } else {
+      d[i] = ir::store<T>(ir::load(d[i]) + ir::load(s[i]));
+    }
+  }
 }
 
 }  // namespace
 
 void add_into(ir::DType dtype, std::byte* dst, const std::byte* src, size_t n) {
-  switch (dtype) {
-    case ir::DType::Float32:
-      return add_elements<float>(dst, src, n);
-    case ir::DType::Int32:
-      return add_elements<int32_t>(dst, src, n);
-    default:
-      return add_elements<uint8_t>(dst, src, n);
-  }
+  ir::visit_any(dtype, [&](auto tag) {
+    add_elements<typename decltype(tag)::type>(dst, src, n);
+    return 0;
+  });
 }
 
 bool reads_in_place(const ir::Graph& graph, ir::StreamId stream, int64_t depth) {

@@ -698,12 +698,12 @@ TEST_F(CApi, BadDtypeRankAndDims) {
   const float six[6] = {};
   plx_tensor t = kSentinelId;
   plx_stream s = kSentinelId;
-  for (plx_dtype bad : {0, 4, 42, -1}) {
+  for (plx_dtype bad : {0, 8, 42, -1}) {
     EXPECT_PLX_ERROR(plx_ir_add_variable(ir(), "v", bad, shape9, 1, one, 4, &t), PLX_ERR_INVALID_ARGUMENT,
                      "variable 'v'", "dtype " + std::to_string(bad) + " is not a PLX_DTYPE_* value");
   }
-  EXPECT_PLX_ERROR(plx_ir_add_h2d_stream(ir(), "s", 7, shape9, 1, &s, &t), PLX_ERR_INVALID_ARGUMENT, "'s'",
-                   "dtype 7 is not a PLX_DTYPE_* value");
+  EXPECT_PLX_ERROR(plx_ir_add_h2d_stream(ir(), "s", 8, shape9, 1, &s, &t), PLX_ERR_INVALID_ARGUMENT, "'s'",
+                   "dtype 8 is not a PLX_DTYPE_* value");
   EXPECT_PLX_ERROR(plx_ir_add_constant(ir(), 0, shape9, 1, one, 4, &t), PLX_ERR_INVALID_ARGUMENT,
                    "dtype 0 is not a PLX_DTYPE_* value");
 

@@ -65,7 +65,8 @@ inline std::vector<std::byte> to_bytes(std::string_view s) {
 }
 
 /// Deterministic, moderately compressible contents for `e`: element i of the tensor is a
-/// function of i and `seed` that suits its dtype (small floats, signed ints, bytes).
+/// function of i and `seed` that suits its dtype (small floats, signed ints, bytes; the
+/// other dtypes' elements get bytes).
 inline std::vector<std::byte> tensor_data(const TensorEntry& e, uint32_t seed) {
   std::vector<std::byte> out(e.bytes());
   const size_t n = out.size() / ir::dtype_size(e.dtype);
@@ -82,8 +83,10 @@ inline std::vector<std::byte> tensor_data(const TensorEntry& e, uint32_t seed) {
         std::memcpy(out.data() + 4 * i, &v, 4);
         break;
       }
-      case ir::DType::UInt8:
-        out[i] = static_cast<std::byte>((k >> 7) & 0x3f);
+      default:  // uint8, and each byte of the other dtypes' elements
+        for (size_t b = 0; b < ir::dtype_size(e.dtype); ++b) {
+          out[i * ir::dtype_size(e.dtype) + b] = static_cast<std::byte>((k >> (7 + b)) & 0x3f);
+        }
         break;
     }
   }

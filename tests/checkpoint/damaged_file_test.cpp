@@ -365,7 +365,7 @@ TEST_F(DamagedFile, FramesOutOfRangeAreRefused) {
 }
 
 TEST_F(DamagedFile, UnknownDtypeIsRefused) {
-  EXPECT_EQ(bad_format(crafted([](json& j) { j["tensors"][0]["dtype"] = "float16"; })), "tensor 'w': unknown dtype 'float16'");
+  EXPECT_EQ(bad_format(crafted([](json& j) { j["tensors"][0]["dtype"] = "float64"; })), "tensor 'w': unknown dtype 'float64'");
 }
 
 TEST_F(DamagedFile, NegativeDimIsRefused) {

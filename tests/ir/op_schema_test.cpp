@@ -85,14 +85,14 @@ TEST(InferContext, ExpectNumericTakesFloat32AndInt32Only) {
   TensorInfo f, i, u;
   f.dtype = DType::Float32;
   i.dtype = DType::Int32;
-  u.dtype = DType::UInt8;
+  u.dtype = DType::Bool;
   const Attributes attrs;
   const InferContext ctx{"add#0", {&f, &i, &u}, attrs, 1, nullptr};
   ctx.expect_numeric(0);
   ctx.expect_numeric(1);
   const Error e = error_of([&] { ctx.expect_numeric(2); });
   EXPECT_EQ(e.code(), ErrorCode::DTypeMismatch);
-  EXPECT_THAT(e.what(), HasSubstr("input 2 must be float32 or int32"));
+  EXPECT_THAT(e.what(), HasSubstr("input 2 must be a number (float32, float16, int32, int8, uint8 or uint32), not bool"));
   EXPECT_EQ(error_of([&] { ctx.expect_dtype(1, DType::Float32); }).code(), ErrorCode::DTypeMismatch);
 }
 

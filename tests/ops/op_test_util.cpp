@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/ir/autodiff.h"
+#include "core/ir/dtype_dispatch.h"
 #include "core/session/session.h"
 
 namespace plexus::ops::test {
@@ -66,54 +67,28 @@ void compare(const Value& actual, const Value& expected, const std::string& what
 
 std::vector<std::byte> to_bytes(const Value& v) {
   std::vector<std::byte> bytes(v.data.size() * ir::dtype_size(v.dtype));
-  for (size_t i = 0; i < v.data.size(); ++i) {
-    std::byte* p = bytes.data() + i * ir::dtype_size(v.dtype);
-    switch (v.dtype) {
-      case ir::DType::Float32: {
-        const auto f = static_cast<float>(v.data[i]);
-        std::memcpy(p, &f, sizeof f);
-        break;
-      }
-      case ir::DType::Int32: {
-        const auto n = static_cast<int32_t>(v.data[i]);
-        std::memcpy(p, &n, sizeof n);
-        break;
-      }
-      case ir::DType::UInt8: {
-        const auto n = static_cast<uint8_t>(v.data[i]);
-        std::memcpy(p, &n, sizeof n);
-        break;
-      }
+  ir::visit_any(v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < v.data.size(); ++i) {
+      const T e = ir::store<T>(v.data[i]);
+      std::memcpy(bytes.data() + i * sizeof(T), &e, sizeof(T));
     }
-  }
+    return 0;
+  });
   return bytes;
 }
 
 Value from_bytes(ir::DType dtype, const ir::Shape& shape, const std::vector<std::byte>& bytes) {
   Value v{dtype, shape, std::vector<double>(static_cast<size_t>(count(shape)))};
-  for (size_t i = 0; i < v.data.size(); ++i) {
-    const std::byte* p = bytes.data() + i * ir::dtype_size(dtype);
-    switch (dtype) {
-      case ir::DType::Float32: {
-        float f;
-        std::memcpy(&f, p, sizeof f);
-        v.data[i] = f;
-        break;
-      }
-      case ir::DType::Int32: {
-        int32_t n;
-        std::memcpy(&n, p, sizeof n);
-        v.data[i] = n;
-        break;
-      }
-      case ir::DType::UInt8: {
-        uint8_t n;
-        std::memcpy(&n, p, sizeof n);
-        v.data[i] = n;
-        break;
-      }
+  ir::visit_any(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < v.data.size(); ++i) {
+      T e;
+      std::memcpy(&e, bytes.data() + i * sizeof(T), sizeof(T));
+      v.data[i] = static_cast<double>(ir::load(e));
     }
-  }
+    return 0;
+  });
   return v;
 }
 
@@ -129,6 +104,26 @@ Value i32(ir::Shape shape, std::vector<double> data) {
     }
   }
   return make(ir::DType::Int32, std::move(shape), std::move(data));
+}
+
+Value f16(ir::Shape shape, std::vector<double> data) {
+  for (double& v : data) v = static_cast<double>(ir::half_to_float(ir::float_to_half(static_cast<float>(v))));
+  return make(ir::DType::Float16, std::move(shape), std::move(data));
+}
+
+Value typed(ir::DType dtype, ir::Shape shape, std::vector<double> data) {
+  if (dtype == ir::DType::Float32) return f32(std::move(shape), std::move(data));
+  if (dtype == ir::DType::Float16) return f16(std::move(shape), std::move(data));
+  ir::visit_any(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (double v : data) {
+      if (static_cast<double>(ir::load(ir::store<T>(v))) != v) {
+        throw std::invalid_argument("typed: " + std::to_string(v) + " is not a " + std::string(ir::dtype_name(dtype)));
+      }
+    }
+    return 0;
+  });
+  return make(dtype, std::move(shape), std::move(data));
 }
 
 Value u8(ir::Shape shape, std::vector<double> data) {

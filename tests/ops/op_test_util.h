@@ -41,6 +41,11 @@ Value f32(ir::Shape shape, std::vector<double> data);
 Value i32(ir::Shape shape, std::vector<double> data);
 /// uint8 tensor; every value must be in [0, 255].
 Value u8(ir::Shape shape, std::vector<double> data);
+/// float16 tensor; values are rounded to float16 (nearest even) now.
+Value f16(ir::Shape shape, std::vector<double> data);
+/// A tensor of any dtype: floats rounded as f32 / f16 do, other values must be exact in it
+/// (bool: 0 or 1).
+Value typed(ir::DType dtype, ir::Shape shape, std::vector<double> data);
 
 /// Host bytes of `v` in its dtype, and back.
 std::vector<std::byte> to_bytes(const Value& v);

@@ -40,14 +40,15 @@ CASES = [
 @pytest.fixture(scope="module")
 def indexed():
     """{label: (shape at build time, value from a run)} for every case, plus "int32 tensor"
-    (a variable of indices) and "uint8 tensor" (a variable made from a bool mask)."""
+    (a variable of indices) and "bool tensor" (a variable made from a bool mask)."""
     ir = popxl.Ir()
     results, streams = {}, {}
     with ir.main_graph:
         x = popxl.variable(X, name="x")
         indexed = {label: x[key] for label, key, _ in CASES}
         indexed["int32 tensor"] = x[popxl.variable(np.array([3, 1, 3], np.int32))]
-        indexed["uint8 tensor"] = x[popxl.variable(MASK)]
+        indexed["bool tensor"] = x[popxl.variable(MASK)]
+        indexed["uint8 tensor"] = x[popxl.variable(MASK.astype(np.uint8))]
         for label, y in indexed.items():
             streams[label] = popxl.d2h_stream(y.shape, y.dtype)
             ops.host_store(streams[label], y)
@@ -59,7 +60,8 @@ def indexed():
 
 
 @pytest.mark.parametrize("label, expected", [(c[0], c[2]) for c in CASES]
-                         + [("int32 tensor", X[[3, 1, 3]]), ("uint8 tensor", np.where(MASK, X, 0))])
+                         + [("int32 tensor", X[[3, 1, 3]]), ("bool tensor", np.where(MASK, X, 0)),
+                            ("uint8 tensor", np.where(MASK, X, 0))])
 def test_indexing_matches_numpy(indexed, label, expected):
     shape, value = indexed[label]
     assert shape == np.shape(expected)

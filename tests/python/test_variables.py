@@ -15,14 +15,14 @@ def test_dtypes_downcast_and_shapes():
     with ir.main_graph:
         f = plexus.variable(np.arange(6.0).reshape(2, 3), name="f")          # float64 -> float32
         i = plexus.variable(np.arange(4), name="i")                           # int64 -> int32
-        b = plexus.variable(np.array([True, False]), name="b")               # bool -> uint8
+        b = plexus.variable(np.array([True, False]), name="b")               # bool stays bool
         s = plexus.variable(2.5, name="s")                                    # a Python scalar: shape ()
         u = plexus.variable([1, 2, 3], dtype=plexus.uint8, name="u")
         c = plexus.constant(np.float32(7))
         with pytest.raises(plexus.DTypeMismatch, match="float64"):
             plexus.variable(np.zeros(2), downcast=False)
     assert [(t.dtype, t.shape) for t in (f, i, b, s, u, c)] == [
-        (plexus.float32, (2, 3)), (plexus.int32, (4,)), (plexus.uint8, (2,)), (plexus.float32, ()),
+        (plexus.float32, (2, 3)), (plexus.int32, (4,)), (plexus.dtypes.bool_, (2,)), (plexus.float32, ()),
         (plexus.uint8, (3,)), (plexus.float32, ())]
     assert (f.rank, f.nelms, s.rank, s.nelms) == (2, 6, 0, 1)
     assert ir.variables == [f, i, b, s, u]
@@ -30,8 +30,8 @@ def test_dtypes_downcast_and_shapes():
         values = session.weights_to_host()
         assert list(values) == [f, i, b, s, u]
         np.testing.assert_array_equal(values[f], np.arange(6.0).reshape(2, 3))
-        assert values[f].dtype == np.float32 and values[i].dtype == np.int32 and values[b].dtype == np.uint8
-        np.testing.assert_array_equal(values[b], [1, 0])
+        assert values[f].dtype == np.float32 and values[i].dtype == np.int32 and values[b].dtype == np.bool_
+        np.testing.assert_array_equal(values[b], [True, False])
         assert values[s].shape == () and values[s] == np.float32(2.5)
         session.write_variable_data(s, 4)
         assert session.get_tensor_data(s) == 4.0

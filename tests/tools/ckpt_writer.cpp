@@ -60,7 +60,8 @@ std::vector<std::byte> random_values(size_t count, uint64_t stream, T (*from_bit
 }
 
 // Values for tensor number `index` of state `seed`: floats are multiples of 1/64 in
-// [-15.625, 15.625] (so adding 0.25 is exact), int32 in [0, 1000), any uint8.
+// [-15.625, 15.625] (so adding 0.25 is exact), int32 in [0, 1000), any uint8 (any bytes
+// for the other dtypes).
 std::vector<std::byte> values(const TensorEntry& e, int seed, uint64_t index) {
   const uint64_t stream = (static_cast<uint64_t>(seed) << 48) ^ (index << 40);
   const size_t count = e.bytes() / plexus::ir::dtype_size(e.dtype);
@@ -69,8 +70,8 @@ std::vector<std::byte> values(const TensorEntry& e, int seed, uint64_t index) {
       return random_values<float>(count, stream, [](uint64_t r) { return static_cast<float>(static_cast<int>(r % 2001) - 1000) / 64; });
     case DType::Int32:
       return random_values<int32_t>(count, stream, [](uint64_t r) { return static_cast<int32_t>(r % 1000); });
-    case DType::UInt8:
-      return random_values<uint8_t>(count, stream, [](uint64_t r) { return static_cast<uint8_t>(r); });
+    default:  // uint8, and any bytes for the other dtypes
+      return random_values<uint8_t>(e.bytes(), stream, [](uint64_t r) { return static_cast<uint8_t>(r); });
   }
   return {};
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/checkpoint/checkpoint_file.h"
+#include "core/ir/dtype_dispatch.h"
 #include "tools/plexus_ckpt/cli.h"
 
 namespace plexus::tools::ckpt {
@@ -42,22 +43,14 @@ double max_difference(std::span<const std::byte> a, std::span<const std::byte> b
     T x, y;
     std::memcpy(&x, a.data() + at, sizeof(T));
     std::memcpy(&y, b.data() + at, sizeof(T));
-    worst = std::max(worst, element_difference(x, y));
+    worst = std::max(worst, element_difference(ir::load(x), ir::load(y)));
   }
   return worst;
 }
 
 // The largest |a[i] - b[i]| over the values of two tensors of type `dtype` and equal size.
 double max_difference(ir::DType dtype, std::span<const std::byte> a, std::span<const std::byte> b) {
-  switch (dtype) {
-    case ir::DType::Float32:
-      return max_difference<float>(a, b);
-    case ir::DType::Int32:
-      return max_difference<int32_t>(a, b);
-    case ir::DType::UInt8:
-      return max_difference<uint8_t>(a, b);
-  }
-  return std::numeric_limits<double>::infinity();  // unreachable: the reader checks dtypes
+  return ir::visit_any(dtype, [&](auto tag) { return max_difference<typename decltype(tag)::type>(a, b); });
 }
 
 // Integers exactly ("3"), other values with float precision ("0.000123"), "inf".

@@ -77,6 +77,9 @@
  *      timeout (PLX_ERR_TIMEOUT), which plx_run_wait returned for both before.
  *  18  plx_session_get_memory_report: the planned memory of each device over its schedule,
  *      by kind, as JSON (docs/profiling.md).
+ *  19  dtypes PLX_DTYPE_FLOAT16, PLX_DTYPE_INT8, PLX_DTYPE_UINT32 and PLX_DTYPE_BOOL
+ *      (<plexus/types.h>): variables, constants, streams, checkpoints and casts of each;
+ *      float16 matmul, conv2d and reductions computed in float32 (docs/ops.md).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H

@@ -41,7 +41,7 @@ extern "C" {
  * against version v runs with a library of any version >= v. Until 1.0 the number counts
  * these minor versions; deprecated names are removed only at 1.0.
  */
-#define PLX_API_VERSION 18
+#define PLX_API_VERSION 19
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8
@@ -71,9 +71,22 @@ enum {
   PLX_ERR_INTERNAL = 99          /**< a bug in Plexus; please report the message */
 };
 
-/** Element type of a tensor. @since 1 */
+/**
+ * Element type of a tensor. @since 1
+ * PLX_DTYPE_FLOAT16 is IEEE 754 binary16 (kernels store it and compute in float32,
+ * docs/ops.md); PLX_DTYPE_BOOL is one byte, 0 or 1 (a nonzero byte reads as true).
+ * Host arrays hold elements of the same layout. FLOAT16, INT8, UINT32, BOOL: @since 19
+ */
 typedef int32_t plx_dtype;
-enum { PLX_DTYPE_FLOAT32 = 1, PLX_DTYPE_INT32 = 2, PLX_DTYPE_UINT8 = 3 };
+enum {
+  PLX_DTYPE_FLOAT32 = 1,
+  PLX_DTYPE_INT32 = 2,
+  PLX_DTYPE_UINT8 = 3,
+  PLX_DTYPE_FLOAT16 = 4, /**< @since 19 */
+  PLX_DTYPE_INT8 = 5,    /**< @since 19 */
+  PLX_DTYPE_UINT32 = 6,  /**< @since 19 */
+  PLX_DTYPE_BOOL = 7     /**< @since 19 */
+};
 
 /**
  * Message of the last failed call on this thread ("" when none failed yet).

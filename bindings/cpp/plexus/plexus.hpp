@@ -61,6 +61,10 @@ template <>
 constexpr plx_dtype dtype_of<int32_t>() { return PLX_DTYPE_INT32; }
 template <>
 constexpr plx_dtype dtype_of<uint8_t>() { return PLX_DTYPE_UINT8; }
+template <>
+constexpr plx_dtype dtype_of<int8_t>() { return PLX_DTYPE_INT8; }
+template <>
+constexpr plx_dtype dtype_of<uint32_t>() { return PLX_DTYPE_UINT32; }
 
 inline int64_t numel(const Shape& shape) {
   int64_t n = 1;

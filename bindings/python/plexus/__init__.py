@@ -24,7 +24,7 @@ docs/python.md are the guide.
 from plexus._lib import lib as _lib
 from plexus import callbacks as _callbacks  # noqa: F401  (registers the C entry points)
 from plexus import dtypes
-from plexus.dtypes import DType, float32, int32, uint8
+from plexus.dtypes import DType, float32, int32, uint8, float16, int8, uint32
 from plexus.errors import (Error, InvalidArgument, UnknownOp, ShapeMismatch, DTypeMismatch, NotFound,
                            OutOfDeviceMemory, InvalidGrouping, IoError, BadFormat, RunError, PluginError, Timeout,
                            Cancelled, Unsupported, BufferTooSmall, StillRunning, InternalError)
@@ -54,7 +54,7 @@ def api_version():
 __version__ = "0.1.0"
 
 __all__ = [
-    "dtypes", "DType", "float32", "int32", "uint8",
+    "dtypes", "DType", "float32", "int32", "uint8", "float16", "int8", "uint32",
     "Error", "InvalidArgument", "UnknownOp", "ShapeMismatch", "DTypeMismatch", "NotFound", "OutOfDeviceMemory",
     "InvalidGrouping", "IoError", "BadFormat", "RunError", "PluginError", "Timeout", "Cancelled", "Unsupported",
     "BufferTooSmall", "StillRunning", "InternalError",

@@ -1,7 +1,10 @@
 """Tensor element types (plexus/types.h plx_dtype) and their numpy twins.
 
-PopXL spells them popxl.float32, popxl.int32, popxl.uint8 (also popxl.dtypes.float32); so
-does this module, re-exported as plexus.float32 ... and plexus.dtypes.
+Plexus's devices hold float32, float16, int32, int8, uint8, uint32 and bool (one byte);
+the kernels of float16 compute in float32 (docs/ops.md). PopXL spells them popxl.float32,
+popxl.float16 ... (also popxl.dtypes.float32); so does this module, re-exported as
+plexus.float32 ... and plexus.dtypes. PopXL's other types (float64, int64, ...) are named and
+classified here and converted on the host, but refused as device tensors.
 """
 import numpy as np
 
@@ -87,18 +90,23 @@ class DType:
 float32 = DType("float32", 1, np.float32)
 int32 = DType("int32", 2, np.int32)
 uint8 = DType("uint8", 3, np.uint8)
+float16 = DType("float16", 4, np.float16)
+int8 = DType("int8", 5, np.int8)
+uint32 = DType("uint32", 6, np.uint32)
+bool_ = DType("bool", 7, np.bool_)
+DEVICE = (float32, int32, uint8, float16, int8, uint32, bool_)
 # PopXL's other types: named, converted on the host, refused on a device (no kernels hold them).
-bool_ = DType("bool", None, np.bool_)
-HOST_ONLY = (bool_, DType("int8", None, np.int8), DType("int16", None, np.int16), DType("int64", None, np.int64),
-             DType("uint16", None, np.uint16), DType("uint32", None, np.uint32), DType("uint64", None, np.uint64),
-             DType("float16", None, np.float16), DType("float64", None, np.float64),
+HOST_ONLY = (DType("int16", None, np.int16), DType("int64", None, np.int64), DType("uint16", None, np.uint16),
+             DType("uint64", None, np.uint64), DType("float64", None, np.float64),
              DType("complex64", None, np.complex64), DType("complex128", None, np.complex128))
-_BY_NAME = {d.name: d for d in (float32, int32, uint8) + HOST_ONLY}
+_BY_NAME = {d.name: d for d in DEVICE + HOST_ONLY}
 
-_BY_CODE = {d.code: d for d in (float32, int32, uint8)}
-_BY_NUMPY = {d.numpy: d for d in (float32, int32, uint8)}
-# PopXL's `downcast=True`: 64-bit host data becomes the 32-bit device type.
-_DOWNCAST = {np.dtype(np.float64): float32, np.dtype(np.int64): int32, np.dtype(np.bool_): uint8}
+_BY_CODE = {d.code: d for d in DEVICE}
+_BY_NUMPY = {d.numpy: d for d in DEVICE}
+# PopXL's `downcast=True` (popxl.utils.to_numpy): 64-bit host data without a dtype becomes
+# the 32-bit type.
+_DOWNCAST = {np.dtype(np.float64): float32, np.dtype(np.int64): int32, np.dtype(np.uint64): uint32}
+_DEVICE_NAMES = "float32, float16, int32, int8, uint8, uint32 or bool"
 
 
 def from_code(code):
@@ -111,24 +119,26 @@ def of(value):
     ("float32"). Raises DTypeMismatch for a type the devices do not hold (int8, float16, ...)."""
     if isinstance(value, DType):
         if value.code is None:
-            raise DTypeMismatch(f"{value.name} tensors are not supported on Plexus's devices (float32, int32 or "
-                                f"uint8; docs/python.md)")
+            raise DTypeMismatch(f"{value.name} tensors are not supported on Plexus's devices ({_DEVICE_NAMES}; "
+                                f"docs/python.md)")
         return value
-    if isinstance(value, str) and value in globals() and isinstance(globals()[value], DType):
-        return globals()[value]
+    if isinstance(value, str) and value in _BY_NAME:
+        return of(_BY_NAME[value])
     try:
         dt = np.dtype(value)
     except TypeError:
-        raise DTypeMismatch(f"not a Plexus dtype: {value!r} (float32, int32 or uint8)") from None
+        raise DTypeMismatch(f"not a Plexus dtype: {value!r} ({_DEVICE_NAMES})") from None
     if dt in _BY_NUMPY:
         return _BY_NUMPY[dt]
-    raise DTypeMismatch(f"not a Plexus dtype: {dt} (float32, int32 or uint8)")
+    raise DTypeMismatch(f"not a Plexus dtype: {dt} ({_DEVICE_NAMES})")
 
 
 def host_array(data, dtype=None):
-    """`data` as a C-contiguous numpy array of a Plexus dtype: of `dtype` when given, else
-    of the data's own type with float64 -> float32, int64 -> int32 and bool -> uint8
-    (PopXL's downcast). Returns (array, DType). None is refused (numpy would make it NaN)."""
+    """`data` as a C-contiguous numpy array of a Plexus dtype: of `dtype` when given
+    (converted as numpy's astype: float to int truncates, float to float16 rounds to nearest
+    even, as PopXL's np.array(data, dtype)), else of the data's own type with float64 ->
+    float32, int64 -> int32 and uint64 -> uint32 (PopXL's downcast). Returns (array, DType).
+    None is refused (numpy would make it NaN)."""
     if data is None:
         raise InvalidArgument("data is None, not an array")
     array = np.asarray(data)

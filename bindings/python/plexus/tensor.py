@@ -152,7 +152,7 @@ class Tensor:
         - an int32 Tensor or an integer host array (numpy array, list): rows of axis 0,
           [I...] + shape[1:] (`gather`). Host indices are checked (IndexError) and may be
           negative; a Tensor's are checked when the program runs.
-        - a uint8 Tensor (PopXL's bool) or a boolean host array: a mask, broadcast with the
+        - a bool or uint8 Tensor or a boolean host array: a mask, broadcast with the
           tensor as numpy does; where(mask, x, 0): the masked-out elements are zeroed, not
           removed (PopXL's rule, so the shape is static).
         Anything else (a bool, str, float, None, Ellipsis, a float array or Tensor) raises
@@ -296,7 +296,7 @@ def tensors_of_graph(ir, graph_id):
 # PopXL's Tensor.__getitem__ (the operations themselves; Tensor.__getitem__ documents them).
 def _bad_key(key):
     return TypeError("a Tensor is indexed by an int, a slice, a tuple of ints and slices, an int32 Tensor or "
-                     "integer host array (gather), or a uint8 Tensor or boolean host array (mask); "
+                     "integer host array (gather), or a bool or uint8 Tensor or boolean host array (mask); "
                      f"got {type(key).__name__} {key!r:.80}")
 
 
@@ -376,7 +376,7 @@ def _masked(x, mask):
 def _tensor_index(x, key):
     if key.dtype == dtypes.int32:
         return _ops().gather(x, key)
-    if key.dtype == dtypes.uint8:
+    if key.dtype in (dtypes.uint8, dtypes.bool_):
         return _masked(x, key)
     raise _bad_key(key)
 

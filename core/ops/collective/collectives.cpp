@@ -135,10 +135,18 @@ TensorId divided_by_group(ir::GradContext& ctx, TensorId t) {
   return ctx.add("mul", {t, scalar_constant(ctx.graph, 1.0f / static_cast<float>(g.group_size()))});
 }
 
+// The collectives plugins move and reduce float32 and int32 elements only.
+void expect_collective_dtype(const ir::InferContext& ctx, size_t i) {
+  if (ctx.dtype(i) != DType::Float32 && ctx.dtype(i) != DType::Int32) {
+    ctx.fail(ErrorCode::DTypeMismatch, "input " + std::to_string(i) + " must be float32 or int32 (the dtypes "
+                                       "collectives plugins carry)");
+  }
+}
+
 // --- all_reduce ------------------------------------------------------------------------
 
 ir::InferResult infer_all_reduce(const ir::InferContext& ctx) {
-  ctx.expect_numeric(0);
+  expect_collective_dtype(ctx, 0);
   checked_grouping(ctx);
   check_reduce_op(ctx, false);
   return {{{ctx.dtype(0), ctx.shape(0)}}};
@@ -250,7 +258,7 @@ ir::InferResult infer_all_reduce_bucket(const ir::InferContext& ctx) {
   check_reduce_op(ctx, false);
   ir::InferResult r;
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    ctx.expect_numeric(i);
+    expect_collective_dtype(ctx, i);
     const std::string input = "input " + std::to_string(i);
     if (ctx.dtype(i) != ctx.dtype(0)) ctx.fail(ErrorCode::DTypeMismatch, input + ": a bucket's inputs share a dtype");
     if (ctx.inputs[i]->sharding) ctx.fail(ErrorCode::InvalidArgument, input + " is replica-sharded");
@@ -282,7 +290,7 @@ OpDef all_reduce_bucket_def(const char* name, bool in_place) {
 // --- all_gather --------------------------------------------------------------------------
 
 ir::InferResult infer_all_gather(const ir::InferContext& ctx) {
-  ctx.expect_numeric(0);
+  expect_collective_dtype(ctx, 0);
   const int64_t g = checked_grouping(ctx).group_size();
   const std::string& mode = ctx.attrs.get_string("output_shape");
   const std::optional<ir::Sharding>& sharding = ctx.inputs[0]->sharding;
@@ -359,7 +367,7 @@ OpDef all_gather_def() {
 
 // Output: this replica's shard of x, a replica-sharded tensor over the op's grouping.
 ir::InferResult infer_sharded(const ir::InferContext& ctx) {
-  ctx.expect_numeric(0);
+  expect_collective_dtype(ctx, 0);
   const ir::ReplicaGrouping grouping = checked_grouping(ctx);
   const int64_t g = grouping.group_size();
   const int64_t chunk = shard_chunk(ir::numel(ctx.shape(0)), g);
@@ -454,7 +462,7 @@ OpDef slice_grad_def() {
   d.name = "replica_sharded_slice_grad";
   d.attrs = with(grouping_attrs(), {{"shape", ir::AttrKind::Ints, std::nullopt}});
   d.infer = [](const ir::InferContext& ctx) {
-    ctx.expect_numeric(0);
+    expect_collective_dtype(ctx, 0);
     const int64_t g = checked_grouping(ctx).group_size();
     const ir::Shape full = ctx.attrs.get_ints("shape");
     ir::check_shape(full, "op '" + ctx.op_name + "' attribute shape");

@@ -4,7 +4,8 @@
 //     OH = (H + 2*ph - KH) / sh + 1, OW likewise (floor division)
 //   conv2d_grad_input(dy [N,F,OH,OW], w; stride, padding, input_shape) -> dx [N,C,H,W]
 //   conv2d_grad_weight(x, dy; stride, padding, weight_shape) -> dw [F,C,KH,KW]
-// and db = reduce_sum(dy, axes {0,2,3}).
+// and db = reduce_sum(dy, axes {0,2,3}). All of float32, or all of float16 computed in
+// float32 (common/float32_compute.h).
 //
 // The kernels (conv_gemm.h) run im2col / col2im one image at a time and BLIS's small-GEMM
 // kernels on it; they need scratch (KernelDef::scratch) for one image's column
@@ -15,6 +16,7 @@
 
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
+#include "core/ops/common/float32_compute.h"
 #include "core/ops/conv/conv_gemm.h"
 #include "core/ops/common/relu_fused.h"
 #include "core/ops/common/window_attrs.h"
@@ -92,7 +94,7 @@ void expect_rank4(const ir::InferContext& ctx, size_t i, const char* what) {
 }
 
 ir::InferResult infer_conv(const ir::InferContext& ctx) {
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) ctx.expect_dtype(i, DType::Float32);
+  const DType dtype = expect_float_inputs(ctx, ctx.inputs.size());
   expect_rank4(ctx, 0, "x [N,C,H,W]");
   expect_rank4(ctx, 1, "w [F,C,KH,KW]");
   const ir::Shape &x = ctx.shape(0), &w = ctx.shape(1);
@@ -104,7 +106,7 @@ ir::InferResult infer_conv(const ir::InferContext& ctx) {
     ctx.fail(ErrorCode::ShapeMismatch, "b must be [F] = [" + std::to_string(w[0]) + "], got " +
                                            ir::shape_string(ctx.shape(2)));
   }
-  return {{{DType::Float32, out_shape(geometry(x, w, ctx.attrs, &ctx))}}};
+  return {{{dtype, out_shape(geometry(x, w, ctx.attrs, &ctx))}}};
 }
 
 /// The scratch of `pass`'s kernel for input x and weight w (ConvPlan::scratch_bytes).
@@ -116,6 +118,9 @@ size_t conv_scratch(const ir::InferContext& ctx) { return plan_scratch(ctx, ctx.
 
 /// conv2d's kernel, with relu applied to y when `relu` (conv2d_relu).
 Kernel conv_forward(const KernelContext& ctx, bool relu) {
+  if (has_float16(ctx)) {
+    return compute_in_float32(ctx, [relu](const KernelContext& c) { return conv_forward(c, relu); });
+  }
   const Geometry g = geometry(ctx.inputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs, nullptr);
   const float* b = ctx.inputs.size() == 3 ? ctx.input<float>(2) : nullptr;
   return [p = plan(ctx, g, ConvPass::Forward), b, scratch = reinterpret_cast<float*>(ctx.scratch),
@@ -167,15 +172,14 @@ void expect_dy(const ir::InferContext& ctx, size_t i, const Geometry& g) {
 }
 
 ir::InferResult infer_grad_input(const ir::InferContext& ctx) {
-  ctx.expect_dtype(0, DType::Float32);
-  ctx.expect_dtype(1, DType::Float32);
+  const DType dtype = expect_float_inputs(ctx, 2);
   expect_rank4(ctx, 0, "dy [N,F,OH,OW]");
   expect_rank4(ctx, 1, "w [F,C,KH,KW]");
   const ir::Shape x = shape_attr(ctx, "input_shape");
   if (x[1] != ctx.shape(1)[1]) ctx.fail(ErrorCode::ShapeMismatch, "input_shape and w have different channel counts");
   const Geometry g = geometry(x, ctx.shape(1), ctx.attrs, &ctx);
   expect_dy(ctx, 0, g);
-  return {{{DType::Float32, x}}};
+  return {{{dtype, x}}};
 }
 
 size_t grad_input_scratch(const ir::InferContext& ctx) {
@@ -183,6 +187,7 @@ size_t grad_input_scratch(const ir::InferContext& ctx) {
 }
 
 Kernel grad_input_kernel(const KernelContext& ctx) {
+  if (has_float16(ctx)) return compute_in_float32(ctx, grad_input_kernel);
   const Geometry g = geometry(ctx.outputs[0]->shape, ctx.inputs[1]->shape, ctx.op.attrs, nullptr);
   return [p = plan(ctx, g, ConvPass::GradInput), scratch = reinterpret_cast<float*>(ctx.scratch),
           dy = ctx.input<float>(0), w = ctx.input<float>(1), dx = ctx.output<float>(0)] {
@@ -191,15 +196,14 @@ Kernel grad_input_kernel(const KernelContext& ctx) {
 }
 
 ir::InferResult infer_grad_weight(const ir::InferContext& ctx) {
-  ctx.expect_dtype(0, DType::Float32);
-  ctx.expect_dtype(1, DType::Float32);
+  const DType dtype = expect_float_inputs(ctx, 2);
   expect_rank4(ctx, 0, "x [N,C,H,W]");
   expect_rank4(ctx, 1, "dy [N,F,OH,OW]");
   const ir::Shape w = shape_attr(ctx, "weight_shape");
   if (w[1] != ctx.shape(0)[1]) ctx.fail(ErrorCode::ShapeMismatch, "weight_shape and x have different channel counts");
   const Geometry g = geometry(ctx.shape(0), w, ctx.attrs, &ctx);
   expect_dy(ctx, 1, g);
-  return {{{DType::Float32, w}}};
+  return {{{dtype, w}}};
 }
 
 size_t grad_weight_scratch(const ir::InferContext& ctx) {
@@ -207,6 +211,7 @@ size_t grad_weight_scratch(const ir::InferContext& ctx) {
 }
 
 Kernel grad_weight_kernel(const KernelContext& ctx) {
+  if (has_float16(ctx)) return compute_in_float32(ctx, grad_weight_kernel);
   const Geometry g = geometry(ctx.inputs[0]->shape, ctx.outputs[0]->shape, ctx.op.attrs, nullptr);
   return [p = plan(ctx, g, ConvPass::GradWeight), scratch = reinterpret_cast<float*>(ctx.scratch),
           x = ctx.input<float>(0), dy = ctx.input<float>(1), dw = ctx.output<float>(0)] {

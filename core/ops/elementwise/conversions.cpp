@@ -1,10 +1,17 @@
-// cast(x; dtype): converts between float32, int32 and uint8 (dtype = PLX_DTYPE_* value).
-// float -> integer truncates toward zero and saturates at the target's range (NaN -> 0),
-// so no input is undefined behaviour. Only float32 -> float32 carries a gradient.
+// cast(x; dtype): converts between any two dtypes (dtype = PLX_DTYPE_* value), element by
+// element, as the IPU's cast and numpy's astype agree on:
+// - to float16: round to nearest, ties to even, overflow to +-inf (ir::float_to_half; an
+//   integer goes through float32, exact for every value that does not overflow float16);
+// - float (float32, float16) -> integer truncates toward zero and saturates at the target's
+//   range (NaN -> 0), so no input is undefined behaviour; integer -> integer saturates too;
+// - to bool: nonzero (NaN included) -> 1, zero -> 0; from bool: 0 or 1.
+// Only a cast to float32 carries a gradient (autodiff differentiates float32 tensors only).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "core/ir/dtype_dispatch.h"
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
 
@@ -16,14 +23,18 @@ using ir::DType;
 using ir::TensorId;
 
 template <class To, class From>
-To convert(From v) {
-  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+To convert(From x) {
+  const auto v = ir::load(x);
+  using V = decltype(v);
+  if constexpr (std::is_same_v<To, ir::Boolean> || std::is_same_v<To, ir::Float16>) {
+    return ir::store<To>(v);
+  } else if constexpr (std::is_floating_point_v<V> && std::is_integral_v<To>) {
     if (std::isnan(v)) return 0;
     const double d = std::trunc(static_cast<double>(v));
     if (d <= static_cast<double>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
     if (d >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
     return static_cast<To>(d);
-  } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
+  } else if constexpr (std::is_integral_v<V> && std::is_integral_v<To>) {
     const auto v64 = static_cast<int64_t>(v);
     return static_cast<To>(std::clamp<int64_t>(v64, std::numeric_limits<To>::min(), std::numeric_limits<To>::max()));
   } else {
@@ -38,19 +49,6 @@ Kernel cast_kernel(const KernelContext& ctx) {
   };
 }
 
-template <class From>
-Kernel cast_from(const KernelContext& ctx) {
-  switch (ctx.outputs[0]->dtype) {
-    case DType::Float32:
-      return cast_kernel<float, From>(ctx);
-    case DType::Int32:
-      return cast_kernel<int32_t, From>(ctx);
-    case DType::UInt8:
-      break;
-  }
-  return cast_kernel<uint8_t, From>(ctx);
-}
-
 OpDef cast_def() {
   OpDef d;
   d.name = "cast";
@@ -62,16 +60,12 @@ OpDef cast_def() {
     }
     return ir::InferResult{{{static_cast<DType>(raw), ctx.shape(0)}}};
   };
-  d.kernel = [](const KernelContext& ctx) -> Kernel {
-    switch (ctx.inputs[0]->dtype) {
-      case DType::Float32:
-        return cast_from<float>(ctx);
-      case DType::Int32:
-        return cast_from<int32_t>(ctx);
-      case DType::UInt8:
-        break;
-    }
-    return cast_from<uint8_t>(ctx);
+  d.kernel = [](const KernelContext& ctx) {
+    return ir::visit_any(ctx.inputs[0]->dtype, [&](auto from) {
+      return ir::visit_any(ctx.outputs[0]->dtype, [&](auto to) -> Kernel {
+        return cast_kernel<typename decltype(to)::type, typename decltype(from)::type>(ctx);
+      });
+    });
   };
   d.grad = [](ir::GradContext& ctx) {
     const bool float_out = ctx.dtype(ctx.op.outputs[0]) == DType::Float32;

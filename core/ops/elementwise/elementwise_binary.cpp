@@ -1,11 +1,15 @@
-// Binary elementwise ops with numpy broadcasting: add, sub, mul, div (float32 or int32,
-// both inputs of one dtype), add_ (in place: x <- x + y, y broadcast to x, PopXL's
-// `x += y`), copy_var_update_ (in place: x <- y, PopXL's var_updates.copy_var_update_),
-// and equal (any dtype, uint8 result). int32 arithmetic wraps around like two's
-// complement hardware; int32 division by zero is a run error.
-#include <climits>
+// Binary elementwise ops with numpy broadcasting: add, sub, mul, div (float32, float16,
+// int32, int8, uint8 or uint32, both inputs of one dtype), add_ (in place: x <- x + y, y
+// broadcast to x, PopXL's `x += y`), copy_var_update_ (in place: x <- y, PopXL's
+// var_updates.copy_var_update_), and equal (any dtype, uint8 result). float16 is computed
+// in float32 and rounded once per element (ir::load / ir::store). Integer arithmetic wraps
+// around like two's complement hardware; integer division truncates toward zero and
+// division by zero is a run error.
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
+#include "core/ir/dtype_dispatch.h"
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
@@ -35,15 +39,15 @@ ir::InferResult infer_broadcast(const ir::InferContext& ctx, DType out_dtype) {
 template <class T, class Out, class F>
 PLEXUS_VECTOR_CLONES void binary_row(Out* po, const T* pa, const T* pb, int64_t n, int64_t sa, int64_t sb, F f) {
   if (sa == 1 && sb == 1) {
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    for (int64_t i = 0; i < n; ++i) po[i] = ir::store<Out>(f(ir::load(pa[i]), ir::load(pb[i])));
   } else if (sa == 0 && sb == 1) {
-    const T av = *pa;
-    for (int64_t i = 0; i < n; ++i) po[i] = f(av, pb[i]);
+    const auto av = ir::load(*pa);
+    for (int64_t i = 0; i < n; ++i) po[i] = ir::store<Out>(f(av, ir::load(pb[i])));
   } else if (sa == 1 && sb == 0) {
-    const T bv = *pb;
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], bv);
+    const auto bv = ir::load(*pb);
+    for (int64_t i = 0; i < n; ++i) po[i] = ir::store<Out>(f(ir::load(pa[i]), bv));
   } else {
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i * sa], pb[i * sb]);
+    for (int64_t i = 0; i < n; ++i) po[i] = ir::store<Out>(f(ir::load(pa[i * sa]), ir::load(pb[i * sb])));
   }
 }
 
@@ -61,9 +65,19 @@ Kernel binary_kernel(const KernelContext& ctx, F f) {
   };
 }
 
-int32_t wrap(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); }
+// v modulo 2^bits of T, as T (two's complement wrap-around; C++20 defines the conversion).
+template <class T>
+T wrap(uint64_t v) {
+  return static_cast<T>(v);
+}
 
-// One arithmetic op: float and int32 element functions plus its gradient rule.
+template <class T>
+uint64_t u64(T v) {
+  return static_cast<uint64_t>(v);
+}
+
+// One arithmetic op: the float element function (float32, and float16 through float32), the
+// integer one (generic over the integer types) and its gradient rule.
 template <class FloatFn, class IntFn>
 OpDef arithmetic(const char* name, FloatFn float_fn, IntFn int_fn,
                      std::function<std::vector<TensorId>(ir::GradContext&)> grad) {
@@ -74,9 +88,15 @@ OpDef arithmetic(const char* name, FloatFn float_fn, IntFn int_fn,
     ctx.expect_numeric(0);
     return infer_broadcast(ctx, ctx.dtype(0));
   };
-  def.kernel = [float_fn, int_fn](const KernelContext& ctx) -> Kernel {
-    if (ctx.inputs[0]->dtype == DType::Float32) return binary_kernel<float, float>(ctx, float_fn);
-    return binary_kernel<int32_t, int32_t>(ctx, int_fn);
+  def.kernel = [float_fn, int_fn](const KernelContext& ctx) {
+    return ir::visit_arithmetic(ctx.inputs[0]->dtype, [&](auto tag) -> Kernel {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_integral_v<T>) {
+        return binary_kernel<T, T>(ctx, int_fn);
+      } else {
+        return binary_kernel<T, T>(ctx, float_fn);
+      }
+    });
   };
   def.grad = std::move(grad);
   return def;
@@ -105,7 +125,7 @@ OpDef inplace_def(const char* name, FloatFn float_fn, IntFn int_fn) {
 
 const OpRegistration add_op{arithmetic(
     "add", [](float x, float y) { return x + y; },
-    [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); },
+    [](auto x, auto y) { return wrap<decltype(x)>(u64(x) + u64(y)); },
     [](ir::GradContext& ctx) {
       const TensorId dy = ctx.output_grads[0];
       return finish(ctx, dy, dy);
@@ -113,7 +133,7 @@ const OpRegistration add_op{arithmetic(
 
 const OpRegistration sub_op{arithmetic(
     "sub", [](float x, float y) { return x - y; },
-    [](int32_t x, int32_t y) { return wrap(int64_t{x} - y); },
+    [](auto x, auto y) { return wrap<decltype(x)>(u64(x) - u64(y)); },
     [](ir::GradContext& ctx) {
       const TensorId dy = ctx.output_grads[0];
       return finish(ctx, dy, ctx.needs_grad[1] ? ctx.add("neg", {dy}) : ir::kNoTensor);
@@ -121,7 +141,7 @@ const OpRegistration sub_op{arithmetic(
 
 const OpRegistration mul_op{arithmetic(
     "mul", [](float x, float y) { return x * y; },
-    [](int32_t x, int32_t y) { return wrap(int64_t{x} * y); },
+    [](auto x, auto y) { return wrap<decltype(x)>(u64(x) * u64(y)); },
     [](ir::GradContext& ctx) {
       const TensorId dy = ctx.output_grads[0], a = ctx.op.inputs[0], b = ctx.op.inputs[1];
       return finish(ctx, ctx.needs_grad[0] ? ctx.add("mul", {dy, b}) : ir::kNoTensor,
@@ -130,9 +150,12 @@ const OpRegistration mul_op{arithmetic(
 
 const OpRegistration div_op{arithmetic(
     "div", [](float x, float y) { return x / y; },
-    [](int32_t x, int32_t y) {
-      if (y == 0) ir::fail(ErrorCode::Runtime, "op 'div': int32 division by zero");
-      return wrap(x == INT32_MIN && y == -1 ? int64_t{x} : int64_t{x / y});
+    [](auto x, auto y) {
+      using T = decltype(x);
+      if (y == 0) {
+        ir::fail(ErrorCode::Runtime, "op 'div': " + std::string(ir::dtype_name(ir::dtype_of<T>())) + " division by zero");
+      }
+      return wrap<T>(static_cast<uint64_t>(int64_t{x} / int64_t{y}));  // INT32_MIN / -1 wraps to INT32_MIN
     },
     [](ir::GradContext& ctx) {
       const TensorId dy = ctx.output_grads[0], a = ctx.op.inputs[0], b = ctx.op.inputs[1];
@@ -144,28 +167,22 @@ const OpRegistration div_op{arithmetic(
     })};
 
 const OpRegistration add_inplace_op{inplace_def(
-    "add_", [](float x, float y) { return x + y; }, [](int32_t x, int32_t y) { return wrap(int64_t{x} + y); })};
+    "add_", [](float x, float y) { return x + y; }, [](auto x, auto y) { return wrap<decltype(x)>(u64(x) + u64(y)); })};
 
 // PopXL's ops.var_updates.copy_var_update_: x <- y, in place.
 const OpRegistration copy_var_update_op{
-    inplace_def("copy_var_update_", [](float, float y) { return y; }, [](int32_t, int32_t y) { return y; })};
+    inplace_def("copy_var_update_", [](float, float y) { return y; }, [](auto, auto y) { return y; })};
 
 OpDef equal_def() {
   OpDef def;
   def.name = "equal";
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](const ir::InferContext& ctx) { return infer_broadcast(ctx, DType::UInt8); };
-  def.kernel = [](const KernelContext& ctx) -> Kernel {
+  def.kernel = [](const KernelContext& ctx) {
     auto eq = [](auto x, auto y) { return static_cast<uint8_t>(x == y); };
-    switch (ctx.inputs[0]->dtype) {
-      case DType::Float32:
-        return binary_kernel<float, uint8_t>(ctx, eq);
-      case DType::Int32:
-        return binary_kernel<int32_t, uint8_t>(ctx, eq);
-      case DType::UInt8:
-        break;
-    }
-    return binary_kernel<uint8_t, uint8_t>(ctx, eq);
+    return ir::visit_any(ctx.inputs[0]->dtype, [&](auto tag) -> Kernel {
+      return binary_kernel<typename decltype(tag)::type, uint8_t>(ctx, eq);
+    });
   };
   return def;
 }

@@ -1,6 +1,7 @@
 // Unary elementwise ops and their gradient ops: relu, gelu (tanh approximation, as
 // PyTorch's gelu(approximate="tanh") and PopXL's gelu), exp, log, sqrt, tanh (torch.exp,
-// torch.log, torch.sqrt, torch.tanh), all float32 of any shape, and neg (float32 or int32).
+// torch.log, torch.sqrt, torch.tanh), all float32 of any shape, and neg (any number type:
+// float16 negated exactly, integers wrap around).
 //   relu_grad(x, dy) = dy * (x > 0)
 //   gelu_grad(x, dy) = dy * d/dx gelu(x)
 //   exp_grad(x, dy)  = dy * exp(x)
@@ -9,7 +10,9 @@
 //   tanh_grad(x, dy) = dy * (1 - tanh(x)^2)
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "core/ir/dtype_dispatch.h"
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
@@ -156,9 +159,17 @@ OpDef neg_def() {
     ctx.expect_numeric(0);
     return same_as_input(ctx);
   };
-  def.kernel = [](const KernelContext& ctx) -> Kernel {
-    if (ctx.inputs[0]->dtype == DType::Float32) return map_kernel<float>(ctx, [](float v) { return -v; });
-    return map_kernel<int32_t>(ctx, [](int32_t v) { return static_cast<int32_t>(0u - static_cast<uint32_t>(v)); });
+  def.kernel = [](const KernelContext& ctx) {
+    return ir::visit_arithmetic(ctx.inputs[0]->dtype, [&](auto tag) -> Kernel {
+      using T = typename decltype(tag)::type;
+      return map_kernel<T>(ctx, [](T v) {
+        if constexpr (std::is_integral_v<T>) {
+          return static_cast<T>(uint64_t{0} - static_cast<uint64_t>(v));  // wraps: -INT32_MIN = INT32_MIN
+        } else {
+          return ir::store<T>(-ir::load(v));
+        }
+      });
+    });
   };
   def.grad = [](ir::GradContext& ctx) { return std::vector<TensorId>{ctx.add("neg", {ctx.output_grads[0]})}; };
   return def;

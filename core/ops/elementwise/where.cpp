@@ -1,9 +1,11 @@
-// where(cond uint8 | int32, a, b) -> a where cond != 0, else b, elementwise with numpy
+// where(cond bool | uint8 | int32, a, b) -> a where cond != 0, else b, elementwise with numpy
 // broadcasting of all three (numpy.where, torch.where, ONNX Where). a and b have one dtype,
-// float32 or int32, which the output takes. Used for masks, e.g. attention's causal mask:
+// any, which the output takes. Used for masks, e.g. attention's causal mask:
 // where(mask, scores, -1e9).
 // Gradients: da = where(cond, dy, 0), db = where(cond, 0, dy), each summed over the dims
 // along which a / b was broadcast; cond has none.
+#include <cstdint>
+
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
@@ -18,10 +20,9 @@ using ir::ErrorCode;
 using ir::TensorId;
 
 ir::InferResult infer(const ir::InferContext& ctx) {
-  if (ctx.dtype(0) != DType::UInt8 && ctx.dtype(0) != DType::Int32) {
-    ctx.fail(ErrorCode::DTypeMismatch, "cond (input 0) must be uint8 or int32");
+  if (ctx.dtype(0) != DType::UInt8 && ctx.dtype(0) != DType::Int32 && ctx.dtype(0) != DType::Bool) {
+    ctx.fail(ErrorCode::DTypeMismatch, "cond (input 0) must be bool, uint8 or int32");
   }
-  ctx.expect_numeric(1);
   if (ctx.dtype(2) != ctx.dtype(1)) ctx.fail(ErrorCode::DTypeMismatch, "a and b (inputs 1 and 2) must have one dtype");
   ir::Shape ab, out;
   if (!ir::broadcast_shapes(ctx.shape(1), ctx.shape(2), ab) || !ir::broadcast_shapes(ctx.shape(0), ab, out)) {
@@ -53,15 +54,22 @@ Kernel select_kernel(const KernelContext& ctx) {
   };
 }
 
+// Selection copies elements: a and b are chosen by their element size only.
 template <class C>
 Kernel kernel_for_cond(const KernelContext& ctx) {
-  if (ctx.inputs[1]->dtype == DType::Float32) return select_kernel<C, float>(ctx);
-  return select_kernel<C, int32_t>(ctx);
+  switch (ir::dtype_size(ctx.inputs[1]->dtype)) {
+    case 1:
+      return select_kernel<C, uint8_t>(ctx);
+    case 2:
+      return select_kernel<C, uint16_t>(ctx);
+    default:
+      return select_kernel<C, uint32_t>(ctx);
+  }
 }
 
 Kernel kernel(const KernelContext& ctx) {
-  if (ctx.inputs[0]->dtype == DType::UInt8) return kernel_for_cond<uint8_t>(ctx);
-  return kernel_for_cond<int32_t>(ctx);
+  if (ctx.inputs[0]->dtype == DType::Int32) return kernel_for_cond<int32_t>(ctx);
+  return kernel_for_cond<uint8_t>(ctx);  // uint8 and bool: nonzero selects a
 }
 
 std::vector<TensorId> grad(ir::GradContext& ctx) {

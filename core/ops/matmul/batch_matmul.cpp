@@ -14,6 +14,7 @@
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
 #include "core/ops/common/grad_helpers.h"
+#include "core/ops/common/float32_compute.h"
 #include "core/ops/matmul/matrix_product.h"
 #include "core/ops/common/strided_loop.h"
 
@@ -44,7 +45,7 @@ ir::InferResult infer(const ir::InferContext& ctx) {
   }
   out.push_back(s.m);
   out.push_back(s.n);
-  return {{{DType::Float32, out}}};
+  return {{{ctx.dtype(0), out}}};
 }
 
 // Offsets, in matrices, of a's and b's matrix for each batch entry of the output.
@@ -60,6 +61,7 @@ std::vector<std::pair<int64_t, int64_t>> entry_offsets(const ir::Shape& a, const
 }
 
 Kernel kernel(const KernelContext& ctx) {
+  if (has_float16(ctx)) return compute_in_float32(ctx, kernel);
   const ir::Shape &a_shape = ctx.inputs[0]->shape, &b_shape = ctx.inputs[1]->shape, &y_shape = ctx.outputs[0]->shape;
   const bool ta = transpose_a(ctx.op.attrs), tb = transpose_b(ctx.op.attrs);
   GemmShape s = matrix_gemm_shape(a_shape, b_shape, ta, tb);

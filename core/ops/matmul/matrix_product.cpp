@@ -4,6 +4,7 @@
 
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
+#include "core/ops/common/float32_compute.h"
 
 namespace plexus::ops {
 
@@ -32,8 +33,7 @@ GemmShape matrix_gemm_shape(const ir::Shape& a, const ir::Shape& b, bool ta, boo
 }
 
 GemmShape infer_matrix_product(const ir::InferContext& ctx) {
-  ctx.expect_dtype(0, DType::Float32);
-  ctx.expect_dtype(1, DType::Float32);
+  expect_float_inputs(ctx, 2);
   if (ctx.rank(0) < 2 || ctx.rank(1) < 2) ctx.fail(ErrorCode::ShapeMismatch, "both inputs must have rank >= 2");
   const bool ta = transpose_a(ctx.attrs), tb = transpose_b(ctx.attrs);
   const GemmShape s = matrix_gemm_shape(ctx.shape(0), ctx.shape(1), ta, tb);

@@ -1,7 +1,9 @@
 // Reductions over axes:
-//   reduce_sum(x; axes, keepdims)   float32 or int32; empty axes = all dims
-//   reduce_mean(x; axes, keepdims)  float32
+//   reduce_sum(x; axes, keepdims)   any number type; empty axes = all dims
+//   reduce_mean(x; axes, keepdims)  float32 or float16
 //   argmax(x; axis, keepdims)       index of the first maximum along one axis, int32
+// float16 sums and means accumulate in float32 and round once (common/float32_compute.h);
+// integer sums wrap around.
 // Sums run in a fixed order, so results are deterministic. A contiguous row that sums into
 // one output element (the inner H*W of NCHW -> C, the conv bias gradient; any reduction of
 // trailing axes) goes through row_sum's independent partial sums, which vectorise.
@@ -10,8 +12,10 @@
 #include <numeric>
 #include <type_traits>
 
+#include "core/ir/dtype_dispatch.h"
 #include "core/ir/graph.h"
 #include "core/ops/op_def.h"
+#include "core/ops/common/float32_compute.h"
 #include "core/ops/reduction/axis.h"
 #include "core/ops/common/grad_helpers.h"
 #include "core/ops/common/row_sum.h"
@@ -55,7 +59,7 @@ ir::Shape reduced_shape(const ir::Shape& shape, const std::vector<bool>& reduced
 
 ir::InferResult infer_reduce(const ir::InferContext& ctx, bool float_only) {
   if (float_only) {
-    ctx.expect_dtype(0, DType::Float32);
+    ctx.expect_float(0);
   } else {
     ctx.expect_numeric(0);
   }
@@ -114,9 +118,15 @@ OpDef reduce_def(const char* name, bool mean) {
   d.attrs = {{"axes", ir::AttrKind::Ints, ir::AttrValue{std::vector<int64_t>{}}},
              {"keepdims", ir::AttrKind::Int, ir::AttrValue{int64_t{0}}}};
   d.infer = [mean](const ir::InferContext& ctx) { return infer_reduce(ctx, mean); };
-  d.kernel = [mean](const KernelContext& ctx) -> Kernel {
-    if (ctx.inputs[0]->dtype == DType::Int32) return reduce_kernel<int32_t>(ctx, false);
-    return reduce_kernel<float>(ctx, mean);
+  d.kernel = [mean](const KernelContext& ctx) {
+    return ir::visit_arithmetic(ctx.inputs[0]->dtype, [&](auto tag) -> Kernel {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, ir::Float16>) {  // accumulates in float32, rounds once
+        return compute_in_float32(ctx, [mean](const KernelContext& c) { return reduce_kernel<float>(c, mean); });
+      } else {
+        return reduce_kernel<T>(ctx, mean && std::is_same_v<T, float>);
+      }
+    });
   };
   d.grad = [mean](ir::GradContext& ctx) { return reduce_grad(ctx, mean); };
   return d;
@@ -132,7 +142,7 @@ Kernel argmax_kernel(const KernelContext& ctx, int64_t axis) {
       const T* px = x + start;
       int32_t best = 0;
       for (int64_t k = 1; k < split.len; ++k) {
-        if (px[k * stride] > px[best * stride]) best = static_cast<int32_t>(k);
+        if (ir::load(px[k * stride]) > ir::load(px[best * stride])) best = static_cast<int32_t>(k);
       }
       *out++ = best;
     });
@@ -154,8 +164,8 @@ OpDef argmax_def() {
   };
   d.kernel = [](const KernelContext& ctx) -> Kernel {
     const int64_t axis = ir::normalize_axis(ctx.op.attrs.get_int("axis"), ctx.inputs[0]->shape.size());
-    if (ctx.inputs[0]->dtype == DType::Int32) return argmax_kernel<int32_t>(ctx, axis);
-    return argmax_kernel<float>(ctx, axis);
+    return ir::visit_arithmetic(ctx.inputs[0]->dtype,
+                                [&](auto tag) { return argmax_kernel<typename decltype(tag)::type>(ctx, axis); });
   };
   return d;
 }

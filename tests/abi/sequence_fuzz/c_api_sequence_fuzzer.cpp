@@ -183,7 +183,10 @@ void on_complete(void* user_data, plx_status status, const char* message) {
   d->completions.fetch_add(1);
 }
 
-size_t dtype_size(plx_dtype d) { return d == PLX_DTYPE_UINT8 ? 1 : 4; }
+size_t dtype_size(plx_dtype d) {
+  if (d == PLX_DTYPE_UINT8 || d == PLX_DTYPE_INT8 || d == PLX_DTYPE_BOOL) return 1;
+  return d == PLX_DTYPE_FLOAT16 ? 2 : 4;
+}
 
 std::string& temp_dir() {
   static std::string dir;
@@ -227,8 +230,9 @@ class Fuzz {
     const uint8_t b = byte();
     if (b == 0xFF) return 0;
     if (b == 0xFE) return 77;
-    static constexpr plx_dtype kinds[] = {PLX_DTYPE_FLOAT32, PLX_DTYPE_FLOAT32, PLX_DTYPE_INT32, PLX_DTYPE_UINT8};
-    return kinds[b % 4];
+    static constexpr plx_dtype kinds[] = {PLX_DTYPE_FLOAT32, PLX_DTYPE_FLOAT32, PLX_DTYPE_INT32, PLX_DTYPE_UINT8,
+                                          PLX_DTYPE_FLOAT16, PLX_DTYPE_INT8,    PLX_DTYPE_UINT32, PLX_DTYPE_BOOL};
+    return kinds[b % 8];
   }
 
   std::vector<int64_t> shape() {

@@ -1,7 +1,8 @@
-// Conversions (core/ops/elementwise/conversions.cpp): cast(x; dtype) between float32 (1), int32 (2)
-// and uint8 (3). float -> integer truncates toward zero and saturates at the target's
-// range, NaN -> 0; integer -> integer saturates; int32 -> float32 rounds to nearest even.
-// Only float32 -> float32 carries a gradient.
+// Conversions (core/ops/elementwise/conversions.cpp): cast(x; dtype) between every pair of
+// dtypes. float -> integer truncates toward zero and saturates at the target's range,
+// NaN -> 0; integer -> integer saturates; int32 -> float32 rounds to nearest even; to float16
+// rounds to nearest even with overflow to inf; to bool is nonzero. Only float32 -> float32
+// carries a gradient.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <limits>
 
 #include "core/ir/autodiff.h"
+#include "core/ir/dtype_dispatch.h"
 #include "tests/ops/op_test_util.h"
 
 namespace plexus::ops::test {
@@ -101,8 +103,74 @@ TEST(Cast, IntegerCastBlocksTheGradient) {
   }
 }
 
+// Values of each source dtype covering its edges (and, for floats, NaN, infinities, ties).
+std::vector<double> edge_values(ir::DType t) {
+  switch (t) {
+    case ir::DType::Float32:
+    case ir::DType::Float16:
+      return {0.0, -0.0, 1.5, -2.7, 127.9, -128.9, 300.5, -300.5, 65504, 70000, 3e9, -3e9, kNaN, kInf, -kInf,
+              1.0 + 0x1p-11};
+    case ir::DType::Int32:
+      return {0, 1, -1, 127, -128, 255, 256, 2049, 65504, 70000, INT32_MAX, INT32_MIN};
+    case ir::DType::UInt8:
+      return {0, 1, 127, 128, 255};
+    case ir::DType::Int8:
+      return {0, 1, -1, 127, -128};
+    case ir::DType::UInt32:
+      return {0, 1, 255, 256, 2049, 70000, 2147483648.0, 4294967295.0};
+    case ir::DType::Bool:
+      return {0, 1};
+  }
+  return {};
+}
+
+// The documented rule in double, for a value exactly representable in its source dtype.
+double cast_rule(double v, ir::DType to) {
+  return ir::visit_any(to, [&](auto tag) -> double {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, ir::Boolean>) {
+      return v != 0 ? 1.0 : 0.0;  // NaN != 0
+    } else if constexpr (std::is_same_v<T, ir::Float16>) {
+      // A source value is a float, or an int that is a float or overflows float16 anyway.
+      return ir::half_to_float(ir::float_to_half(static_cast<float>(v)));
+    } else if constexpr (std::is_same_v<T, float>) {
+      return static_cast<float>(v);
+    } else {
+      return saturate_trunc(v, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()) + 0.0;  // no -0
+    }
+  });
+}
+
+TEST(Cast, EveryPairOfDtypesFollowsTheRule) {
+  for (ir::DType from : ir::kAllDTypes) {
+    const std::vector<double> values = edge_values(from);
+    const Value x = typed(from, {static_cast<int64_t>(values.size())}, values);
+    for (ir::DType target : ir::kAllDTypes) {
+      SCOPED_TRACE(std::string(ir::dtype_name(from)) + " -> " + std::string(ir::dtype_name(target)));
+      std::vector<double> expected;
+      for (double v : x.data) expected.push_back(cast_rule(v, target));
+      const Value y = run_op1("cast", {x}, to(target));
+      expect_equal(y, typed(target, x.shape, expected), "cast");
+    }
+  }
+}
+
+TEST(Cast, ToFloat16RoundsToNearestEvenAndOverflowsToInf) {
+  // Ties (1 + 2^-11, 1 + 3 * 2^-11, 2^-25, 3 * 2^-25) go to the even neighbour; 65520 is the
+  // first value that rounds to inf; 2^-24 is the smallest subnormal.
+  const Value x = f32({10}, {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 0x1p-25, 3 * 0x1p-25, 0x1p-24, 65519.0, 65520.0, -1e6,
+                             kNaN, -0.0});
+  const Value y = run_op1("cast", {x}, to(ir::DType::Float16));
+  const std::vector<double> expected{1.0, 1.0 + 0x1p-9, 0.0, 0x1p-23, 0x1p-24, 65504.0, kInf, -kInf, kNaN, -0.0};
+  ASSERT_EQ(y.dtype, ir::DType::Float16);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_TRUE(y.data[i] == expected[i] || (std::isnan(y.data[i]) && std::isnan(expected[i]))) << i << ": " << y.data[i];
+    EXPECT_EQ(std::signbit(y.data[i]), std::signbit(expected[i])) << i;
+  }
+}
+
 TEST(Cast, InvalidDtypeIsRejected) {
-  for (const int64_t dtype : {int64_t{0}, int64_t{4}, int64_t{-1}, (int64_t{1} << 32) + 1}) {
+  for (const int64_t dtype : {int64_t{0}, int64_t{8}, int64_t{-1}, (int64_t{1} << 32) + 1}) {
     SCOPED_TRACE(dtype);
     const OpError e = op_error("cast", {f32({1}, {1})}, make_attrs({{"dtype", dtype}}));
     EXPECT_EQ(e.stage, Stage::Build);

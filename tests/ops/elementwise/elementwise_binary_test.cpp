@@ -1,6 +1,7 @@
 // Binary elementwise ops (core/ops/elementwise/elementwise_binary.cpp): add, sub, mul, div with numpy
-// broadcasting over float32 or int32 (int32 wraps around; int32 division by zero is a run
-// error), and equal (any dtype, uint8 result).
+// broadcasting over float32, float16 (computed in float32, rounded once), int32, int8, uint8
+// and uint32 (integers wrap around; integer division by zero is a run error), and equal
+// (any dtype, uint8 result).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <ostream>
 #include <tuple>
 
+#include "core/ir/dtype_dispatch.h"
 #include "tests/ops/op_test_util.h"
 
 namespace plexus::ops::test {
@@ -187,12 +189,12 @@ TEST(ElementwiseBinary, IncompatibleShapesAreRejected) {
   }
 }
 
-TEST(ElementwiseBinary, ArithmeticOnUint8IsRejected) {
-  const OpError e = op_error("add", {u8({2}, {1, 2}), u8({2}, {1, 2})});
+TEST(ElementwiseBinary, ArithmeticOnBoolIsRejected) {
+  const OpError e = op_error("add", {typed(ir::DType::Bool, {2}, {1, 0}), typed(ir::DType::Bool, {2}, {1, 1})});
   EXPECT_EQ(e.stage, Stage::Build);
   EXPECT_EQ(e.code, ir::ErrorCode::DTypeMismatch);
-  EXPECT_THAT(e.message, HasSubstr("op 'add'"));
-  EXPECT_THAT(e.message, HasSubstr("input 0 must be float32 or int32"));
+  EXPECT_THAT(e.message, HasSubstr("op 'add' with inputs (bool[2], bool[2])"));
+  EXPECT_THAT(e.message, HasSubstr("input 0 must be a number (float32, float16, int32, int8, uint8 or uint32), not bool"));
 }
 
 }  // namespace
@@ -202,6 +204,87 @@ namespace plexus::ops::test {
 namespace {
 
 // add_ (PopXL's x += y): in place, y broadcast to x's shape; the output is x's storage.
+// The integer op on T computed exactly in int64 and wrapped to T's width (two's complement);
+// division truncates toward zero.
+template <class T>
+double apply_wrapped(const std::string& op, double xd, double yd) {
+  const auto x = static_cast<int64_t>(xd), y = static_cast<int64_t>(yd);
+  int64_t r = x / y;
+  if (op == "add") r = x + y;
+  if (op == "sub") r = x - y;
+  if (op == "mul") r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+  return static_cast<double>(static_cast<T>(static_cast<uint64_t>(r)));
+}
+
+TEST(ElementwiseBinary, SmallIntegerTypesWrapAroundAndDivideTowardZero) {
+  const std::vector<std::tuple<ir::DType, std::vector<double>, std::vector<double>>> cases = {
+      {ir::DType::Int8, {127, -128, -7, 100, -128, 3}, {1, -1, 2, 3, 1, -2}},
+      {ir::DType::UInt8, {255, 0, 7, 200, 128, 3}, {1, 1, 2, 3, 2, 200}},
+      {ir::DType::UInt32, {4294967295.0, 0, 7, 3000000000.0, 2147483648.0, 3}, {1, 1, 2, 3, 2, 4000000000.0}},
+  };
+  for (const auto& [dtype, xs, ys] : cases) {
+    const Value x = typed(dtype, {6}, xs), y = typed(dtype, {6}, ys);
+    for (const std::string op : {"add", "sub", "mul", "div"}) {
+      SCOPED_TRACE(op + " " + std::string(ir::dtype_name(dtype)));
+      std::vector<double> expected;
+      for (size_t i = 0; i < xs.size(); ++i) {
+        expected.push_back(ir::visit_dtype<int8_t, uint8_t, uint32_t>(dtype, [&](auto tag) {
+          return apply_wrapped<typename decltype(tag)::type>(op, xs[i], ys[i]);
+        }));
+      }
+      expect_equal(run_op1(op, {x, y}), typed(dtype, {6}, expected), op);
+    }
+  }
+}
+
+TEST(ElementwiseBinary, SmallIntegerDivisionByZeroIsARunErrorNamingTheDtype) {
+  const OpError e = op_error("div", {typed(ir::DType::Int8, {2}, {1, 2}), typed(ir::DType::Int8, {2}, {1, 0})});
+  EXPECT_EQ(e.stage, Stage::Run);
+  EXPECT_EQ(e.code, ir::ErrorCode::Runtime);
+  EXPECT_THAT(e.message, HasSubstr("op 'div': int8 division by zero"));
+}
+
+TEST(ElementwiseBinary, Float16IsComputedInFloat32AndRoundedOncePerElement) {
+  // 1 + 2^-11 is a tie (even: 1), 1 + 3 * 2^-12 rounds up to 1 + 2^-10, 65504 + 16 is the
+  // tie to inf, 2^-24 / 2 is the tie to 0; mul and div round the float32 result once.
+  const Value x = f16({5}, {1, 1, 65504, 0x1p-24, 3});
+  const Value y = f16({5}, {0x1p-11, 3 * 0x1p-12, 16, 2, 7});
+  for (const std::string op : {"add", "sub", "mul", "div"}) {
+    SCOPED_TRACE(op);
+    std::vector<double> expected;
+    for (size_t i = 0; i < x.data.size(); ++i) {
+      expected.push_back(static_cast<float>(apply(op, x.data[i], y.data[i])));  // exact in float32 here
+    }
+    expect_equal(run_op1(op, {x, y}), f16({5}, expected), op);
+  }
+  const Value sum = run_op1("add", {x, y});
+  EXPECT_EQ(sum.data[0], 1.0);
+  EXPECT_EQ(sum.data[1], 1.0 + 0x1p-10);
+  EXPECT_EQ(sum.data[2], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(run_op1("div", {x, y}).data[3], 0.0);
+  EXPECT_EQ(run_op1("div", {x, y}).data[4], 0.428466796875);  // 3/7 rounded to float16
+}
+
+TEST(ElementwiseBinary, NegAndEqualCoverTheNewDtypes) {
+  expect_equal(run_op1("neg", {typed(ir::DType::Int8, {3}, {-128, 5, 0})}), typed(ir::DType::Int8, {3}, {-128, -5, 0}),
+               "int8 neg wraps");
+  expect_equal(run_op1("neg", {typed(ir::DType::UInt32, {2}, {1, 0})}), typed(ir::DType::UInt32, {2}, {4294967295.0, 0}),
+               "uint32 neg wraps");
+  expect_equal(run_op1("neg", {f16({2}, {65504, -0.5})}), f16({2}, {-65504, 0.5}), "float16 neg");
+  expect_equal(run_op1("equal", {f16({3}, {1, 0.5, -0.0}), f16({3}, {1, 0.25, 0.0})}), u8({3}, {1, 0, 1}),
+               "float16 equal (-0 == 0)");
+  expect_equal(run_op1("equal", {typed(ir::DType::Bool, {4}, {0, 1, 1, 0}), typed(ir::DType::Bool, {1}, {1})}),
+               u8({4}, {0, 1, 1, 0}), "bool equal");
+  expect_equal(run_op1("equal", {typed(ir::DType::Int8, {2}, {-1, 2}), typed(ir::DType::Int8, {2}, {-1, 3})}),
+               u8({2}, {1, 0}), "int8 equal");
+}
+
+TEST(ElementwiseBinary, Float16MixedWithFloat32IsRejected) {
+  const OpError e = op_error("add", {f16({2}, {1, 2}), f32({2}, {1, 2})});
+  EXPECT_EQ(e.code, ir::ErrorCode::DTypeMismatch);
+  EXPECT_THAT(e.message, HasSubstr("op 'add' with inputs (float16[2], float32[2]): both inputs must have the same dtype"));
+}
+
 TEST(ElementwiseBinary, AddInPlaceBroadcastsYOntoX) {
   expect_equal(run_op1("add_", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}),
                f32({2, 3}, {11, 22, 33, 14, 25, 36}), "add_ float32");

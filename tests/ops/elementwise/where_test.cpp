@@ -77,13 +77,14 @@ TEST(Where, Int32Values) {
 TEST(Where, DtypesAreChecked) {
   const Value a = random_f32({2}, 1), b = random_f32({2}, 2);
   const OpError c = expect_build_error("where", {f32({2}, {0, 1}), a, b}, {}, ir::ErrorCode::DTypeMismatch);
-  EXPECT_THAT(c.message, HasSubstr("cond (input 0) must be uint8 or int32"));
+  EXPECT_THAT(c.message, HasSubstr("cond (input 0) must be bool, uint8 or int32"));
   const OpError m =
       expect_build_error("where", {u8({2}, {0, 1}), a, i32({2}, {1, 2})}, {}, ir::ErrorCode::DTypeMismatch);
   EXPECT_THAT(m.message, HasSubstr("a and b (inputs 1 and 2) must have one dtype"));
-  const OpError u = expect_build_error("where", {u8({2}, {0, 1}), u8({2}, {1, 2}), u8({2}, {3, 4})}, {},
-                                       ir::ErrorCode::DTypeMismatch);
-  EXPECT_THAT(u.message, HasSubstr("input 1 must be float32 or int32"));
+  // Any dtype selects (by element size): uint8 values, float16 values under a bool cond.
+  expect_equal(run_op1("where", {u8({2}, {0, 1}), u8({2}, {1, 2}), u8({2}, {3, 4})}), u8({2}, {3, 2}), "uint8");
+  expect_equal(run_op1("where", {typed(ir::DType::Bool, {3}, {1, 0, 1}), f16({3}, {0.5, -1, 65504}), f16({1}, {-0.25})}),
+               f16({3}, {0.5, -0.25, 65504}), "float16 under bool");
 }
 
 TEST(Where, ShapesMustBroadcast) {

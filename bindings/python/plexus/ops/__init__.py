@@ -216,8 +216,9 @@ def remote_store(remote_buffer, offset, t):
 
 
 def cast(t, dtype):
-    """`t` converted to `dtype` (plexus.float32/int32/uint8 or a numpy dtype); float to int
-    truncates toward zero and saturates (docs/ops.md)."""
+    """`t` converted to `dtype` (a device DType such as plexus.float16, a numpy dtype or a
+    name); float to int truncates toward zero and saturates, to float16 rounds to nearest
+    even, to bool is nonzero (docs/ops.md)."""
     return add_op("cast", [t], {"dtype": dtypes.of(dtype)})
 
 
