@@ -249,7 +249,7 @@ def test_group_norm_gradients_match_torch():
         lambda x, w, b: ops.group_norm(x, w, b, 3),
         lambda x, w, b: F.group_norm(x, 3, w, b, eps=1e-5))
     for a, b in zip(ours, theirs):
-        np.testing.assert_allclose(a, np.asarray(b.detach()), rtol=RTOL, atol=1e-5)
+        _close(a, b)
 
 
 # --- scaled_add and io_tile_copy -------------------------------------------------------
