@@ -1,5 +1,5 @@
 """docs/python.md documents the packages as they are: every public name of `plexus`,
-`plexus.report` and `popxl`, every public method and property of their classes, the special
+`plexus.layers`, `plexus.report` and `popxl`, every public method and property of their classes, the special
 forms of plexus.ops and the collectives appear in it (as `name`), and every op of the
 runtime's catalog is in docs/ops.md. So a new function or class fails this test until the
 reference has it."""
@@ -12,6 +12,7 @@ import plexus
 import popxl
 import poptorch
 import popxl.ops.var_updates
+import plexus.layers
 import plexus.report
 from plexus import ops
 from plexus.ops import catalog
@@ -20,7 +21,7 @@ ROOT = pathlib.Path(os.environ.get("PLEXUS_SOURCE_DIR", pathlib.Path(__file__).r
 # Submodules re-exported by import side effect: documented through their contents.
 MODULES = {"callbacks", "context", "data", "dtypes", "errors", "graph", "ir", "module", "ops", "session", "streams",
            "tensor", "variables", "blocks", "capture", "executor", "lowering", "lowering_norm", "options", "update", "composed_optimizers",
-           "prefetch"}
+           "prefetch", "layers"}
 
 
 def documented_words():
@@ -36,8 +37,9 @@ def public_names(module=plexus):
 
 
 # The popxl and poptorch packages' own modules; popxl.ops also holds every catalog op (docs/ops.md).
-POPXL = (popxl, popxl.ops.var_updates, poptorch, poptorch.optim, plexus.report)
-POPXL_OPS_OWN = {"host_store", "remote_code_load", "call", "call_with_info", "repeat", "CallSiteInfo"}
+POPXL = (popxl, popxl.ops.var_updates, poptorch, poptorch.optim, plexus.report, plexus.layers)
+POPXL_OPS_OWN = {"host_store", "remote_code_load", "call", "call_with_info", "repeat", "CallSiteInfo", "conv", "max_pool",
+                 "average_pool", "group_norm", "scaled_add", "io_tile_copy"}
 
 
 def test_every_public_name_is_documented():

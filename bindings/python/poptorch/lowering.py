@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import plexus
-from plexus import ops
+from plexus import layers, ops
 
 
 class Unsupported(Exception):
@@ -41,20 +41,6 @@ def linear(x, weight, bias=None):
     """x @ weight^T + bias: torch's weight [out, in]."""
     y = ops.matmul(x, weight, transpose_b=1)
     return y if bias is None else ops.add(y, bias)
-
-
-def _dilated(weight, dilation):
-    """The kernel [F, C, KH, KW] spread to [F, C, d (KH - 1) + 1, ...] with zeros between
-    its taps: a matmul with a 0/1 matrix, so the gradient reaches the taps alone."""
-    f, c, kh, kw = (int(d) for d in weight.shape)
-    (dh, dw) = dilation
-    kh2, kw2 = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    spread = np.zeros((kh * kw, kh2 * kw2), np.float32)
-    for i in range(kh):
-        for j in range(kw):
-            spread[i * kw + j, i * dh * kw2 + j * dw] = 1.0
-    taps = ops.matmul(ops.reshape(weight, shape=[f * c, kh * kw]), _const(spread))
-    return ops.reshape(taps, shape=[f, c, kh2, kw2])
 
 
 def _conv_pads(m):
@@ -94,109 +80,22 @@ def _edge_padded(x, mode, before, after):
 
 
 def _conv2d(m, ctx, x):
-    """Conv2d; dilation spreads the kernel (_dilated), groups convolve each group's channels
-    with its filters and concatenate (torch's definition); a padding_mode other than zeros
-    pads x first (_edge_padded), as torch does."""
+    """Conv2d: plexus.layers.conv2d (dilation, groups, the odd "same" padding after); a
+    padding_mode other than zeros pads x first (_edge_padded), as torch does."""
     before, after = _conv_pads(m)
-    if m.padding_mode == "zeros":  # conv2d pads before[i] on both sides; the odd rest is appended
-        x, padding = _extended(x, [a - b for a, b in zip(after, before)], 0.0), before
-    else:
-        x, padding = _edge_padded(x, m.padding_mode, before, after), [0, 0]
-    weight = ctx.param(m.weight)
-    if _pair(m.dilation) != [1, 1]:
-        weight = _dilated(weight, _pair(m.dilation))
-    bias = [ctx.param(m.bias)] if m.bias is not None else []
-    attrs = dict(stride=_pair(m.stride), padding=padding)
-    if m.groups == 1:
-        return ops.conv2d(x, weight, *bias, **attrs)
-    g = m.groups
-    parts = zip(ops.split(x, sizes=[m.in_channels // g] * g, axis=1),
-                ops.split(weight, sizes=[m.out_channels // g] * g, axis=0),
-                *([ops.split(bias[0], sizes=[m.out_channels // g] * g)] if bias else []))
-    return ops.concat(*(ops.conv2d(*part, **attrs) for part in parts), axis=1)
-
-
-def _pool_out(size, kernel, stride, pad, ceil_mode):
-    """torch's pooling output size along one dim: with ceil_mode the last window may run
-    past the padded input, but must start inside the input or its leading padding."""
-    if not ceil_mode:
-        return (size + 2 * pad - kernel) // stride + 1
-    out = -(-(size + 2 * pad - kernel) // stride) + 1
-    return out - 1 if (out - 1) * stride >= size + pad else out
-
-
-def _extended(x, extra, fill, before=(0, 0)):
-    """x [..., H, W] with extra[0] rows and extra[1] columns of `fill` appended at the bottom
-    and right (and before[0] rows, before[1] columns at the top and left)."""
-    for axis, n_after, n_before in zip((-2, -1), extra, before):
-        def block(n):
-            shape = list(x.shape)
-            shape[axis] = n
-            return [_const(np.full(shape, fill, np.float32))] if n > 0 else []
-        parts = block(n_before) + [x] + block(n_after)
-        x = ops.concat(*parts, axis=x.rank + axis) if len(parts) > 1 else x
-    return x
-
-
-def _ceil_extension(x, kernel, stride, pad):
-    """The rows and columns to append to x so that floor-mode windows of the pads give the
-    ceil-mode output size (the windows that run past the padded input read the fill);
-    `kernel` is the window's extent (dilation (size - 1) + 1)."""
-    extra = []
-    for i in range(2):
-        size = int(x.shape[-2 + i])
-        out = _pool_out(size, kernel[i], stride[i], pad[i], True)
-        extra.append((out - 1) * stride[i] + kernel[i] - (size + 2 * pad[i]))
-    return extra
-
-
-def _dilated_max_pool(x, kernel, stride, dilation, plane=None):
-    """Max pooling of an already padded x with dilated windows: one strided slice of x per
-    tap, folded pairwise in window order, keeping the earlier on a tie (torch's first
-    maximum, which gets the gradient). With `plane` (the padding before the last two dims,
-    and the unpadded width), also the flat index of each maximum in the unpadded plane
-    (torch's return_indices; int32, as PopTorch makes int64 tensors)."""
-    out = [(int(x.shape[-2 + i]) - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
-    best = index = None
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            rows = slice(i * dilation[0], i * dilation[0] + (out[0] - 1) * stride[0] + 1, stride[0])
-            cols = slice(j * dilation[1], j * dilation[1] + (out[1] - 1) * stride[1] + 1, stride[1])
-            tap = x[(slice(None),) * (x.rank - 2) + (rows, cols)]
-            tap_index = None if plane is None else _tap_index(out, (i, j), stride, dilation, *plane)
-            if best is None:
-                best, index = tap, tap_index
-                continue
-            diff = ops.sub(best, tap)
-            keep = ops.equal(ops.relu(diff), diff)
-            best = ops.where(keep, best, tap)
-            if plane is not None:
-                index = ops.where(keep, index, tap_index)
-    return best if plane is None else (best, index)
-
-
-def _tap_index(out, tap, stride, dilation, origin, width):
-    """The int32 [OH, OW] flat indices, in a plane of `width` columns padded with `origin`
-    rows and columns before, of window tap `tap` at each output position."""
-    r = np.arange(out[0])[:, None] * stride[0] + tap[0] * dilation[0] - origin[0]
-    c = np.arange(out[1])[None, :] * stride[1] + tap[1] * dilation[1] - origin[1]
-    return plexus.constant((r * width + c).astype(np.int32), plexus.int32)
+    if m.padding_mode != "zeros":
+        x, before, after = _edge_padded(x, m.padding_mode, before, after), [0, 0], [0, 0]
+    bias = ctx.param(m.bias) if m.bias is not None else None
+    return layers.conv2d(x, ctx.param(m.weight), bias, stride=_pair(m.stride), pads=before + after,
+                         dilation=_pair(m.dilation), groups=m.groups)
 
 
 def _max_pool2d(m, ctx, x):
-    """MaxPool2d: the max_pool2d op, or with dilation or return_indices _dilated_max_pool of
-    x padded with the lowest float (return_indices: the output and the int32 flat index of
-    each maximum in its input plane, as torch's); ceil_mode extends x (_ceil_extension)."""
-    kernel, stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
-    dilation = _pair(m.dilation)
-    extent = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
-    lowest = np.finfo(np.float32).min
-    extra = _ceil_extension(x, extent, stride, pad) if m.ceil_mode else [0, 0]
-    if dilation == [1, 1] and not m.return_indices:
-        return ops.max_pool2d(_extended(x, extra, lowest), kernel=kernel, stride=stride, padding=pad)
-    framed = _extended(x, [e + p for e, p in zip(extra, pad)], lowest, before=pad)
-    plane = (pad, int(x.shape[-1])) if m.return_indices else None
-    return _dilated_max_pool(framed, kernel, stride, dilation, plane)
+    """MaxPool2d: plexus.layers.max_pool2d (ceil_mode, dilation; return_indices: the output
+    and the int32 flat index of each maximum in its input plane, as torch's)."""
+    pad = _pair(m.padding)
+    return layers.max_pool2d(x, _pair(m.kernel_size), _pair(m.stride or m.kernel_size), pad + pad,
+                             _pair(m.dilation), m.ceil_mode, m.return_indices)
 
 
 def _per_position(x, target, reduction, loss):
@@ -257,41 +156,13 @@ def _const(array):
     return plexus.constant(np.asarray(array, np.float32), plexus.float32)
 
 
-def _leading(x, fn):
-    """fn(x as [prod(leading dims), 1, H, W]) -> [L, 1, OH, OW], back to [leading..., OH, OW]."""
-    lead = list(x.shape[:-2])
-    y = fn(ops.reshape(x, shape=[int(np.prod(lead))] + [1] + list(x.shape[-2:])))
-    return ops.reshape(y, shape=lead + list(y.shape[-2:]))
-
-
-def _window_divisors(size, kernel, stride, pad, ceil_mode, count_include_pad):
-    """torch's avg_pool2d divisor per output position along one dim: the window clipped to
-    the padded input, or to the input alone without count_include_pad."""
-    out = _pool_out(size, kernel, stride, pad, ceil_mode)
-    starts = np.arange(out) * stride - pad
-    ends = np.minimum(starts + kernel, size + pad)
-    if count_include_pad:
-        return ends - starts
-    return np.minimum(ends, size) - np.maximum(starts, 0)
-
-
 def _avg_pool2d(m, ctx, x):
-    """The window sums (a convolution with a kernel of ones), over the divisor torch uses."""
+    """AvgPool2d: plexus.layers.average_pool2d with torch's divisors."""
     if x.rank not in (3, 4):
         raise Unsupported(f"AvgPool2d of an input of rank {x.rank}: only [N,]C,H,W")
-    kernel, stride, pad = _pair(m.kernel_size), _pair(m.stride or m.kernel_size), _pair(m.padding)
-    ones = _const(np.ones((1, 1) + tuple(kernel)))
-    sizes = [int(d) for d in x.shape[-2:]]  # the divisors are of the input, not its extension
-    if m.ceil_mode:
-        x = _extended(x, _ceil_extension(x, kernel, stride, pad), 0.0)
-    y = _leading(x, lambda t: ops.conv2d(t, ones, stride=stride, padding=pad))
-    if m.divisor_override is not None:
-        return ops.mul(y, 1.0 / m.divisor_override)
-    counts = np.outer(*(_window_divisors(sizes[i], kernel[i], stride[i], pad[i], m.ceil_mode,
-                                         m.count_include_pad) for i in range(2)))
-    if (counts == kernel[0] * kernel[1]).all():
-        return ops.mul(y, 1.0 / (kernel[0] * kernel[1]))
-    return ops.div(y, _const(counts))
+    pad = _pair(m.padding)
+    return layers.average_pool2d(x, _pair(m.kernel_size), _pair(m.stride or m.kernel_size), pad + pad, m.ceil_mode,
+                                 m.count_include_pad, m.divisor_override)
 
 
 def _adaptive_avg_pool2d(m, ctx, x):

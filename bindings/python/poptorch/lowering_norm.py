@@ -7,22 +7,13 @@ statistics."""
 import numpy as np
 import torch
 
-from plexus import ops
+from plexus import layers, ops
 from poptorch.lowering import Unsupported
-
-
-def _per_channel(t, rank):
-    """A [C] tensor shaped [1, C, 1, ...] to broadcast along dim 1 of a rank-`rank` input."""
-    return ops.reshape(t, shape=[1, int(t.shape[0])] + [1] * (rank - 2))
 
 
 def _affine(m, ctx, y):
     """y * weight + bias along dim 1, for an affine module."""
-    if m.weight is not None:
-        y = ops.mul(y, _per_channel(ctx.param(m.weight), y.rank))
-    if m.bias is not None:
-        y = ops.add(y, _per_channel(ctx.param(m.bias), y.rank))
-    return y
+    return layers.channel_affine(y, *(ctx.param(p) if p is not None else None for p in (m.weight, m.bias)))
 
 
 def _normalise(centred, var, eps):
@@ -48,8 +39,8 @@ def _batch_norm(m, ctx, x):
         raise Unsupported(f"{type(m).__name__} of an input of rank {x.rank}")
     batch_stats = m.running_mean is None or (m.training and ctx.training)
     if not batch_stats:
-        centred = ops.sub(x, _per_channel(ctx.param(m.running_mean), x.rank))
-        return _affine(m, ctx, _normalise(centred, _per_channel(ctx.param(m.running_var), x.rank), m.eps))
+        centred = ops.sub(x, layers.per_channel(ctx.param(m.running_mean), x.rank))
+        return _affine(m, ctx, _normalise(centred, layers.per_channel(ctx.param(m.running_var), x.rank), m.eps))
     axes = [0] + list(range(2, x.rank))
     mean = ops.reduce_mean(x, axes=axes, keepdims=1)
     centred = ops.sub(x, mean)
@@ -60,15 +51,6 @@ def _batch_norm(m, ctx, x):
     return _affine(m, ctx, _normalise(centred, var, m.eps))
 
 
-def _layer_norm_last(x, eps, weight=None, bias=None):
-    """ops.layer_norm over the last dim; a weight without a bias (or the reverse) applied after."""
-    if weight is not None and bias is not None:
-        return ops.layer_norm(x, weight, bias, eps=float(eps))
-    y = ops.layer_norm(x, eps=float(eps))
-    y = y if weight is None else ops.mul(y, weight)
-    return y if bias is None else ops.add(y, bias)
-
-
 def _layer_norm(m, ctx, x):
     k = len(m.normalized_shape)
     if list(x.shape[x.rank - k:]) != list(m.normalized_shape):
@@ -76,17 +58,16 @@ def _layer_norm(m, ctx, x):
     size = int(np.prod(m.normalized_shape))
     flat = [ctx.param(p) if p is not None else None for p in (m.weight, getattr(m, "bias", None))]
     flat = [ops.reshape(p, shape=[size]) if p is not None else None for p in flat]
-    y = _layer_norm_last(ops.reshape(x, shape=list(x.shape[:x.rank - k]) + [size]), m.eps, *flat)
+    y = layers.layer_norm_last(ops.reshape(x, shape=list(x.shape[:x.rank - k]) + [size]), m.eps, *flat)
     return ops.reshape(y, shape=list(x.shape))
 
 
 def _group_norm(m, ctx, x):
-    """Each sample's groups of C / num_groups channels normalised together (layer_norm over
-    the group's flattened values), then the per-channel affine."""
+    """plexus.layers.group_norm: each sample's groups of C / num_groups channels normalised
+    together, then the per-channel affine."""
     if x.rank < 2:
         raise Unsupported(f"GroupNorm of an input of rank {x.rank}")
-    groups = ops.reshape(x, shape=[int(x.shape[0]), int(m.num_groups), -1])
-    return _affine(m, ctx, ops.reshape(_layer_norm_last(groups, m.eps), shape=list(x.shape)))
+    return _affine(m, ctx, layers.group_norm(x, m.num_groups, m.eps))
 
 
 MODULES = {
