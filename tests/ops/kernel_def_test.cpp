@@ -61,7 +61,8 @@ TEST(KernelRegistry, FindsKernelsByOpTypeAndReturnsNullForOthers) {
   const KernelRegistry& registry = KernelRegistry::instance();
   ASSERT_NE(registry.find("matmul"), nullptr);
   EXPECT_TRUE(registry.find("matmul")->kernel);
-  EXPECT_FALSE(registry.find("matmul")->scratch) << "matmul needs no scratch";
+  EXPECT_FALSE(registry.find("relu")->scratch) << "relu needs no scratch";
+  EXPECT_TRUE(registry.find("matmul")->scratch) << "matmul has float16 copies to place";
   EXPECT_TRUE(registry.find("conv2d")->scratch);
   EXPECT_TRUE(registry.find("max_pool2d_grad")->may_inplace);
   EXPECT_TRUE(registry.find("replicated_all_reduce_bucket")->span_inputs);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ir/error.h"
 #include "core/ir/float16.h"
 
 namespace plexus::ops {
@@ -13,10 +14,20 @@ namespace {
 
 using ir::DType;
 
-/// One float16 tensor and its float32 copy.
+constexpr size_t kAlign = 64;
+
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+/// Bytes of the float32 copy of a tensor of type (dtype, shape): none unless float16.
+size_t copy_bytes(DType dtype, const ir::Shape& shape) {
+  return dtype == DType::Float16 ? aligned(static_cast<size_t>(ir::numel(shape)) * sizeof(float)) : 0;
+}
+
+/// One float16 tensor and its float32 copy (in the op's scratch).
 struct Widened {
   std::byte* half = nullptr;
-  std::vector<float> wide;
+  float* wide = nullptr;
+  size_t count = 0;
 };
 
 /// The copies of one kernel; `infos` are the float32 types the inner kernel sees.
@@ -27,19 +38,19 @@ struct Copies {
 
 bool is_half(const ir::TensorInfo* t) { return t->dtype == DType::Float16; }
 
-// Points every float16 tensor of `types` / `buffers` at a new float32 copy in `copies`.
+// Points every float16 tensor of `types` / `buffers` at a float32 copy at `next`, which
+// moves past it.
 void widen(std::vector<const ir::TensorInfo*>& types, std::vector<std::byte*>& buffers, std::vector<ir::TensorInfo>& infos,
-           std::vector<Widened>& copies) {
+           std::vector<Widened>& copies, std::byte*& next) {
   for (size_t i = 0; i < types.size(); ++i) {
     if (!is_half(types[i])) continue;
-    ir::TensorInfo& wide = infos.emplace_back();
-    wide.name = types[i]->name;
+    const size_t bytes = copy_bytes(types[i]->dtype, types[i]->shape);
+    ir::TensorInfo& wide = infos.emplace_back(*types[i]);
     wide.dtype = DType::Float32;
-    wide.shape = types[i]->shape;
-    wide.sharding = types[i]->sharding;
-    copies.push_back({buffers[i], std::vector<float>(static_cast<size_t>(ir::numel(wide.shape)))});
+    copies.push_back({buffers[i], reinterpret_cast<float*>(next), static_cast<size_t>(ir::numel(wide.shape))});
     types[i] = &wide;
-    buffers[i] = reinterpret_cast<std::byte*>(copies.back().wide.data());
+    buffers[i] = next;
+    next += bytes;
   }
 }
 
@@ -52,24 +63,38 @@ bool has_float16(const KernelContext& ctx) {
 
 Kernel compute_in_float32(const KernelContext& ctx, const Float32KernelBuilder& build) {
   if (!has_float16(ctx)) return build(ctx);
+  if (ctx.scratch == nullptr) {
+    ir::fail(ir::ErrorCode::Internal, "op '" + ctx.op.name + "' computes float16 in float32 but has no scratch for the "
+                                      "float32 copies (its scratch rule must be with_float32_copies')");
+  }
   auto copies = std::make_shared<Copies>();
   copies->infos.reserve(ctx.inputs.size() + ctx.outputs.size());  // stable addresses for the types
-  copies->inputs.reserve(ctx.inputs.size());
-  copies->outputs.reserve(ctx.outputs.size());
   KernelContext wide = ctx;
-  widen(wide.inputs, wide.in, copies->infos, copies->inputs);
-  widen(wide.outputs, wide.out, copies->infos, copies->outputs);
+  std::byte* next = ctx.scratch;
+  widen(wide.inputs, wide.in, copies->infos, copies->inputs, next);
+  widen(wide.outputs, wide.out, copies->infos, copies->outputs, next);
+  wide.scratch = next;
   Kernel inner = build(wide);
   return [copies, inner = std::move(inner)] {
-    for (Widened& c : copies->inputs) {
+    for (const Widened& c : copies->inputs) {
       const auto* half = reinterpret_cast<const ir::Float16*>(c.half);
-      for (size_t i = 0; i < c.wide.size(); ++i) c.wide[i] = ir::half_to_float(half[i]);
+      for (size_t i = 0; i < c.count; ++i) c.wide[i] = ir::half_to_float(half[i]);
     }
     inner();
-    for (Widened& c : copies->outputs) {
+    for (const Widened& c : copies->outputs) {
       auto* half = reinterpret_cast<ir::Float16*>(c.half);
-      for (size_t i = 0; i < c.wide.size(); ++i) half[i] = ir::float_to_half(c.wide[i]);
+      for (size_t i = 0; i < c.count; ++i) half[i] = ir::float_to_half(c.wide[i]);
     }
+  };
+}
+
+ScratchRule with_float32_copies(ScratchRule scratch) {
+  return [scratch = std::move(scratch)](const ir::InferContext& ctx) {
+    size_t bytes = 0;
+    for (const ir::TensorInfo* t : ctx.inputs) bytes += copy_bytes(t->dtype, t->shape);
+    const ir::OpSchema* schema = ir::OpSchemaRegistry::instance().find(ctx.op_name);
+    for (const ir::TensorType& out : schema->infer(ctx).outputs) bytes += copy_bytes(out.dtype, out.shape);
+    return bytes + (scratch ? scratch(ctx) : 0);
   };
 }
 

@@ -227,7 +227,7 @@ OpDef conv_def() {
   d.attrs = {stride_spec(), padding_spec()};
   d.infer = infer_conv;
   d.kernel = [](const KernelContext& ctx) { return conv_forward(ctx, false); };
-  d.scratch = conv_scratch;
+  d.scratch = with_float32_copies(conv_scratch);
   d.grad = conv_grad;
   return d;
 }
@@ -239,7 +239,7 @@ OpDef grad_input_def() {
   d.attrs = {stride_spec(), padding_spec(), {"input_shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = infer_grad_input;
   d.kernel = grad_input_kernel;
-  d.scratch = grad_input_scratch;
+  d.scratch = with_float32_copies(grad_input_scratch);
   return d;
 }
 
@@ -250,7 +250,7 @@ OpDef grad_weight_def() {
   d.attrs = {stride_spec(), padding_spec(), {"weight_shape", ir::AttrKind::Ints, std::nullopt}};
   d.infer = infer_grad_weight;
   d.kernel = grad_weight_kernel;
-  d.scratch = grad_weight_scratch;
+  d.scratch = with_float32_copies(grad_weight_scratch);
   return d;
 }
 

@@ -111,6 +111,7 @@ OpDef def() {
   d.attrs = transpose_attr_specs();
   d.infer = infer;
   d.kernel = kernel;
+  d.scratch = with_float32_copies(nullptr);
   d.grad = grad;
   return d;
 }

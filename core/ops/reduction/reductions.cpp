@@ -128,6 +128,7 @@ OpDef reduce_def(const char* name, bool mean) {
       }
     });
   };
+  d.scratch = with_float32_copies(nullptr);
   d.grad = [mean](ir::GradContext& ctx) { return reduce_grad(ctx, mean); };
   return d;
 }

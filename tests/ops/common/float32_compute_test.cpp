@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/ir/float16.h"
+#include "core/ir/graph.h"
+#include "core/ops/kernel_def.h"
 #include "tests/ops/op_test_util.h"
 
 namespace plexus::ops::test {
@@ -82,6 +84,29 @@ TEST(Float32Compute, MixedAndUnsupportedDtypesAreRefusedNamingTheOpAndDtype) {
   EXPECT_THAT(relu.message, HasSubstr("op 'relu' with inputs (float16[2]): input 0 must be float32"));
   const OpError mean = expect_build_error("reduce_mean", {i32({2}, {1, 2})}, {}, ir::ErrorCode::DTypeMismatch);
   EXPECT_THAT(mean.message, HasSubstr("op 'reduce_mean' with inputs (int32[2]): input 0 must be float32 or float16"));
+}
+
+// The scratch the memory plan reserves for an op on `dtype` inputs of these shapes.
+size_t planned_scratch(const std::string& op, ir::DType dtype, const std::vector<ir::Shape>& shapes,
+                       const ir::Attributes& attrs = {}) {
+  ir::Graph g;
+  std::vector<ir::TensorId> inputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    inputs.push_back(g.stream(g.add_h2d_stream("in" + std::to_string(i), dtype, shapes[i])).tensor);
+  }
+  const ir::TensorId y = g.add_op(op, inputs, attrs).front();
+  return scratch_bytes(g, g.op(g.tensor(y).producer));
+}
+
+TEST(Float32Compute, TheFloat32CopiesAreInTheOpsPlannedScratch) {
+  // matmul [7,33] x [33,5]: copies of 924, 660 and 140 bytes, each rounded up to 64.
+  EXPECT_EQ(planned_scratch("matmul", ir::DType::Float32, {{7, 33}, {33, 5}}), 0u);
+  EXPECT_EQ(planned_scratch("matmul", ir::DType::Float16, {{7, 33}, {33, 5}}), 960u + 704u + 192u);
+  EXPECT_EQ(planned_scratch("reduce_sum", ir::DType::Float16, {{5, 300}}), 6016u + 64u);  // 6000 in, a scalar out
+  // conv2d: its float32 kernel's own scratch follows the copies of x, w and y.
+  const size_t f32 = planned_scratch("conv2d", ir::DType::Float32, {{2, 3, 6, 7}, {4, 3, 3, 3}});
+  const size_t copies = 1024u + 448u + 640u;  // x 1008 bytes, w 432, y [2,4,4,5] 640, rounded up to 64
+  EXPECT_EQ(planned_scratch("conv2d", ir::DType::Float16, {{2, 3, 6, 7}, {4, 3, 3, 3}}), copies + f32);
 }
 
 }  // namespace
