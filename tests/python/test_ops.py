@@ -71,7 +71,7 @@ def test_elementwise_and_broadcasting_ops_match_numpy():
     np.testing.assert_array_equal(out["relu"], np.maximum(a, 0))
     gelu = 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)))
     np.testing.assert_allclose(out["gelu"], gelu, rtol=1e-5, atol=1e-6)
-    assert out["eq"].dtype == np.uint8 and out["eq"].all()
+    assert out["eq"].dtype == np.bool_ and out["eq"].all()
     np.testing.assert_array_equal(out["iadd"], i + j)
     np.testing.assert_array_equal(out["imul"], i * j)
     np.testing.assert_array_equal(out["isub"], i - 1)

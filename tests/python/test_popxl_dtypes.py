@@ -85,7 +85,7 @@ def test_integer_and_float16_elementwise_match_numpy():
     assert out["addh"][0] == 1.0 and np.isinf(out["addh"][1])  # a tie to even; 65520 overflows
     np.testing.assert_array_equal(out["casth"].view(np.uint16),
                                   np.array([0.1, 65520.0, -1e-8], np.float32).astype(np.float16).view(np.uint16))
-    assert out["eq"].dtype == np.uint8 and list(out["eq"]) == [1, 0]
+    assert out["eq"].dtype == np.bool_ and list(out["eq"]) == [True, False]
 
 
 def test_unsupported_dtypes_are_refused_naming_the_op_or_tensor_and_the_dtype():

@@ -79,7 +79,8 @@
  *      by kind, as JSON (docs/profiling.md).
  *  19  dtypes PLX_DTYPE_FLOAT16, PLX_DTYPE_INT8, PLX_DTYPE_UINT32 and PLX_DTYPE_BOOL
  *      (<plexus/types.h>): variables, constants, streams, checkpoints and casts of each;
- *      float16 matmul, conv2d and reductions computed in float32 (docs/ops.md).
+ *      float16 matmul, conv2d and reductions computed in float32 (docs/ops.md); the op
+ *      "equal" gives PLX_DTYPE_BOOL (it gave PLX_DTYPE_UINT8: the same bytes, 0 or 1).
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H

@@ -177,7 +177,7 @@ OpDef equal_def() {
   OpDef def;
   def.name = "equal";
   def.min_inputs = def.max_inputs = 2;
-  def.infer = [](const ir::InferContext& ctx) { return infer_broadcast(ctx, DType::UInt8); };
+  def.infer = [](const ir::InferContext& ctx) { return infer_broadcast(ctx, DType::Bool); };
   def.kernel = [](const KernelContext& ctx) {
     auto eq = [](auto x, auto y) { return static_cast<uint8_t>(x == y); };
     return ir::visit_any(ctx.inputs[0]->dtype, [&](auto tag) -> Kernel {

@@ -146,13 +146,16 @@ TEST(ElementwiseBinary, Float32DivisionByZeroFollowsIeee) {
   expect_equal(run_op1("div", {f32({3}, {1, -1, 0}), f32({3}, {0, 0, 0})}), f32({3}, {inf, -inf, nan}), "x / 0");
 }
 
+// A bool tensor (what equal gives, as PopXL's ops.equal).
+Value boolean(ir::Shape shape, std::vector<double> data) { return typed(ir::DType::Bool, std::move(shape), std::move(data)); }
+
 TEST(ElementwiseBinary, EqualComparesEveryDtypeWithBroadcasting) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   expect_equal(run_op1("equal", {f32({5}, {1, 2, nan, -0.0, 1e-7}), f32({5}, {1, 3, nan, 0.0, 0.0})}),
-               u8({5}, {1, 0, 0, 1, 0}), "float32 (NaN != NaN, -0 == 0)");
+               boolean({5}, {1, 0, 0, 1, 0}), "float32 (NaN != NaN, -0 == 0)");
   expect_equal(run_op1("equal", {i32({3, 1}, {0, 1, 2}), i32({1, 3}, {0, 1, 2})}),
-               u8({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}), "int32 [3,1] vs [1,3]");
-  expect_equal(run_op1("equal", {u8({2, 2}, {0, 255, 7, 7}), u8({}, {7})}), u8({2, 2}, {0, 0, 1, 1}),
+               boolean({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}), "int32 [3,1] vs [1,3]");
+  expect_equal(run_op1("equal", {u8({2, 2}, {0, 255, 7, 7}), u8({}, {7})}), boolean({2, 2}, {0, 0, 1, 1}),
                "uint8 vs scalar");
 }
 
@@ -163,7 +166,7 @@ TEST(ElementwiseBinary, EqualMatchesReferenceOnRandomData) {
   for (double& v : b) v = std::floor(v);
   const Value x = f32({3, 4}, a), y = f32({4}, b);
   expect_equal(run_op1("equal", {x, y}),
-               broadcast_binary(x, y, ir::DType::UInt8, [](double p, double q) { return p == q ? 1.0 : 0.0; }),
+               broadcast_binary(x, y, ir::DType::Bool, [](double p, double q) { return p == q ? 1.0 : 0.0; }),
                "equal [3,4] vs [4]");
 }
 
@@ -271,12 +274,12 @@ TEST(ElementwiseBinary, NegAndEqualCoverTheNewDtypes) {
   expect_equal(run_op1("neg", {typed(ir::DType::UInt32, {2}, {1, 0})}), typed(ir::DType::UInt32, {2}, {4294967295.0, 0}),
                "uint32 neg wraps");
   expect_equal(run_op1("neg", {f16({2}, {65504, -0.5})}), f16({2}, {-65504, 0.5}), "float16 neg");
-  expect_equal(run_op1("equal", {f16({3}, {1, 0.5, -0.0}), f16({3}, {1, 0.25, 0.0})}), u8({3}, {1, 0, 1}),
+  expect_equal(run_op1("equal", {f16({3}, {1, 0.5, -0.0}), f16({3}, {1, 0.25, 0.0})}), boolean({3}, {1, 0, 1}),
                "float16 equal (-0 == 0)");
   expect_equal(run_op1("equal", {typed(ir::DType::Bool, {4}, {0, 1, 1, 0}), typed(ir::DType::Bool, {1}, {1})}),
-               u8({4}, {0, 1, 1, 0}), "bool equal");
+               boolean({4}, {0, 1, 1, 0}), "bool equal");
   expect_equal(run_op1("equal", {typed(ir::DType::Int8, {2}, {-1, 2}), typed(ir::DType::Int8, {2}, {-1, 3})}),
-               u8({2}, {1, 0}), "int8 equal");
+               boolean({2}, {1, 0}), "int8 equal");
 }
 
 TEST(ElementwiseBinary, Float16MixedWithFloat32IsRejected) {

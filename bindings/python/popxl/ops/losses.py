@@ -23,7 +23,7 @@ def _check(probs, labels, reduction):
 
 
 def _masks(probs, labels, ignore_index):
-    """(onehot u8 [..., C], kept f32 [...]): kept is 1 where the row's label is a class
+    """(onehot bool [..., C], kept f32 [...]): kept is 1 where the row's label is a class
     (in [0, C)) and not `ignore_index`, else 0."""
     classes = constant_like(labels, np.arange(probs.shape[-1], dtype=np.int32))
     onehot = ops.equal(ops.reshape(labels, list(labels.shape) + [1]), classes)
