@@ -252,6 +252,17 @@ def test_group_norm_gradients_match_torch():
         _close(a, b)
 
 
+@pytest.mark.parametrize("shape", [(3, 5), (2, 4, 3), (2, 3, 4, 2)])
+def test_layer_norm_is_group_norm_of_one_group(shape):
+    # PopXL's layer_norm normalises each sample over all of dim 1 onwards, weight and bias per
+    # channel: for (N, C) that is F.layer_norm over C; for more dims it is not the last dim's.
+    x0, w0, b0 = _normal(*shape), _normal(shape[1]), _normal(shape[1])
+    out = _run(lambda: {"y": ops.layer_norm(popxl.variable(x0), popxl.variable(w0), popxl.variable(b0), eps=1e-3)})
+    _close(out["y"], F.group_norm(_torch(x0), 1, _torch(w0), _torch(b0), eps=1e-3))
+    if len(shape) == 2:
+        _close(out["y"], F.layer_norm(_torch(x0), [shape[1]], _torch(w0), _torch(b0), eps=1e-3))
+
+
 # --- scaled_add and io_tile_copy -------------------------------------------------------
 
 X0, Y0 = _normal(3, 4), _normal(3, 4)

@@ -16,7 +16,7 @@ from popxl.ops.inplace_activations import relu_, gelu_  # noqa: F401,E402
 from popxl.ops.var_updates import lamb_square  # noqa: F401,E402
 from popxl.ops.conv import conv  # noqa: F401,E402
 from popxl.ops.pool import max_pool, average_pool  # noqa: F401,E402
-from popxl.ops.group_norm import group_norm  # noqa: F401,E402
+from popxl.ops.group_norm import group_norm, layer_norm  # noqa: F401,E402
 from popxl.ops.scaled_add import scaled_add  # noqa: F401,E402
 from popxl.ops.io_tile_copy import io_tile_copy  # noqa: F401,E402
 
@@ -38,5 +38,5 @@ __all__ = sorted(set(dir(_plexus_ops)) | {"host_store", "remote_code_load", "ini
                                           "nll_loss_with_softmax_grad", "call", "call_with_info", "repeat",
                                           "repeat_with_info", "CallSiteInfo",
                                           "collectives", "var_updates", "relu_", "gelu_", "lamb_square",
-                                          "conv", "max_pool", "average_pool", "group_norm", "scaled_add",
+                                          "conv", "max_pool", "average_pool", "group_norm", "layer_norm", "scaled_add",
                                           "io_tile_copy"})

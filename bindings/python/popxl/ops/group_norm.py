@@ -24,3 +24,15 @@ def group_norm(t, weight, bias, num_groups, eps=1e-5):
     if not eps >= 0:
         raise InvalidArgument(f"group_norm: eps must be >= 0, got {eps!r}")
     return layers.group_norm(t, int(num_groups), float(eps), weight, bias)
+
+
+def layer_norm(t, weight, bias, eps=1e-5):
+    """Layer normalisation as PopXL defines it (PopXL ops.layer_norm): group_norm with one
+    group, so each sample t[n] is normalised over all its channels and positions together,
+    then times weight and plus bias per channel (dim 1). For t (N, C) that is PyTorch's
+    F.layer_norm over C; for t (N, C, ...) it is not plexus.ops.layer_norm, which normalises
+    over the last dim only (PopXL's name takes PopXL's meaning).
+
+    t: float32 (N, C, ...) of the current graph. weight, bias: float32 (C,). eps: a float >= 0.
+    Returns float32 of t's shape. Raises as group_norm."""
+    return group_norm(t, weight, bias, 1, eps)
