@@ -9,6 +9,10 @@ data preloaded as tensors, shuffled with a seed, drop_last. 2 threads by default
 Modes (JSON result on stdout, progress on stderr):
   --mode throughput --batch-size B --steps N   timed training steps (after a warm-up)
   --mode train [--epochs 1 --batch-size 8 --lr 0.005]   train, then test accuracy (test batch 80)
+  --loader torchvision   train mode: the batches come from torchvision's MNIST dataset through
+      a torch DataLoader (ToTensor, Normalize, shuffle, drop_last, no workers), as the PopXL
+      user guide's mnist.py and mnist_rts.py load them (their mnist_utils), so that a
+      comparison with those scripts pays the same data pipeline on both sides
 
 Run it with Debian's /usr/bin/python3 (python3-torch is importable only there):
   BLIS_NUM_THREADS=2 /usr/bin/python3 bench/pytorch_mlp.py --mode throughput --batch-size 8
@@ -47,6 +51,10 @@ def parse_args():
     p.add_argument("--data-dir", default=os.path.join(ROOT, "data"), help="folder holding mnist/ and fashion-mnist/")
     p.add_argument("--dataset", choices=["mnist", "fashion"], default="mnist")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--loader", choices=["tensors", "torchvision"], default="tensors",
+                   help="train mode: preloaded tensors (default) or torchvision's DataLoader (see above)")
+    p.add_argument("--torchvision-dir", default=os.path.join(ROOT, "data", "torchvision"),
+                   help="--loader torchvision: the folder holding MNIST/raw (scripts/fetch-data.sh links it)")
     a = p.parse_args()
     for name in ("batch_size", "test_batch_size", "threads", "steps", "repeats"):
         if getattr(a, name) < 1:
@@ -83,6 +91,21 @@ def load_split(folder, train):
         sys.exit(f"pytorch_mlp: {folder}: {images.shape[0]} {prefix} images but {labels.shape[0]} labels")
     x = ((images.astype(np.float32) / 255.0 - MEAN) / STD).astype(np.float32).reshape(len(images), -1)
     return x, labels.astype(np.int64)
+
+
+def epoch_batches(a, torch, shuffled, steps):
+    """One epoch's (x [b, 784], y [b]) batches: slices of the shuffled preloaded tensors, or
+    torchvision's MNIST through a DataLoader (--loader torchvision)."""
+    b = a.batch_size
+    if a.loader == "tensors":
+        xs, ys = shuffled()
+        return ((xs[i * b:(i + 1) * b], ys[i * b:(i + 1) * b]) for i in range(steps))
+    import torchvision
+    transform = torchvision.transforms.Compose([torchvision.transforms.ToTensor(),
+                                                torchvision.transforms.Normalize((MEAN,), (STD,))])
+    dataset = torchvision.datasets.MNIST(a.torchvision_dir, train=True, download=False, transform=transform)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=b, shuffle=True, drop_last=True)
+    return ((x.reshape(b, -1), y) for x, y in loader)
 
 
 def build_model(torch):
@@ -180,10 +203,8 @@ def main():
         loss_sum, correct, seen = 0.0, 0, 0
         start = time.perf_counter()
         for epoch in range(a.epochs):
-            xs, ys = shuffled()
             loss_sum, correct, seen = 0.0, 0, 0
-            for i in range(steps_per_epoch):
-                x, y = xs[i * b:(i + 1) * b], ys[i * b:(i + 1) * b]
+            for x, y in epoch_batches(a, torch, shuffled, steps_per_epoch):
                 logits = model(x)
                 loss = F.cross_entropy(logits, y)
                 opt.zero_grad(set_to_none=True)
