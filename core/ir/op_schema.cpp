@@ -49,21 +49,8 @@ OpSchemaRegistry& OpSchemaRegistry::instance() {
 }
 
 void OpSchemaRegistry::add(OpSchema schema) {
-  const std::string name = schema.name;
-  if (!schemas_.emplace(name, std::move(schema)).second) {
-    ir::fail(ErrorCode::Internal, "op '" + name + "' is registered twice");
-  }
-}
-
-const OpSchema* OpSchemaRegistry::find(std::string_view name) const {
-  auto it = schemas_.find(name);
-  return it == schemas_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> OpSchemaRegistry::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, schema] : schemas_) out.push_back(name);
-  return out;
+  std::string name = schema.name;
+  if (!NameRegistry::add(name, std::move(schema))) ir::fail(ErrorCode::Internal, "op '" + name + "' is registered twice");
 }
 
 }  // namespace plexus::ir

@@ -16,6 +16,7 @@
 
 #include "core/ir/attributes.h"
 #include "core/ir/error.h"
+#include "core/ir/name_registry.h"
 #include "core/ir/tensor.h"
 
 namespace plexus::ir {
@@ -117,18 +118,15 @@ struct OpSchema {
 
 /// The process-wide registry of op schemas, by op type. Filled during static
 /// initialisation, read-only afterwards, so lookups are thread-safe.
-class OpSchemaRegistry {
+class OpSchemaRegistry : private NameRegistry<OpSchema> {
  public:
   static OpSchemaRegistry& instance();
   /// Adds `schema`; Internal error when its name is registered already (the first stays).
   void add(OpSchema schema);
-  /// nullptr when unknown.
-  const OpSchema* find(std::string_view name) const;
-  /// Every registered op type, sorted.
-  std::vector<std::string> names() const;
-
- private:
-  std::map<std::string, OpSchema, std::less<>> schemas_;
+  /// find(name): the schema of op type `name`, nullptr when unknown; names(): every
+  /// registered op type, sorted.
+  using NameRegistry::find;
+  using NameRegistry::names;
 };
 
 /// Registers a schema at static-initialisation time: `static SchemaRegistration r{OpSchema{...}};`.

@@ -12,22 +12,11 @@ KernelRegistry& KernelRegistry::instance() {
 }
 
 void KernelRegistry::add(std::string name, KernelDef def) {
+  if (!def.kernel) ir::fail(ir::ErrorCode::Internal, "the kernel of op '" + name + "' has no factory");
   const std::string key = name;
-  if (!def.kernel) ir::fail(ir::ErrorCode::Internal, "the kernel of op '" + key + "' has no factory");
-  if (!defs_.emplace(std::move(name), std::move(def)).second) {
+  if (!NameRegistry::add(std::move(name), std::move(def))) {
     ir::fail(ir::ErrorCode::Internal, "the kernel of op '" + key + "' is registered twice");
   }
-}
-
-const KernelDef* KernelRegistry::find(std::string_view name) const {
-  auto it = defs_.find(name);
-  return it == defs_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> KernelRegistry::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, def] : defs_) out.push_back(name);
-  return out;
 }
 
 const KernelDef& kernel_def(const ir::Op& op) {

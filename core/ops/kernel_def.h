@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/ir/name_registry.h"
 #include "core/ir/op_schema.h"
 #include "core/ops/kernel_context.h"
 
@@ -44,19 +45,16 @@ struct KernelDef {
 
 /// The process-wide registry of kernel definitions, by op type. Filled during static
 /// initialisation, read-only afterwards, so lookups are thread-safe.
-class KernelRegistry {
+class KernelRegistry : private ir::NameRegistry<KernelDef> {
  public:
   static KernelRegistry& instance();
   /// Adds the kernel of op type `name`; Internal error when def.kernel is empty or the type
   /// has a kernel already (the first stays).
   void add(std::string name, KernelDef def);
-  /// nullptr when op type `name` has no kernel.
-  const KernelDef* find(std::string_view name) const;
-  /// Every op type with a kernel, sorted.
-  std::vector<std::string> names() const;
-
- private:
-  std::map<std::string, KernelDef, std::less<>> defs_;
+  /// find(name): the kernel of op type `name`, nullptr when it has none; names(): every op
+  /// type with a kernel, sorted.
+  using NameRegistry::find;
+  using NameRegistry::names;
 };
 
 /// Registers the kernel of op type `name` at static-initialisation time. (An op family
