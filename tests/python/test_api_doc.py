@@ -12,6 +12,7 @@ import plexus
 import popxl
 import poptorch
 import popxl.ops.var_updates
+import popxl.utils
 import plexus.layers
 import plexus.report
 from plexus import ops
@@ -37,7 +38,7 @@ def public_names(module=plexus):
 
 
 # The popxl and poptorch packages' own modules; popxl.ops also holds every catalog op (docs/ops.md).
-POPXL = (popxl, popxl.ops.var_updates, poptorch, poptorch.optim, plexus.report, plexus.layers)
+POPXL = (popxl, popxl.ops.var_updates, popxl.utils, poptorch, poptorch.optim, plexus.report, plexus.layers)
 POPXL_OPS_OWN = {"host_store", "remote_code_load", "call", "call_with_info", "repeat", "CallSiteInfo", "conv", "max_pool",
                  "average_pool", "group_norm", "layer_norm", "scaled_add", "io_tile_copy"}
 

@@ -311,3 +311,39 @@ def test_every_popxl_dtype_is_named_and_classified_and_the_host_only_ones_are_re
             popxl.variable(3, dtype=popxl.float64, name="variable_a")
         with pytest.raises(plexus.DTypeMismatch, match="int64 tensors are not supported"):
             popxl.h2d_stream((2,), popxl.int64, name="x")
+
+
+def test_utils_to_numpy_converts_as_popxl_and_table_to_string_aligns_columns():
+    import popxl.utils as utils
+    import torch
+    # downcast: 64-bit data without a dtype becomes 32-bit; a dtype wins; torch tensors convert
+    assert utils.to_numpy([1, 2]).dtype == np.int32 and utils.to_numpy(1.5).dtype == np.float32
+    assert utils.to_numpy(np.arange(3, dtype=np.uint64)).dtype == np.uint32
+    assert utils.to_numpy([1, 2], downcast=False).dtype == np.int64
+    np.testing.assert_array_equal(utils.to_numpy([0.1, 70000.0], popxl.float16), np.array([0.1, 70000.0], np.float16))
+    assert utils.to_numpy(np.zeros(2), popxl.float64).dtype == np.float64  # host-side: any popxl dtype
+    t = torch.arange(4, dtype=torch.float32, requires_grad=True)
+    np.testing.assert_array_equal(utils.to_numpy(t), [0, 1, 2, 3])
+    # copy: never shares memory with the input; without copy an array of the right type is returned as it is
+    a = np.arange(4, dtype=np.float32)
+    assert not np.shares_memory(utils.to_numpy(a), a) and utils.to_numpy(a, copy=False) is a
+    with pytest.raises(RuntimeError, match="log2_scale"):
+        utils.to_numpy(a, log2_scale=2)
+    with pytest.raises(RuntimeError, match="nan_on_overflow"):
+        utils.to_numpy(a, nan_on_overflow=False)
+    rows = [["num", "foo"], [3, "aaab"], [-10, "b"]]
+    assert utils.table_to_string(rows) == "num | foo \n-----------\n3   | aaab\n-10 | b   \n"
+    assert utils.table_to_string(rows, delimiter=",", header=False) == "num,foo \n3  ,aaab\n-10,b   \n"
+    with pytest.raises(ValueError, match="row 1 has 1 items"):
+        utils.table_to_string([["a", "b"], ["c"]])
+
+
+def test_utils_to_numpy_returns_a_memmap_itself_and_refuses_one_needing_conversion(tmp_path):
+    import popxl.utils as utils
+    m = np.memmap(tmp_path / "m.bin", dtype=np.float32, mode="w+", shape=(4,))
+    assert utils.to_numpy(m) is m
+    with pytest.raises(ValueError, match="dtype int32"):
+        utils.to_numpy(m, popxl.int32)
+    m64 = np.memmap(tmp_path / "m64.bin", dtype=np.float64, mode="w+", shape=(4,))
+    with pytest.raises(ValueError, match="downcast"):
+        utils.to_numpy(m64)
