@@ -347,3 +347,24 @@ def test_utils_to_numpy_returns_a_memmap_itself_and_refuses_one_needing_conversi
     m64 = np.memmap(tmp_path / "m64.bin", dtype=np.float64, mode="w+", shape=(4,))
     with pytest.raises(ValueError, match="downcast"):
         utils.to_numpy(m64)
+
+
+def test_context_getters_and_remote_buffer_constructor_are_popxls():
+    ir = popxl.Ir()
+    with pytest.raises(plexus.InvalidArgument):
+        popxl.get_ir()  # no graph open
+    with ir.main_graph:
+        assert popxl.get_ir() is ir and popxl.gir() is ir
+        assert popxl.get_main_graph() == ir.main_graph and popxl.get_current_graph() == ir.main_graph
+        buffer = popxl.RemoteBuffer((2, 3), popxl.float32, 4)  # PopXL's constructor, positional
+        assert (buffer.shape, buffer.dtype, buffer.entries) == ((2, 3), popxl.float32, 4)
+        assert isinstance(popxl.remote_buffer((2,), popxl.int32), popxl.RemoteBuffer)
+        v = popxl.remote_variable(np.arange(6, dtype=np.float32).reshape(2, 3), buffer, 3, name="v")
+        loaded = ops.remote_load(buffer, 3)
+        out = popxl.d2h_stream(loaded.shape, loaded.dtype, "out")
+        ops.host_store(out, loaded)
+        with pytest.raises(plexus.InvalidArgument):
+            popxl.RemoteBuffer((2, 3), popxl.float32, 0)
+    with popxl.Session(ir, "ipu_model") as session:
+        np.testing.assert_array_equal(session.run()[out], np.arange(6).reshape(2, 3))
+        np.testing.assert_array_equal(session.get_tensor_data(v), np.arange(6).reshape(2, 3))

@@ -13,7 +13,7 @@ import numpy as np
 
 from plexus import context, dtypes
 from plexus.errors import InvalidArgument
-from plexus._lib import ffi, lib, check
+from plexus._lib import ffi, lib, check, shape_array
 
 
 class TensorSpec(typing.NamedTuple):
@@ -445,8 +445,17 @@ class RemoteBuffer:
 
     __slots__ = ("ir", "id", "shape", "dtype", "entries")
 
-    def __init__(self, ir, buffer_id, shape, dtype, entries):
-        self.ir, self.id, self.shape, self.dtype, self.entries = ir, int(buffer_id), tuple(shape), dtype, entries
+    def __init__(self, tensor_shape, tensor_dtype, entries=1):
+        """Adds the buffer to the current Ir (PopXL's constructor, its positional order):
+        `entries` (>= 1) slots of `tensor_shape` (per replica, without a group dim) and
+        `tensor_dtype`. Raises InvalidArgument (no Ir open, a bad shape or entries) and
+        DTypeMismatch (a dtype the devices do not hold)."""
+        ir = context.current_ir()
+        dtype = dtypes.of(tensor_dtype)
+        dims, rank = shape_array(tensor_shape)
+        out = ffi.new("plx_remote_buffer*")
+        check(lib.plx_ir_add_remote_buffer(ir._ptr, dtype.code, dims, rank, int(entries), out))
+        self.ir, self.id, self.shape, self.dtype, self.entries = ir, int(out[0]), tuple(tensor_shape), dtype, int(entries)
 
     def __repr__(self):
         return f"<plexus.RemoteBuffer {self.id} {self.dtype.name}{list(self.shape)} x {self.entries}>"

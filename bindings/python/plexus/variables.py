@@ -112,13 +112,9 @@ def constant(data, dtype=None, name=None, downcast=True, log2_scale=None, nan_on
 def remote_buffer(shape, dtype, entries=1):
     """A remote buffer (PopXL popxl.remote_buffer; seed 000 17.2, seed 001 listing 13.2):
     `entries` slots of `shape` (per replica, without a group dim) and `dtype` in host
-    memory, one set per replica. Returns a RemoteBuffer."""
-    ir = context.current_ir()
-    dtype = dtypes.of(dtype)
-    dims, rank = shape_array(shape)
-    out = ffi.new("plx_remote_buffer*")
-    check(lib.plx_ir_add_remote_buffer(ir._ptr, dtype.code, dims, rank, int(entries), out))
-    return RemoteBuffer(ir, out[0], shape, dtype, int(entries))
+    memory, one set per replica. Returns a RemoteBuffer (RemoteBuffer(shape, dtype, entries)
+    is the same)."""
+    return RemoteBuffer(shape, dtype, entries)
 
 
 def replica_sharded_buffer(shape, dtype, replica_grouping=None, shard_over=None, entries=1):
