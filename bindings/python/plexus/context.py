@@ -46,3 +46,36 @@ def current_ir():
 def has_graph():
     """Whether some `with graph:` is open on this thread."""
     return bool(_stack())
+
+
+def name_scopes():
+    """The names of the open name scopes on this thread, outermost first (a new list; PopXL
+    Context.name_scopes). popxl.name_scope pushes and pops them."""
+    return list(getattr(_local, "scopes", []))
+
+
+def push_name_scope(name):
+    """Opens name scope `name` (a non-empty str) on this thread; InvalidArgument names the
+    argument otherwise."""
+    from plexus.errors import InvalidArgument
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(f"name_scope: name must be a non-empty str, got {name!r}")
+    if not hasattr(_local, "scopes"):
+        _local.scopes = []
+    _local.scopes.append(name)
+
+
+def pop_name_scope():
+    """Closes the innermost name scope of this thread and returns its name."""
+    return _local.scopes.pop()
+
+
+def tensor_name(ir, name, default=None):
+    """The name a new tensor of `ir` gets (PopXL Graph._create_tensor_id's rule): the open
+    name scopes and `name` joined by '/', or, with no `name`, the scopes and `default` made
+    unique by ir.unique_name. None when both `name` and `default` are None."""
+    if not name:
+        if default is None:
+            return None
+        return ir.unique_name("/".join((*name_scopes(), default)))
+    return "/".join((*name_scopes(), name))

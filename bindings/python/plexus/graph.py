@@ -146,7 +146,7 @@ def graph_input(shape, dtype, name=None, by_ref=False, meta_shape=None):
         raise InvalidArgument(f"graph_input '{name}': meta_shape is not supported (pass the shard's shape)")
     graph = gcg()
     shape = tuple(int(d) for d in shape)
-    name = name or graph.ir.unique_name("input")
+    name = context.tensor_name(graph.ir, name, "input")
     dims = ffi.new("int64_t[]", list(shape) or [0])
     out = ffi.new("plx_tensor*")
     check(lib.plx_graph_add_input(graph.ir._ptr, graph.id, name.encode(), dtypes.of(dtype).code, dims, len(shape),

@@ -84,7 +84,7 @@ def variable(data, dtype=None, name=None, downcast=True, replica_grouping=None, 
     Returns the Variable. Raises InvalidArgument, InvalidGrouping, ShapeMismatch."""
     _no_float8("variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    name = name or ir.unique_name("variable")
+    name = context.tensor_name(ir, name, "variable")
     array, dtype, shape = _grouped_value(data, dtype, replica_grouping, f"variable '{name}'", downcast)
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode)
@@ -101,6 +101,7 @@ def constant(data, dtype=None, name=None, downcast=True, log2_scale=None, nan_on
     display only. Returns the Constant. Raises InvalidArgument, DTypeMismatch."""
     _no_float8("constant", log2_scale, nan_on_overflow)
     ir = context.current_ir()
+    name = context.tensor_name(ir, name)
     array, dtype, _ = _grouped_value(data, dtype, None, f"constant '{name}'" if name else "constant", downcast)
     dims, rank = shape_array(array.shape)
     out = ffi.new("plx_tensor*")
@@ -139,7 +140,7 @@ def remote_variable(data, remote_buffer, offset=0, dtype=None, name=None, downca
     variable(). Returns the Variable (for reads and writes)."""
     _no_float8("remote_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    name = name or ir.unique_name("remote_variable")
+    name = context.tensor_name(ir, name, "remote_variable")
     array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping,
                                          f"remote_variable '{name}'", downcast)
     dims, rank = shape_array(shape)
@@ -161,7 +162,7 @@ def replica_sharded_variable(data, dtype=None, name=None, downcast=True, replica
     ops.collectives.replicated_all_gather(shard))."""
     _no_float8("replica_sharded_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    name = name or ir.unique_name("replica_sharded_variable")
+    name = context.tensor_name(ir, name, "replica_sharded_variable")
     array, dtype, shape = _grouped_value(data, dtype, replica_grouping, f"replica_sharded_variable '{name}'", downcast)
     dims, rank = shape_array(shape)
     options = _options(ir, replica_grouping, retrieval_mode, shard_over)
@@ -182,7 +183,7 @@ def remote_replica_sharded_variable(data, remote_buffer, offset=0, dtype=None, n
     ops.remote_load(buffer, offset) gives this replica's shard."""
     _no_float8("remote_replica_sharded_variable", log2_scale, nan_on_overflow)
     ir = context.current_ir()
-    name = name or ir.unique_name("remote_replica_sharded_variable")
+    name = context.tensor_name(ir, name, "remote_replica_sharded_variable")
     array, dtype, shape = _grouped_value(data, dtype or remote_buffer.dtype, replica_grouping,
                                          f"remote_replica_sharded_variable '{name}'", downcast)
     dims, rank = shape_array(shape)
@@ -202,7 +203,7 @@ def h2d_stream(shape, dtype, name=None):
     (Session.host_shape). Returns a HostToDeviceStream."""
     ir = context.current_ir()
     dtype = dtypes.of(dtype)
-    name = name or ir.unique_name("input")
+    name = context.tensor_name(ir, name, "input")
     dims, rank = shape_array(shape)
     stream, tensor = ffi.new("plx_stream*"), ffi.new("plx_tensor*")
     check(lib.plx_ir_add_h2d_stream(ir._ptr, name.encode(), dtype.code, dims, rank, stream, tensor))

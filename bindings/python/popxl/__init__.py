@@ -19,6 +19,10 @@ from popxl.ir import Ir
 from popxl.streams import DeviceToHostStream, d2h_stream
 from popxl.session import Session
 from popxl import ops, tensor, transforms, utils
+from popxl.context import ipu, io_tiles, name_scope
+from popxl.random_seed import create_seeds
+from popxl.tensorlocation import (TensorLocation, TensorStorage, TileSet, ExecutionContext,
+                                  ReplicatedTensorSharding)
 
 get_current_graph = gcg
 get_main_graph = gmg
@@ -38,5 +42,6 @@ __all__ = [
     "remote_replica_sharded_variable", "graph_input", "graph_output", "gcg", "gmg", "in_sequence", "h2d_stream",
     "HostToDeviceStream", "DeviceToHostStream", "d2h_stream", "dtypes", *dtypes.__all__, "Ir",
     "Session", "ops", "tensor", "transforms", "utils", "RemoteBuffer", "get_current_graph", "get_main_graph",
-    "get_ir", "gir",
+    "get_ir", "gir", "ipu", "io_tiles", "name_scope", "create_seeds", "TensorLocation", "TensorStorage", "TileSet",
+    "ExecutionContext", "ReplicatedTensorSharding",
 ]
