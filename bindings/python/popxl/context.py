@@ -26,6 +26,7 @@ def in_io_tiles():
 
 @contextlib.contextmanager
 def _set(attr, value):
+    """Sets this thread's `attr` to `value` for the body of the with-block, then restores it."""
     prev = getattr(_local, attr, None)
     setattr(_local, attr, value)
     try:

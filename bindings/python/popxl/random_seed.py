@@ -7,6 +7,7 @@ _UINT64_MAX = 2 ** 64 - 1
 
 
 def _int_arg(value, name, minimum):
+    """`value` as an int >= `minimum`: TypeError (not an int) or ValueError naming `name`."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"create_seeds: {name} must be an int, got {type(value).__name__}")
     if value < minimum:
