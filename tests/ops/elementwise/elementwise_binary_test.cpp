@@ -225,7 +225,11 @@ TEST(ElementwiseBinary, SmallIntegerTypesWrapAroundAndDivideTowardZero) {
       {ir::DType::UInt8, {255, 0, 7, 200, 128, 3}, {1, 1, 2, 3, 2, 200}},
       {ir::DType::UInt32, {4294967295.0, 0, 7, 3000000000.0, 2147483648.0, 3}, {1, 1, 2, 3, 2, 4000000000.0}},
   };
-  for (const auto& [dtype, xs, ys] : cases) {
+  for (const auto& c : cases) {
+    // Named, not structured bindings: clang 14 cannot capture those in the lambda below.
+    const ir::DType dtype = std::get<0>(c);
+    const std::vector<double>& xs = std::get<1>(c);
+    const std::vector<double>& ys = std::get<2>(c);
     const Value x = typed(dtype, {6}, xs), y = typed(dtype, {6}, ys);
     for (const std::string op : {"add", "sub", "mul", "div"}) {
       SCOPED_TRACE(op + " " + std::string(ir::dtype_name(dtype)));
