@@ -40,12 +40,13 @@ def network():
                          nn.ReLU(), nn.Linear(256, 10))
 
 
-def loader(root, train, batch, shuffle, drop_last):
-    """torchvision MNIST through the tutorial's transforms, in batches of `batch`."""
+def loader(root, train, batch, shuffle, drop_last, workers):
+    """torchvision MNIST through the tutorial's transforms, in batches of `batch`, loaded by
+    `workers` worker processes."""
     transform = torchvision.transforms.Compose([torchvision.transforms.ToTensor(),
                                                 torchvision.transforms.Normalize((0.1307,), (0.3081,))])
     data = torchvision.datasets.MNIST(root, train=train, download=False, transform=transform)
-    return torch.utils.data.DataLoader(data, batch_size=batch, shuffle=shuffle, drop_last=drop_last, num_workers=16)
+    return torch.utils.data.DataLoader(data, batch_size=batch, shuffle=shuffle, drop_last=drop_last, num_workers=workers)
 
 
 def train(model, data, a):
@@ -72,6 +73,8 @@ def main():
     p.add_argument("--device-iterations", type=int, default=10)
     p.add_argument("--gradient-accumulation", type=int, default=10)
     p.add_argument("--test-batch-size", type=int, default=8)
+    p.add_argument("--num-workers", type=int, default=16,
+                   help="data loader worker processes (default 16: the tutorial's)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--learning-rate", type=float, default=0.001)
     p.add_argument("--json", action="store_true", help="print the timings as JSON")
@@ -80,12 +83,12 @@ def main():
     torch.manual_seed(0)
     model = network()
     combined = a.batch_size * a.device_iterations * a.gradient_accumulation
-    in_model = train(model, loader(a.data_root, True, combined, True, True), a)
+    in_model = train(model, loader(a.data_root, True, combined, True, True, a.num_workers), a)
     model.eval()
     hits = seen = 0
     with torch.no_grad():
         for x, y in loader(a.data_root, False, a.test_batch_size * a.gradient_accumulation * a.device_iterations,
-                           True, True):
+                           True, True, a.num_workers):
             hits += int((model(x).argmax(1) == y).sum())
             seen += len(y)
     print(f"Accuracy on test set: {100.0 * hits / seen:0.2f}%")

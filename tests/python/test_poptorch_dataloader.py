@@ -167,3 +167,30 @@ def test_bad_async_options():
     with pytest.raises(ValueError, match="rebatched_worker_size"):
         poptorch.DataLoader(_options(), Samples(24), batch_size=3, mode=Mode.AsyncRebatched,
                             rebatched_worker_size=13)
+
+
+@pytest.mark.parametrize("mode", [Mode.Sync, Mode.Async])
+def test_workers_are_at_most_the_cores(mode, monkeypatch, capsys):
+    """16 workers asked on a process that may use 2 cores start 2 and say so once; the
+    batches are those of 16 workers; PLEXUS_LOADER_MAX_WORKERS sets the limit (0: none)."""
+    monkeypatch.setattr(poptorch.data.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(poptorch.data, "_told_workers", set())
+    capped = _loader(mode, Samples(48), num_workers=16)
+    assert capped.num_workers == 2
+    assert capsys.readouterr().err.count("2 worker processes for the 16 asked") == 1
+    _loader(mode, Samples(48), num_workers=16)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("PLEXUS_LOADER_MAX_WORKERS", "0")
+    every = _loader(mode, Samples(48), num_workers=16)
+    assert every.num_workers == 16
+    for (x, y), (x16, y16) in zip(capped, every, strict=True):
+        assert torch.equal(x, x16) and torch.equal(y, y16)
+    monkeypatch.setenv("PLEXUS_LOADER_MAX_WORKERS", "3")
+    assert _loader(mode, Samples(48), num_workers=16).num_workers == 3
+    assert _loader(mode, Samples(48), num_workers=1).num_workers == 1
+
+
+def test_bad_worker_limit(monkeypatch):
+    monkeypatch.setenv("PLEXUS_LOADER_MAX_WORKERS", "-1")
+    with pytest.raises(ValueError, match="PLEXUS_LOADER_MAX_WORKERS must be an integer >= 0.*'-1'"):
+        _loader(Mode.Async, Samples(24), num_workers=4)

@@ -6,8 +6,14 @@ processes (at least one) and take the combined batches, contiguous, ahead of the
 a thread (prefetch.py), so that loading batch i + 1 overlaps run i and the model's call
 hands each batch to the run's streams in place; AsyncRebatched's workers load batches of
 `rebatched_worker_size` samples, concatenated into combined batches. The batches, their
-order and so the training are Sync's for the same sampler (a seeded generator)."""
+order and so the training are Sync's for the same sampler (a seeded generator).
+
+Worker processes are at most the cores this process may use (PLEXUS_LOADER_MAX_WORKERS
+overrides): a sample's transforms are CPU work, so more workers than cores only compete
+with each other and with the model for the same cores."""
 import enum
+import os
+import sys
 import threading
 
 import torch
@@ -23,18 +29,44 @@ class DataLoaderMode(enum.IntEnum):
     AsyncRebatched = 2
 
 
+_told_workers = set()
+
+
+def _worker_processes(asked):
+    """The worker processes to start for `asked`: at most the cores this process may use
+    (os.sched_getaffinity), or PLEXUS_LOADER_MAX_WORKERS of them when set (0: no limit).
+    Fewer workers give the same batches in the same order (torch's DataLoader returns them
+    in order); a transform that draws random numbers draws them in other workers, as with
+    any change of num_workers. Says once on stderr when it starts fewer than asked."""
+    limit = os.environ.get("PLEXUS_LOADER_MAX_WORKERS")
+    if limit is None:
+        limit, why = len(os.sched_getaffinity(0)), "cores this process may use"
+    else:
+        if not limit.isdigit():
+            raise ValueError(f"poptorch.DataLoader: PLEXUS_LOADER_MAX_WORKERS must be an integer >= 0 "
+                             f"(0: no limit), got {limit!r}")
+        limit, why = int(limit) or asked, "PLEXUS_LOADER_MAX_WORKERS"
+    used = min(asked, limit)
+    if used < asked and (asked, used) not in _told_workers:
+        _told_workers.add((asked, used))
+        print(f"poptorch.DataLoader: {used} worker processes for the {asked} asked ({why}: {limit}; "
+              "PLEXUS_LOADER_MAX_WORKERS=0 starts them all)", file=sys.stderr)
+    return used
+
+
 class DataLoader(torch.utils.data.DataLoader):
     """PopTorch's DataLoader(options, dataset, batch_size=1, shuffle=False, num_workers=0,
     drop_last=True, persistent_workers=None, auto_distributed_partitioning=True,
     mode=DataLoaderMode.Sync, async_options=None, rebatched_worker_size=None, **kwargs):
     yields combined batches of `combinedBatchSize` = batch_size x options' device
-    iterations x replication factor x gradient accumulation. Async modes: max(num_workers,
-    1) worker processes belonging to each iteration (persistent_workers default False
+    iterations x replication factor x gradient accumulation. Worker processes: num_workers
+    (Async modes: at least 1), at most the cores this process may use (_worker_processes).
+    Async modes: worker processes belonging to each iteration (persistent_workers default False
     there), `async_options["buffer_size"]` (3) combined batches loaded ahead;
     AsyncRebatched: workers' batches of rebatched_worker_size (default the combined batch
     size) samples. Raises TypeError for options that are not poptorch.Options, ValueError
     for batch_size < 1, a buffer_size < 1 or a rebatched_worker_size outside [1, combined
-    batch size]."""
+    batch size], and for a PLEXUS_LOADER_MAX_WORKERS that is not an integer >= 0."""
 
     def __init__(self, options, dataset, batch_size=1, shuffle=False, num_workers=0, drop_last=True,
                  persistent_workers=None, auto_distributed_partitioning=True, mode=DataLoaderMode.Sync,
@@ -51,7 +83,7 @@ class DataLoader(torch.utils.data.DataLoader):
         self._worker_batch = self.combinedBatchSize
         if self.mode == DataLoaderMode.AsyncRebatched:
             self._worker_batch = _rebatched_size(rebatched_worker_size, self.combinedBatchSize)
-        workers = num_workers if sync else max(num_workers, 1)
+        workers = _worker_processes(num_workers if sync else max(num_workers, 1))
         persistent = bool(persistent_workers) if persistent_workers is not None else sync and num_workers > 0
         rebatched = self._worker_batch != self.combinedBatchSize
         super().__init__(dataset, batch_size=self._worker_batch, shuffle=shuffle, num_workers=workers,
