@@ -134,6 +134,7 @@ PLX_API void plx_call_options_init(plx_call_options* options) {
   if (options == nullptr) return;
   options->struct_size = sizeof(plx_call_options);
   options->modified = nullptr;
+  options->reuse_code = 0;
 }
 
 PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* inputs, size_t num_inputs,
@@ -148,13 +149,16 @@ PLX_API plx_status plx_ir_call(plx_ir* ir, plx_graph callee, const plx_tensor* i
     const std::vector<ir::TensorId> args = decode_tensors(g, inputs, num_inputs, "plx_ir_call inputs");
     plx_call_options o;
     plx_call_options_init(&o);
-    if (options) o = abi::read_struct(*options, o, {abi::end_of(&plx_call_options::modified)}, "plx_ir_call options",
-                                      "plx_call_options_init");
+    if (options) {
+      o = abi::read_struct(*options, o,
+                           {abi::end_of(&plx_call_options::modified), abi::end_of(&plx_call_options::reuse_code)},
+                           "plx_ir_call options", "plx_call_options_init");
+    }
     std::vector<bool> modified;
     if (o.modified) modified.assign(o.modified, o.modified + num_inputs);
     int32_t site = -1;
     const auto add = [&] {
-      site = ir::call(g, callee_id, args, modified);
+      site = ir::call(g, callee_id, args, modified, o.reuse_code != 0);
       return g.call_site(site).outputs;
     };
     add_with_outputs(g, add, "plx_ir_call: graph '" + g.graph_name(callee_id) + "'", outputs, max_outputs,
@@ -200,6 +204,11 @@ PLX_API plx_status plx_call_site_get_parent(const plx_ir* ir, plx_call_site site
     auto it = s.graph_to_parent.find(t);
     if (it == s.graph_to_parent.end()) {
       const ir::TensorInfo& info = g.tensor(t);
+      if (s.reuses_code && info.graph == s.callee) {
+        ir::fail(ir::ErrorCode::InvalidArgument,
+                 std::string(fn) + ": tensor '" + info.name + "' of graph '" + g.graph_name(s.callee) +
+                     "' has no parent tensor: the call reuses the graph's code, so only its inputs and outputs do");
+      }
       ir::fail(ir::ErrorCode::InvalidArgument, std::string(fn) + ": tensor '" + info.name + "' of graph '" +
                                                    g.graph_name(info.graph) + "' is not a tensor of the called graph '" +
                                                    g.graph_name(s.callee) + "'");

@@ -99,14 +99,37 @@ void add_op_copy(Graph& graph, OpId o, std::map<TensorId, TensorId>& to_parent) 
   }
 }
 
+/// A call that reuses code: one `call` op; its site maps the callee's inputs and outputs.
+int32_t add_call_op(Graph& graph, GraphId caller, GraphId callee, const std::vector<TensorId>& args,
+                    const std::vector<bool>& modified) {
+  const Subgraph& sub = graph.subgraph(callee);
+  for (size_t i = 0; i < modified.size(); ++i) {
+    if (!modified[i]) continue;
+    fail(ErrorCode::InvalidArgument, "call of graph '" + sub.name + "': input " + std::to_string(i) + " '" +
+                                         graph.tensor(sub.inputs[i]).name +
+                                         "' cannot be modified: a call that reuses code passes every input by value "
+                                         "(an inlined call writes through to its arguments)");
+  }
+  Attributes attrs;
+  attrs.set("graph", int64_t{callee});
+  const std::vector<TensorId> outputs = graph.add_op("call", args, std::move(attrs));
+  CallSite site{caller, callee, args, outputs, modified, {}, true};
+  const Subgraph& called = graph.subgraph(callee);  // add_op may have grown the subgraph list's storage
+  for (size_t i = 0; i < args.size(); ++i) site.graph_to_parent[called.inputs[i]] = args[i];
+  for (size_t j = 0; j < outputs.size(); ++j) site.graph_to_parent.try_emplace(called.outputs[j], outputs[j]);
+  return graph.add_call_site(std::move(site));
+}
+
 }  // namespace
 
-int32_t call(Graph& graph, GraphId callee, const std::vector<TensorId>& args, std::vector<bool> modified) {
+int32_t call(Graph& graph, GraphId callee, const std::vector<TensorId>& args, std::vector<bool> modified,
+             bool reuse_code) {
   const GraphId caller = graph.current_graph();
   check_no_recursion(graph, caller, callee);
   const Subgraph sub = graph.subgraph(callee);  // a copy: calls grow the IR
   check_args(graph, caller, sub, args, modified);
   if (modified.empty()) modified.assign(args.size(), false);
+  if (reuse_code) return add_call_op(graph, caller, callee, args, modified);
   CallSite site{caller, callee, args, {}, modified, {}};
   const std::vector<bool> written = written_inputs(graph, sub);
   for (size_t i = 0; i < args.size(); ++i) {

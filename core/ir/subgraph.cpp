@@ -114,6 +114,11 @@ void Graph::set_call_input_modified(int32_t id, size_t input) {
                                          " does not exist (the graph has " + std::to_string(site.inputs.size()) +
                                          " inputs)");
   }
+  if (site.reuses_code) {
+    fail(ErrorCode::InvalidArgument, "call of graph '" + callee.name + "': input " + std::to_string(input) +
+                                         " cannot be marked modified: the call reuses the graph's code and passes "
+                                         "every input by value (an inlined call writes through to its arguments)");
+  }
   site.modified[input] = true;
   const TensorId arg = site.inputs[input];
   TensorId& parent = site.graph_to_parent[callee.inputs[input]];
@@ -135,9 +140,11 @@ std::vector<GraphId> Graph::callees(GraphId g) const {
   for (const CallSite& site : call_sites_) {
     if (site.caller == g) out.push_back(site.callee);
   }
-  for (OpId o : graph_ops(g)) {  // a repeat runs its body graph (core/ops/graph/repeat.cpp)
+  for (OpId o : graph_ops(g)) {  // a repeat or call op runs its graph (core/ops/graph/)
     const Op& op = this->op(o);
-    if (op.schema->name == "repeat") out.push_back(static_cast<GraphId>(op.attrs.get_int("graph")));
+    if (op.schema->name == "repeat" || op.schema->name == "call") {
+      out.push_back(static_cast<GraphId>(op.attrs.get_int("graph")));
+    }
   }
   return out;
 }

@@ -53,7 +53,10 @@ struct CallSite {
   std::vector<TensorId> inputs;   ///< parent tensors, one per graph input
   std::vector<TensorId> outputs;  ///< parent tensors, one per graph output
   std::vector<bool> modified;     ///< per graph input: writes inside reach the parent tensor
+  /// The parent tensor of each callee tensor: every tensor of an inlined call; only the
+  /// inputs and outputs of a call that reuses code (its ops run inside one call op).
   std::map<TensorId, TensorId> graph_to_parent;
+  bool reuses_code = false;  ///< a call op (core/ops/graph/call.cpp), not the callee's ops inlined
 };
 
 }  // namespace plexus::ir

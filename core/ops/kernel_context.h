@@ -17,6 +17,8 @@ class Communicator;
 
 namespace plexus::ops {
 
+class GraphBindings;
+
 /// A kernel bound to its buffers; runs on the device thread. It may throw ir::Error
 /// (for example an out-of-range label), which ends the run with that error.
 using Kernel = std::function<void()>;
@@ -47,9 +49,12 @@ struct KernelContext {
   replication::Communicator* comm = nullptr;
   /// This replica's remote buffers: slot e of buffer b starts at
   /// remote[b] + e * graph.remote_buffer(b).slot_bytes().
-  std::vector<std::byte*> remote;
+  std::vector<std::byte*> remote = {};
   /// Decisions worth reporting (for example the GEMM kernel set chosen); may be null.
   std::vector<std::string>* notes = nullptr;
+  /// The subgraphs bound on this device (core/ops/graph/bound_graph.h): a call or repeat
+  /// binds its graph there once for all its call sites. Null: each op binds its own.
+  GraphBindings* graph_bindings = nullptr;
 
   template <class T>
   const T* input(size_t i) const { return reinterpret_cast<const T*>(in[i]); }

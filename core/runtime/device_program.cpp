@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/ir/error.h"
+#include "core/ops/graph/bound_graph.h"
 #include "core/ops/kernel_def.h"
 
 namespace plexus::runtime {
@@ -43,6 +44,7 @@ struct DeviceProgram::DeviceState {
   size_t live_total = 0;
   int64_t iteration = 0, micro_batch = 0;
   int64_t micro_batch_counter = 0;  ///< KernelContext::micro_batch_counter
+  ops::GraphBindings graph_bindings;  ///< KernelContext::graph_bindings: called graphs bound once here
   std::vector<Span> spans;
 
   void set_live(size_t index, size_t bytes) {
@@ -319,7 +321,8 @@ ops::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlac
                                     ? nullptr
                                     : r_.collectives[static_cast<size_t>(st.index)]->communicator(st.global_replica),
                         .remote = r_.storage.remote(st.replica).bases(),
-                        .notes = st.replica == 0 ? &notes_ : nullptr};
+                        .notes = st.replica == 0 ? &notes_ : nullptr,
+                        .graph_bindings = &st.graph_bindings};
   for (ir::TensorId t : op.inputs) {
     ctx.inputs.push_back(&r_.graph.tensor(t));
     ctx.in.push_back(tensor_address(st, p, t));

@@ -3,6 +3,7 @@
 // on modified inputs, trains to the flat main-graph build's weights bit for bit (R=2, and
 // R=2 with RTS); calls pass inputs by value unless marked modified; gradients through call
 // and nested call match finite differences; bad graphs and calls are refused by name.
+#include <cstddef>
 #include <plexus/plexus.hpp>
 
 #include <chrono>
@@ -125,8 +126,14 @@ plx::Graph net_graph(plx::Ir& ir) {
   return net;
 }
 
-/// Seed 000's training step, flat (main-graph ops and plx_ir_autodiff) or from graphs.
-Mlp build_mlp(bool rts, bool graphs) {
+/// How build_mlp builds the step: main-graph ops; the "net" graph calling one Linear graph
+/// per layer, graph autodiff, called SGD graphs; or one Linear graph per layer called from
+/// the main graph by calls that reuse code (plx_call_options.reuse_code), plx_ir_autodiff.
+enum class Build { Flat, Graphs, ReusedCode };
+
+/// Seed 000's training step, built as `build` says.
+Mlp build_mlp(bool rts, Build build) {
+  const bool graphs = build == Build::Graphs;
   Mlp m;
   plx::Ir& ir = m.ir;
   const Weights w = add_weights(ir, rts);
@@ -143,6 +150,13 @@ Mlp build_mlp(bool rts, bool graphs) {
     const plx::CallInfo fwd = ir.call(net, {images, labels, w.full[0], w.full[1], w.full[2], w.full[3]});
     const plx::Tensor seed = ir.constant<float>({}, {1.0f});  // d loss / d loss, as plx_ir_autodiff seeds it
     grads = ir.call(grad, ir.grad_call_inputs(grad, fwd, {seed})).outputs;
+  } else if (build == Build::ReusedCode) {
+    const plx::Graph fc0 = linear_graph(ir, "fc0", kPixels, kHidden, true);
+    const plx::Graph fc1 = linear_graph(ir, "fc1", kHidden, kClasses, true);
+    plx::Tensor x = ir.reshape(images, {kBatch, kPixels});
+    x = ir.gelu(ir.call(fc0, {x, w.full[0], w.full[1]}, {}, true).outputs[0]);
+    x = ir.gelu(ir.call(fc1, {x, w.full[2], w.full[3]}, {}, true).outputs[0]);
+    grads = ir.autodiff(ir.softmax_cross_entropy(x, labels), w.full);
   } else {
     plx::Tensor x = ir.reshape(images, {kBatch, kPixels});
     x = ir.gelu(ir.add(ir.matmul(x, w.full[0]), w.full[1]));
@@ -169,9 +183,9 @@ std::vector<std::vector<float>> train(const Mlp& m, int steps) {
   return out;
 }
 
-void expect_same_training(bool rts) {
-  const auto flat = train(build_mlp(rts, false), 6);
-  const auto graphs = train(build_mlp(rts, true), 6);
+void expect_same_training(bool rts, Build build) {
+  const auto flat = train(build_mlp(rts, Build::Flat), 6);
+  const auto graphs = train(build_mlp(rts, build), 6);
   const auto initial = normal(kHidden, 8, 0.02f);
   ASSERT_EQ(flat.size(), graphs.size());
   EXPECT_NE(std::memcmp(flat[1].data(), initial.data(), initial.size() * sizeof(float)), 0) << "b0 did not train";
@@ -181,9 +195,17 @@ void expect_same_training(bool rts) {
   }
 }
 
-TEST(CApiGraph, MlpFromCalledLinearGraphsTrainsLikeTheFlatBuild) { expect_same_training(false); }
+TEST(CApiGraph, MlpFromCalledLinearGraphsTrainsLikeTheFlatBuild) { expect_same_training(false, Build::Graphs); }
 
-TEST(CApiGraph, MlpFromCalledLinearGraphsTrainsLikeTheFlatBuildWithRts) { expect_same_training(true); }
+TEST(CApiGraph, MlpFromCalledLinearGraphsTrainsLikeTheFlatBuildWithRts) { expect_same_training(true, Build::Graphs); }
+
+TEST(CApiGraph, MlpFromLinearGraphsCalledReusingCodeTrainsLikeTheFlatBuild) {
+  expect_same_training(false, Build::ReusedCode);
+}
+
+TEST(CApiGraph, MlpFromLinearGraphsCalledReusingCodeTrainsLikeTheFlatBuildWithRts) {
+  expect_same_training(true, Build::ReusedCode);
+}
 
 /// How after_call marks the variable it passes: not at all, with plx_ir_call's flag, or
 /// with plx_call_site_set_input_modified once the call is added.
@@ -333,7 +355,7 @@ struct PerReplica {
   std::vector<float> loss, grad;
 };
 
-PerReplica gathered(const std::vector<float>& x0) {
+PerReplica gathered(const std::vector<float>& x0, bool reuse_code) {
   plx::Ir ir(2);
   const plx::ReplicaGrouping each(2, 1);
   const plx::Tensor x = ir.variable<float>("x", {3}, x0, each);
@@ -345,10 +367,15 @@ PerReplica gathered(const std::vector<float>& x0) {
     const plx::Tensor all = ir.all_gather(gx, nullptr, "new_axis");  // [2, 3]: replica 0's x, replica 1's
     ir.graph_output(g, ir.reduce_sum(ir.mul(c, ir.op1("tanh", {all}))));
   }
-  const plx::CallInfo fwd = ir.call(g, {x});
-  const plx::Graph grad = ir.autodiff(g);
-  const plx::Tensor seed = ir.constant<float>({}, {1.0f});
-  const plx::Tensor dx = ir.call(grad, ir.grad_call_inputs(grad, fwd, {seed})).outputs[0];
+  const plx::CallInfo fwd = ir.call(g, {x}, {}, reuse_code);
+  plx::Tensor dx;
+  if (reuse_code) {  // main-graph autodiff through the call op (its gradient runs the graph again)
+    dx = ir.autodiff(fwd.outputs[0], {x})[0];
+  } else {
+    const plx::Graph grad = ir.autodiff(g);
+    const plx::Tensor seed = ir.constant<float>({}, {1.0f});
+    dx = ir.call(grad, ir.grad_call_inputs(grad, fwd, {seed})).outputs[0];
+  }
   const plx::Stream loss_out = ir.d2h_stream("loss", fwd.outputs[0]);
   const plx::Stream grad_out = ir.d2h_stream("dx", dx);
   plx::Session session(ir);
@@ -357,9 +384,9 @@ PerReplica gathered(const std::vector<float>& x0) {
   return r;
 }
 
-TEST(CApiGraph, GradientThroughACalledAllGatherMatchesFiniteDifferences) {
+void expect_all_gather_finite_differences(bool reuse_code) {
   const std::vector<float> x{0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f};  // replica 0's, then replica 1's
-  const PerReplica at = gathered(x);
+  const PerReplica at = gathered(x, reuse_code);
   const float h = 1e-2f;
   for (size_t i = 0; i < x.size(); ++i) {
     const size_t replica = i / 3;
@@ -367,9 +394,18 @@ TEST(CApiGraph, GradientThroughACalledAllGatherMatchesFiniteDifferences) {
     up[i] += h;
     down[i] -= h;
     const double fd =
-        (static_cast<double>(gathered(up).loss[replica]) - gathered(down).loss[replica]) / (2 * h);
+        (static_cast<double>(gathered(up, reuse_code).loss[replica]) - gathered(down, reuse_code).loss[replica]) /
+        (2 * h);
     EXPECT_NEAR(at.grad[i], fd, 2e-3) << "replica " << replica << " x[" << i % 3 << "]";
   }
+}
+
+TEST(CApiGraph, GradientThroughACalledAllGatherMatchesFiniteDifferences) {
+  expect_all_gather_finite_differences(false);
+}
+
+TEST(CApiGraph, GradientThroughAnAllGatherInACallThatReusesCodeMatchesFiniteDifferences) {
+  expect_all_gather_finite_differences(true);
 }
 
 TEST(CApiGraph, GradientGraphListsItsExpectedConnections) {
@@ -478,6 +514,30 @@ TEST_F(CApiGraphErrors, CallWithWrongArguments) {
   EXPECT_PLX_ERROR(plx_ir_call(ir_, f_, &other, 1, nullptr, &out, 1, nullptr, nullptr), PLX_ERR_DTYPE_MISMATCH,
                    "graph 'f'", "input 0 'f/x'", "int32[2,3]");
   EXPECT_EQ(out, capi_test::kSentinelId);
+}
+
+TEST_F(CApiGraphErrors, ModifiedInputOfACallThatReusesCode) {
+  plx_call_options options;
+  plx_call_options_init(&options);
+  EXPECT_EQ(options.reuse_code, 0);
+  const uint8_t modified[] = {1};
+  options.modified = modified;
+  options.reuse_code = 1;
+  plx_tensor out = capi_test::kSentinelId;
+  EXPECT_PLX_ERROR(plx_ir_call(ir_, f_, &v_, 1, &options, &out, 1, nullptr, nullptr), PLX_ERR_INVALID_ARGUMENT,
+                   "call of graph 'f'", "input 0 'f/x' cannot be modified", "passes every input by value");
+  EXPECT_EQ(out, capi_test::kSentinelId);
+  options.modified = nullptr;
+  plx_call_site site = 0;
+  ASSERT_PLX_OK(plx_ir_call(ir_, f_, &v_, 1, &options, &out, 1, nullptr, &site));
+  EXPECT_PLX_ERROR(plx_call_site_set_input_modified(ir_, site, 0), PLX_ERR_INVALID_ARGUMENT,
+                   "input 0 cannot be marked modified: the call reuses the graph's code");
+  plx_tensor parent = 0;
+  ASSERT_PLX_OK(plx_call_site_get_parent(ir_, site, fy_, &parent));
+  EXPECT_EQ(parent, out);
+  options.struct_size = offsetof(plx_call_options, reuse_code);  // an API 14 caller: inlined, reuse_code unread
+  ASSERT_PLX_OK(plx_ir_call(ir_, f_, &v_, 1, &options, &out, 1, nullptr, &site));
+  ASSERT_PLX_OK(plx_call_site_set_input_modified(ir_, site, 0));
 }
 
 TEST_F(CApiGraphErrors, MarkingAnInputOfACallThatDoesNotHaveIt) {

@@ -78,6 +78,9 @@ const std::map<std::string, Coverage>& covered() {
       {"cast", {"elementwise/conversions_test.cpp", true}},
       {"identity", {"elementwise/identity_test.cpp", true}},
       {"detach", {"elementwise/identity_test.cpp", true}},  // no gradient by definition: checked through autodiff
+      {"call", {"graph/call_test.cpp", true}},
+      {"call_grad", {"graph/call_test.cpp", false}},
+      {"bound_count", {"graph/call_test.cpp", true}},  // a test op: call_test.cpp registers it
       {"repeat", {"graph/repeat_test.cpp", true}},
       {"repeat_grad", {"graph/repeat_test.cpp", false}},
       {"dropout", {"elementwise/dropout_test.cpp", true}},

@@ -255,3 +255,37 @@ def test_graphs_that_cannot_be_made_are_errors():
         with pytest.raises(plexus.InvalidArgument, match="not an output"):
             transforms.autodiff(graph, grads_provided=[graph.inputs[0]])
         assert plexus.gcg() == ir.main_graph and plexus.gmg() == ir.main_graph
+
+
+def _mlp_step(reuse_code):
+    """Loss and gradients of a 2-layer MLP built from one graph, tanh(x @ W), called
+    twice (inlined, or reusing the graph's code), through main-graph autodiff."""
+    rng = np.random.default_rng(11)
+    x0 = rng.normal(size=(4, 3)).astype(np.float32)
+    w0, w1 = (rng.normal(size=(3, 3)).astype(np.float32) for _ in range(2))
+    ir = plexus.Ir()
+    with ir.main_graph:
+        x = plexus.variable(x0, name="x")
+        weights = [plexus.variable(w, name=f"W{i}") for i, w in enumerate((w0, w1))]
+        graph = ir.create_graph(lambda t, w: ops.tanh(t @ w), x, weights[0])
+        h = x
+        for w in weights:
+            info = ops.call_with_info(graph, h, w, reuse_code=reuse_code)
+            (h,) = info.outputs
+        loss = ops.reduce_sum(h)
+        grads = plexus.autodiff(loss, weights)
+        streams = [plexus.d2h_stream(t) for t in [loss, *grads]]
+    return _run(ir, *streams)[0], info, graph
+
+
+def test_a_call_that_reuses_code_gives_the_inlined_calls_bits():
+    reused, info, graph = _mlp_step(True)
+    inlined, _, _ = _mlp_step(False)
+    for a, b in zip(reused, inlined, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert info.graph_to_parent(graph.outputs[0]) == info.outputs[0]
+    (product,) = [t for t in graph.tensors if t not in graph.inputs + graph.outputs]
+    with pytest.raises(ValueError, match="has no parent tensor: the call reuses the graph's code"):
+        info.graph_to_parent(product)
+    with pytest.raises(plexus.InvalidArgument, match="cannot be marked modified: the call reuses the graph's code"):
+        info.set_parent_input_modified(info.inputs[1])

@@ -81,6 +81,8 @@
  *      (<plexus/types.h>): variables, constants, streams, checkpoints and casts of each;
  *      float16 matmul, conv2d and reductions computed in float32 (docs/ops.md); the op
  *      "equal" gives PLX_DTYPE_BOOL (it gave PLX_DTYPE_UINT8: the same bytes, 0 or 1).
+ *  20  plx_call_options.reuse_code: a call site that runs the callee's kernels, bound once
+ *      per device for all such call sites, instead of a copy of its ops (op "call").
  */
 #ifndef PLEXUS_PLEXUS_H
 #define PLEXUS_PLEXUS_H
@@ -637,7 +639,7 @@ PLX_API plx_status plx_graph_get_outputs(const plx_ir* ir, plx_graph graph, plx_
                                          size_t max_tensors, size_t* out_count);
 
 /**
- * Options of plx_ir_call(). Versions (struct_size): 16 (API 14).
+ * Options of plx_ir_call(). Versions (struct_size): 16 (API 14), 24 (API 20: reuse_code).
  */
 typedef struct plx_call_options {
   size_t struct_size;
@@ -648,10 +650,22 @@ typedef struct plx_call_options {
    * step updates a variable. Unmarked inputs are passed by value. Borrowed.
    */
   const uint8_t* modified;
+  /* since PLX_API_VERSION 20 */
+  /**
+   * 0 (default): the callee's ops are added to the calling graph (inlined), so they are
+   * planned, fused and differentiated with the caller's. Nonzero: the call reuses code
+   * (PopXL's call as the IPU runs it): one op, op "call" (docs/ops.md), runs the callee's
+   * kernels, bound once per device and shared by every such call site of the callee; its
+   * buffers are the op's scratch, planned for the call's lifetime; main-graph autodiff
+   * differentiates it by running the callee again, then its gradient graph (same bits);
+   * plx_call_site_get_parent() maps only the callee's inputs and outputs. Every input is
+   * passed by value: `modified` must mark none (PLX_ERR_INVALID_ARGUMENT).
+   */
+  int32_t reuse_code;
 } plx_call_options;
 
 /**
- * Fills `options` with the defaults (every input by value); NULL is ignored.
+ * Fills `options` with the defaults (every input by value, inlined); NULL is ignored.
  * Thread safety: safe (touches only `options`).
  * @since 14
  */
@@ -659,7 +673,8 @@ PLX_API void plx_call_options_init(plx_call_options* options);
 
 /**
  * Calls a subgraph from the current graph (PopXL ops.call / ops.call_with_info): the
- * callee's ops run here, reading `inputs` where it reads its inputs. A call inside a block
+ * callee's ops run here, reading `inputs` where it reads its inputs (inlined, or through
+ * one op that reuses the callee's code: plx_call_options.reuse_code). A call inside a block
  * runs on that block's device. Main-graph autodiff differentiates through calls.
  *
  * @param inputs      One tensor of the current graph per callee input, of its dtype and shape. Borrowed.
@@ -669,7 +684,8 @@ PLX_API void plx_call_options_init(plx_call_options* options);
  * @param out_site    Receives the call site (may be NULL): plx_call_site_get_parent().
  * @return PLX_OK; PLX_ERR_INVALID_ARGUMENT (NULL pointer, the main graph as callee, wrong
  *         number of inputs, an input of another graph, a callee that calls the current
- *         graph directly or through others, max_outputs too small);
+ *         graph directly or through others, max_outputs too small, a modified input
+ *         with reuse_code);
  *         PLX_ERR_SHAPE_MISMATCH / PLX_ERR_DTYPE_MISMATCH (an input's type: the message
  *         names the graph and the input); PLX_ERR_NOT_FOUND. On error nothing is added.
  * Thread safety: not safe on the same `ir` from several threads at once.

@@ -41,7 +41,7 @@ extern "C" {
  * against version v runs with a library of any version >= v. Until 1.0 the number counts
  * these minor versions; deprecated names are removed only at 1.0.
  */
-#define PLX_API_VERSION 19
+#define PLX_API_VERSION 20
 
 /** Largest tensor rank. */
 #define PLX_MAX_RANK 8

@@ -491,14 +491,18 @@ class Ir {
     return to_tensors(ids);
   }
   /// Calls subgraph `g` from the current graph (plx_ir_call, PopXL ops.call_with_info);
-  /// `modified` is empty or one flag per input (CallSiteInfo.set_parent_input_modified).
-  CallInfo call(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& modified = {}) {
+  /// `modified` is empty or one flag per input (CallSiteInfo.set_parent_input_modified);
+  /// `reuse_code`: one op running the callee's kernels, bound once per device
+  /// (plx_call_options.reuse_code; no input may be modified).
+  CallInfo call(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& modified = {},
+                bool reuse_code = false) {
     std::vector<plx_tensor> ins;
     for (const Tensor& t : inputs) ins.push_back(t.id);
     std::vector<uint8_t> flags(modified.begin(), modified.end());
     plx_call_options options;
     plx_call_options_init(&options);
     options.modified = flags.empty() ? nullptr : flags.data();
+    options.reuse_code = reuse_code ? 1 : 0;
     std::vector<plx_tensor> outs(graph_tensors(g, true).size());
     CallInfo info;
     check(plx_ir_call(handle_, g.id, ins.data(), ins.size(), &options, outs.data(), outs.size(), nullptr, &info.site));

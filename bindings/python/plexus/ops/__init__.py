@@ -259,7 +259,7 @@ def _install():
 _install()
 
 from plexus.ops import collectives  # noqa: E402  (needs the ops above)
-from plexus.ops.call import call, call_with_info, repeat, repeat_with_info, CallSiteInfo  # noqa: E402,F401  (replaces the "repeat" op)
+from plexus.ops.call import call, call_with_info, repeat, repeat_with_info, CallSiteInfo  # noqa: E402,F401  (replaces the "call" and "repeat" ops)
 
 
 def __getattr__(name):

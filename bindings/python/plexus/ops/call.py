@@ -6,7 +6,7 @@ its first inputs. Host transfers inside the graph are passed on at each call sit
 from collections.abc import Iterable
 
 from plexus import transfers
-from plexus._lib import ffi, lib, check, tensor_ids
+from plexus._lib import ffi, lib, check, last_error, tensor_ids
 from plexus.graph import Graph
 from plexus.ops import add_op  # plexus.ops imports this module after defining add_op
 from plexus.tensor import Tensor
@@ -108,13 +108,17 @@ class CallSiteInfo:
     def graph_to_parent(self, graph_tensor):
         """The caller's tensor holding `graph_tensor` at this call: an input's argument, an
         output's result, or an intermediate's value (the forward tensors a gradient graph
-        reads). Raises ValueError for a tensor the called graph does not have."""
+        reads). Raises ValueError for a tensor the called graph does not have, and for an
+        intermediate of a call that reuses code (only its inputs and outputs have parents)."""
         ir = self._graph.ir
         if self._site is None:
             return self._repeat_parent(graph_tensor)
         out = ffi.new("plx_tensor*")
         status = lib.plx_call_site_get_parent(ir._ptr, self._site, graph_tensor.id, out)
         if status == lib.PLX_ERR_INVALID_ARGUMENT:
+            message = last_error()
+            if "has no parent tensor" in message:
+                raise ValueError(f"{graph_tensor!r}: {message}")
             raise ValueError(f"{graph_tensor!r} is not a tensor of the called graph '{self._graph.name}'")
         check(status)
         return Tensor(ir, out[0])
@@ -148,14 +152,18 @@ class CallSiteInfo:
         check(lib.plx_call_site_set_input_modified(self._graph.ir._ptr, self._site, index))
 
 
-def call_with_info(graph, *inputs, inputs_dict=None, check_inputs=True):
+def call_with_info(graph, *inputs, inputs_dict=None, check_inputs=True, reuse_code=False):
     """Calls `graph` from the current graph and returns its CallSiteInfo (PopXL
     ops.call_with_info). `inputs` fill the graph's inputs in order (lists are flattened),
     `inputs_dict` maps graph inputs to values; numbers and arrays become constants.
     Inputs are passed by value except those made with by_ref=True (TensorByRef) and those
-    set_parent_input_modified marks later. Raises ValueError (the inputs do not match),
-    TypeError (a value that cannot be a tensor), ShapeMismatch / DTypeMismatch (an
-    argument's type), InvalidArgument (a tensor of another graph, a recursive call)."""
+    set_parent_input_modified marks later. With reuse_code=True (Plexus's; PopXL has no
+    such argument) the call is one op running the graph's kernels, bound once per device
+    for every such call site (plx_call_options.reuse_code): inputs by value, and the call
+    site maps only the graph's inputs and outputs. Raises ValueError (the inputs do not
+    match), TypeError (a value that cannot be a tensor), ShapeMismatch / DTypeMismatch (an
+    argument's type), InvalidArgument (a tensor of another graph, a recursive call, a
+    by_ref input with reuse_code)."""
     parents = _parent_inputs(graph, "called", inputs, inputs_dict, check_inputs)
     args, _ = transfers.arguments(graph, parents)
     ir = graph.ir
@@ -163,6 +171,7 @@ def call_with_info(graph, *inputs, inputs_dict=None, check_inputs=True):
     options = ffi.new("plx_call_options*")
     lib.plx_call_options_init(options)
     options.modified = modified
+    options.reuse_code = int(bool(reuse_code))
     num_outputs = len(graph._core_outputs())
     outputs = ffi.new("plx_tensor[]", max(num_outputs, 1))
     site = ffi.new("plx_call_site*")
@@ -172,10 +181,11 @@ def call_with_info(graph, *inputs, inputs_dict=None, check_inputs=True):
     return CallSiteInfo(graph, site[0], parents, results)
 
 
-def call(graph, *inputs, inputs_dict=None, check_inputs=True):
+def call(graph, *inputs, inputs_dict=None, check_inputs=True, reuse_code=False):
     """Calls `graph` (PopXL ops.call): call_with_info(...).outputs, a tuple of Tensors
     (one per graph output; `(y,) = ops.call(g, x)`)."""
-    return call_with_info(graph, *inputs, inputs_dict=inputs_dict, check_inputs=check_inputs).outputs
+    return call_with_info(graph, *inputs, inputs_dict=inputs_dict, check_inputs=check_inputs,
+                          reuse_code=reuse_code).outputs
 
 
 def repeat(graph, repeat_count, *inputs, inputs_dict=None, check_inputs=True):
