@@ -241,6 +241,19 @@ void expect_forward(std::string_view type, const std::vector<Value>& inputs, con
   expect_close(run_op1(type, inputs, attrs), reference(inputs), tol, std::string(type) + " forward");
 }
 
+void expect_finite_differences(const std::vector<Value>& inputs, const LossAndGradients& f, double h, double tol) {
+  const std::vector<Value> at = f(inputs);
+  for (size_t which = 0; which < inputs.size(); ++which) {
+    for (size_t i = 0; i < inputs[which].data.size(); ++i) {
+      std::vector<Value> up = inputs, down = inputs;
+      up[which].data[i] += h;
+      down[which].data[i] -= h;
+      const double fd = (f(up)[0].data[0] - f(down)[0].data[0]) / (2 * h);
+      EXPECT_NEAR(at[1 + which].data[i], fd, tol) << "input " << which << " element " << i;
+    }
+  }
+}
+
 void expect_gradients(std::string_view type, const std::vector<Value>& inputs, const ir::Attributes& attrs,
                       const Reference& reference, const GradCheckOptions& options) {
   std::vector<size_t> wrt = options.wrt;

@@ -144,6 +144,14 @@ struct GradCheckOptions {
 void expect_gradients(std::string_view type, const std::vector<Value>& inputs, const ir::Attributes& attrs,
                       const Reference& reference, const GradCheckOptions& options = {});
 
+/// The loss and gradients of a program built from `inputs`: {loss (one element), d loss /
+/// d inputs[0], d loss / d inputs[1], ...}.
+using LossAndGradients = std::function<std::vector<Value>(const std::vector<Value>& inputs)>;
+
+/// Checks every gradient element `f` gives at `inputs` against the central difference of
+/// its loss with step h, within `tol` (absolute).
+void expect_finite_differences(const std::vector<Value>& inputs, const LossAndGradients& f, double h, double tol);
+
 // --- double-precision building blocks for references ---------------------------------
 
 /// numpy broadcast of two shapes (the test's own implementation, not Plexus's).

@@ -54,16 +54,22 @@ const Value kX = f32({2, 3}, {0.5, -1.0, 2.0, 0.25, 3.0, -0.75});
 const Value kW = f32({3, 3}, {0.5, -0.4, 0.3, 0.2, 0.6, -0.1, -0.3, 0.1, 0.4});
 const Value kB = f32({3}, {0.1, -0.2, 0.05});
 
-/// The loss sum(layer^calls(x)) (each call feeding the next) and its gradients in x, W and
-/// b through main-graph autodiff, with the calls inlined or reusing code.
-std::vector<Value> loss_and_gradients(const Value& x, const Value& w, const Value& b, int calls, bool reuse_code) {
-  ir::Graph g;
-  const std::vector<ir::TensorId> args = add_inputs(g, {x, w, b});
-  const ir::GraphId body = layer(g, x.shape, w.shape, b.shape);
+/// layer^calls(x) for args {x, W, b}: each call of `body` feeding the next.
+ir::TensorId chained(ir::Graph& g, ir::GraphId body, const std::vector<ir::TensorId>& args, int calls,
+                     bool reuse_code) {
   ir::TensorId y = args[0];
   for (int n = 0; n < calls; ++n) {
     y = g.call_site(ir::call(g, body, {y, args[1], args[2]}, {}, reuse_code)).outputs.front();
   }
+  return y;
+}
+
+/// The loss sum(layer^calls(x)) and its gradients in x, W and b through main-graph
+/// autodiff, with the calls inlined or reusing code.
+std::vector<Value> loss_and_gradients(const Value& x, const Value& w, const Value& b, int calls, bool reuse_code) {
+  ir::Graph g;
+  const std::vector<ir::TensorId> args = add_inputs(g, {x, w, b});
+  const ir::TensorId y = chained(g, layer(g, x.shape, w.shape, b.shape), args, calls, reuse_code);
   const ir::TensorId loss = g.add_op("reduce_sum", {y}, {}).front();
   std::vector<ir::TensorId> outputs{loss};
   for (ir::TensorId grad : ir::autodiff(g, loss, args)) outputs.push_back(grad);
@@ -81,20 +87,9 @@ TEST(CallOp, ForwardAndGradientEqualTheInlinedCallsBitForBit) {
 }
 
 TEST(CallOp, GradientMatchesFiniteDifferences) {
-  const std::vector<Value> inputs{kX, kW, kB};
-  const std::vector<Value> at = loss_and_gradients(kX, kW, kB, 3, true);
-  const double h = 1e-2;
-  for (size_t which = 0; which < inputs.size(); ++which) {
-    for (size_t i = 0; i < inputs[which].data.size(); ++i) {
-      std::vector<Value> up = inputs, down = inputs;
-      up[which].data[i] += h;
-      down[which].data[i] -= h;
-      const double fd = (loss_and_gradients(up[0], up[1], up[2], 3, true)[0].data[0] -
-                         loss_and_gradients(down[0], down[1], down[2], 3, true)[0].data[0]) /
-                        (2 * h);
-      EXPECT_NEAR(at[1 + which].data[i], fd, 2e-3) << "input " << which << " element " << i;
-    }
-  }
+  expect_finite_differences(
+      {kX, kW, kB}, [](const std::vector<Value>& in) { return loss_and_gradients(in[0], in[1], in[2], 3, true); },
+      1e-2, 2e-3);
 }
 
 TEST(CallOp, KernelsAreBoundOncePerDeviceForEveryCallSite) {
@@ -102,11 +97,7 @@ TEST(CallOp, KernelsAreBoundOncePerDeviceForEveryCallSite) {
     for (int calls : {1, 5}) {
       ir::Graph g;
       const std::vector<ir::TensorId> args = add_inputs(g, {kX, kW, kB});
-      const ir::GraphId body = layer(g, kX.shape, kW.shape, kB.shape);
-      ir::TensorId y = args[0];
-      for (int n = 0; n < calls; ++n) {
-        y = g.call_site(ir::call(g, body, {y, args[1], args[2]}, {}, reuse_code)).outputs.front();
-      }
+      const ir::TensorId y = chained(g, layer(g, kX.shape, kW.shape, kB.shape), args, calls, reuse_code);
       g_bound = 0;
       evaluate(g, {y});
       EXPECT_EQ(g_bound, reuse_code ? 1 : calls) << calls << " call sites, reuse_code " << reuse_code;

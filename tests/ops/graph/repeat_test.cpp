@@ -129,20 +129,9 @@ TEST(Repeat, GradientEqualsTheUnrolledBodysBitForBit) {
 }
 
 TEST(Repeat, GradientMatchesFiniteDifferences) {
-  const std::vector<Value> inputs{kX, kW, kA};
-  const std::vector<Value> at = loss_and_gradients(kX, kW, kA, 4, false);
-  const double h = 1e-2;
-  for (size_t which = 0; which < inputs.size(); ++which) {
-    for (size_t i = 0; i < inputs[which].data.size(); ++i) {
-      std::vector<Value> up = inputs, down = inputs;
-      up[which].data[i] += h;
-      down[which].data[i] -= h;
-      const double fd = (loss_and_gradients(up[0], up[1], up[2], 4, false)[0].data[0] -
-                         loss_and_gradients(down[0], down[1], down[2], 4, false)[0].data[0]) /
-                        (2 * h);
-      EXPECT_NEAR(at[1 + which].data[i], fd, 2e-3) << "input " << which << " element " << i;
-    }
-  }
+  expect_finite_differences(
+      {kX, kW, kA}, [](const std::vector<Value>& in) { return loss_and_gradients(in[0], in[1], in[2], 4, false); },
+      1e-2, 2e-3);
 }
 
 TEST(Repeat, ZeroCountPassesTheGradientThrough) {
