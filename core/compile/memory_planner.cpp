@@ -20,11 +20,13 @@ class MemoryPlanner {
  public:
   MemoryPlanner(const ir::Graph& graph, const CompileOptions& options, Program& program)
       : g_(graph), pl_(program.placement), o_(options), p_(program) {
-    for (const ir::Op& op : graph.ops()) op_scratch_.push_back(ops::scratch_bytes(graph, op));
+    p_.op_scratch.clear();
+    for (const ir::Op& op : graph.ops()) p_.op_scratch.push_back(ops::scratch_bytes(graph, op));
   }
 
   void run() {
     for (int32_t s = 0; s < pl_.num_stages; ++s) plan_stage(s);
+    for (ir::OpId o : p_.span_ops) p_.op_scratch[static_cast<size_t>(o)] = 0;  // their inputs are one span
     plan_devices();
   }
 
@@ -76,7 +78,7 @@ class MemoryPlanner {
         for (const auto* list : {&g_.op(a.index).inputs, &g_.op(a.index).outputs}) {
           for (TensorId t : *list) touch(t, x);
         }
-        return op_scratch_[static_cast<size_t>(a.index)];
+        return p_.op_scratch[static_cast<size_t>(a.index)];
     }
     return 0;
   }
@@ -294,7 +296,6 @@ class MemoryPlanner {
   const Placement& pl_;
   const CompileOptions& o_;
   Program& p_;
-  std::vector<size_t> op_scratch_;  ///< each main-graph op's scratch bytes (ops::scratch_bytes)
   std::vector<size_t> scratch_ = std::vector<size_t>(static_cast<size_t>(pl_.num_devices), 0);  ///< per device
 };
 

@@ -114,6 +114,9 @@ struct Program {
   /// Ops with ops::KernelDef::span_inputs whose inputs (and outputs) the memory plan laid out as one
   /// span each: they run with no scratch.
   std::set<ir::OpId> span_ops;
+  /// Per main-graph op: the scratch bytes its kernel is bound with, worked out once by the
+  /// memory plan (ops::scratch_bytes; 0 for span_ops) and read by the runtime.
+  std::vector<size_t> op_scratch;
 };
 
 struct CompileOptions {

@@ -336,7 +336,7 @@ ops::KernelContext DeviceProgram::kernel_context(DeviceState& st, const StepPlac
 
 DeviceProgram::Item DeviceProgram::kernel_item(ir::OpId id, ops::KernelContext ctx) const {
   const ir::Op& op = r_.graph.op(id);
-  const size_t scratch = r_.program.span_ops.count(id) ? 0 : ops::scratch_bytes(r_.graph, op);  // a span needs none
+  const size_t scratch = r_.program.op_scratch.at(static_cast<size_t>(id));
   if (scratch == 0) ctx.scratch = nullptr;
   Item item;
   item.op = id;

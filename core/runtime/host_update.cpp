@@ -109,7 +109,7 @@ std::unique_ptr<HostUpdate::Update> HostUpdate::make_update(const ir::Graph& gra
   u->bytes = w.bytes();
   u->weight_host.resize(u->bytes);
   u->gradients.assign(static_cast<size_t>(hosted_), std::vector<std::byte>(u->bytes));
-  u->scratch.resize(ops::scratch_bytes(graph, op));
+  u->scratch.resize(program.op_scratch.at(static_cast<size_t>(o)));
   u->posted.assign(static_cast<size_t>(hosted_), 0);
   return u;
 }
