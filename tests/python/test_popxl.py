@@ -368,3 +368,25 @@ def test_context_getters_and_remote_buffer_constructor_are_popxls():
     with popxl.Session(ir, "ipu_model") as session:
         np.testing.assert_array_equal(session.run()[out], np.arange(6).reshape(2, 3))
         np.testing.assert_array_equal(session.get_tensor_data(v), np.arange(6).reshape(2, 3))
+
+
+@pytest.mark.parametrize("reuse_code", [False, True])
+def test_remote_load_and_store_inside_a_called_graph(reuse_code):
+    """A called graph loads entry 0 of a remote buffer, scales it and stores it to entry 1,
+    inlined or as a call op (its kernels bound once, with the replica's remote buffers)."""
+    ir = popxl.Ir()
+    with ir.main_graph:
+        buffer = popxl.remote_buffer((2,), popxl.float32, 2)
+        popxl.remote_variable(np.array([1, 2], np.float32), buffer, 0)
+        out = popxl.d2h_stream((2,), popxl.float32, "y")
+
+        def scaled(scale):
+            t = ops.remote_load(buffer, 0) * scale
+            ops.remote_store(buffer, 1, t)
+            return t
+
+        graph = ir.create_graph(scaled, popxl.constant(3.0))
+        (result,) = ops.call(graph, popxl.constant(3.0), reuse_code=reuse_code)
+        ops.host_store(out, ops.remote_load(buffer, 1) + result)
+    with popxl.Session(ir, "cpu") as session:
+        np.testing.assert_array_equal(session.run()[out], [6.0, 12.0])

@@ -99,6 +99,31 @@ def test_nested_calls_and_repeats_keep_program_order():
     np.testing.assert_array_equal(out, s * 2)
 
 
+@pytest.mark.parametrize("reuse_code", [False, True])
+def test_calls_inlined_or_reusing_code_move_a_transfer_each(reuse_code):
+    """A graph loading x, storing x + w and returning it, called twice (the second call on
+    the first's result): transfer t of y is x_t + w_t, inlined or through call ops."""
+    ir = popxl.Ir()
+    ir.num_host_transfers = 2
+    with ir.main_graph:
+        x_h2d = popxl.h2d_stream([2, 3], popxl.float32, name="x")
+        y_d2h = popxl.d2h_stream([2, 3], popxl.float32, name="y")
+        w = popxl.variable(np.ones((2, 3), np.float32), name="w")
+
+        def body(w_in):
+            y = ops.host_load(x_h2d, "x") + w_in
+            ops.host_store(y_d2h, y)
+            return y
+
+        graph = ir.create_graph(body, w)
+        (once,) = ops.call(graph, w, reuse_code=reuse_code)
+        ops.call(graph, once, reuse_code=reuse_code)
+    x = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    with popxl.Session(ir) as session:
+        y = session.run({x_h2d: x})[y_d2h]
+    np.testing.assert_array_equal(y, [x[0] + 1, x[1] + x[0] + 1])
+
+
 def test_streams_that_do_not_share_one_multiple_are_refused():
     ir, *_ = _affine_ir(count=3, num_host_transfers=4)
     with pytest.raises(ValueError, match=r"num_host_transfers 4 is not a whole multiple .*'x': 3, 'y': 3, 'n': 1"):
