@@ -21,9 +21,9 @@ TensorId seed_gradient(Graph& graph, const TensorInfo& loss) {
   if (loss.shape.empty()) return scalar;
   Attributes attrs;
   attrs.set("shape", std::vector<int64_t>(loss.shape.begin(), loss.shape.end()));
-  graph.set_implicit_block(loss.producer >= 0 ? graph.op(loss.producer).block : -1);
+  const int32_t outer = graph.set_implicit_block(loss.producer >= 0 ? graph.op(loss.producer).block : -1);
   const TensorId ones = graph.add_op("expand", {scalar}, std::move(attrs)).front();
-  graph.set_implicit_block(-1);
+  graph.set_implicit_block(outer);
   return ones;
 }
 

@@ -73,12 +73,12 @@ void Backward::differentiate(OpId o) {
   // The sums of an output's contributions join the op's block too: by the default rule
   // (the first input's block) a sum whose first part came from a later stage would be
   // placed there and read the other parts against the direction of the backward pass.
-  graph_.set_implicit_block(op.block);
+  const int32_t outer = graph_.set_implicit_block(op.block);
   for (TensorId out : op.outputs) {
     out_grads.push_back(gradient(out));
     any_grad = any_grad || out_grads.back() != kNoTensor;
   }
-  graph_.set_implicit_block(-1);
+  graph_.set_implicit_block(outer);
   if (!any_grad) return;
   if (!op.schema->grad) {
     fail(ErrorCode::InvalidArgument, "autodiff: op '" + op.name + "' lies between the loss and a requested tensor "
@@ -87,7 +87,7 @@ void Backward::differentiate(OpId o) {
   GradContext ctx{graph_, op, out_grads, needs, wrt_};
   graph_.set_implicit_block(op.block);  // gradient ops join the block of the op they differentiate
   const std::vector<TensorId> in_grads = op.schema->grad(ctx);
-  graph_.set_implicit_block(-1);
+  graph_.set_implicit_block(outer);
   check_rule_result(op, needs, in_grads);
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     if (needs[i] && in_grads[i] != kNoTensor) contributions_[op.inputs[i]].push_back(in_grads[i]);

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/ir/attributes.h"
@@ -107,8 +108,9 @@ class Graph {
   void set_phase(Phase phase) { phase_ = phase; }
   Phase phase() const { return phase_; }
   /// Makes ops added next belong to `block` (autodiff: a gradient op joins the block of the
-  /// op it differentiates); -1 restores the default rule.
-  void set_implicit_block(int32_t block) { implicit_block_ = block; }
+  /// op it differentiates); -1 restores the default rule. Returns the block it replaces, for
+  /// the caller to restore (a gradient rule may run autodiff of a subgraph, which sets it too).
+  int32_t set_implicit_block(int32_t block) { return std::exchange(implicit_block_, block); }
 
   /// in_sequence scopes (seed 001, listing 13.2), per graph: they apply to the current
   /// graph. Plexus runs a graph's ops in the order they were added, so every op is in

@@ -289,3 +289,45 @@ def test_a_call_that_reuses_code_gives_the_inlined_calls_bits():
         info.graph_to_parent(product)
     with pytest.raises(plexus.InvalidArgument, match="cannot be marked modified: the call reuses the graph's code"):
         info.set_parent_input_modified(info.inputs[1])
+
+
+def _pipelined_training(mode):
+    """W0, W1 after 2 steps of a two-stage pipeline (blocks B1, B2, 4 micro-batches), each
+    block's layer relu(x @ W) written out (`flat`), a call of one graph, inlined (`inlined`)
+    or reusing code (`reuse`), or a repeat of it once (`repeat`), which runs on its block's
+    device, and so does its gradient."""
+    rng = np.random.default_rng(5)
+    ir = plexus.Ir()
+    with ir.main_graph:
+        x = plexus.h2d_stream((8, 16), plexus.float32, name="x")
+        w0 = plexus.variable(rng.normal(size=(16, 16)).astype(np.float32), name="W0")
+        w1 = plexus.variable(rng.normal(size=(16, 16)).astype(np.float32), name="W1")
+        layer = ir.create_graph(lambda t, w: ops.relu(t @ w), plexus.constant(np.zeros((8, 16), np.float32)), w0)
+
+        def apply(t, w):
+            if mode == "flat":
+                return ops.relu(t @ w)
+            if mode == "repeat":
+                return ops.repeat(layer, 1, t, w)[0]
+            return ops.call(layer, t, w, reuse_code=mode == "reuse")[0]
+
+        with plexus.Block("B1"):
+            h = apply(ops.host_load(x), w0)
+        with plexus.Block("B2"):
+            loss = ops.reduce_mean(apply(h, w1))
+        for w, g in zip((w0, w1), plexus.autodiff(loss, [w0, w1])):
+            ops.scaled_add_(w, g, b=-0.01)
+    batches = rng.normal(size=(2, 4, 8, 16)).astype(np.float32)
+    with plexus.Session(ir, stages=[["B1"], ["B2"]], gradient_accumulation=4, threads_per_device=1) as session:
+        for batch in batches:
+            session.run({x: batch})
+        return [session.get_tensor_data(w) for w in (w0, w1)], session.memory_report()
+
+
+def test_calls_and_repeats_inside_pipeline_blocks_train_like_the_flat_build():
+    flat, _ = _pipelined_training("flat")
+    for mode in ("inlined", "reuse", "repeat"):
+        weights, report = _pipelined_training(mode)
+        for a, b in zip(weights, flat, strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=mode)
+        assert len(report["devices"]) == 2
