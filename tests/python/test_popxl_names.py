@@ -62,10 +62,13 @@ def test_name_scope_prefixes_tensor_names():
             with popxl.name_scope("layer0") as inner:
                 assert inner == ["enc", "layer0"]
                 x = popxl.h2d_stream((2,), popxl.float32, name="x")
+                y = popxl.d2h_stream((2,), popxl.float32, name="y")
+                z = popxl.d2h_stream((2,), popxl.float32)
         after = popxl.variable(np.zeros(1, np.float32))
         popxl.ops.host_store(popxl.d2h_stream((3,), popxl.float32), w + 1.0)
     assert (outside.name, w.name, a.name, b.name, c.name) == ("w", "enc/w", "enc/variable", "enc/variable_1", "enc/c")
     assert x.name == "enc/layer0/x" and after.name == "variable"
+    assert (y.name, z.name) == ("enc/layer0/y", "enc/layer0/d2h_stream")
     with popxl.Session(ir) as session:
         np.testing.assert_array_equal(session.get_tensor_data(w), [0.0, 1.0, 2.0])
 

@@ -20,11 +20,13 @@ class DeviceToHostStream:
 
 def d2h_stream(shape, dtype, name=None):
     """A device-to-host stream of `shape` and `dtype` in the current graph's Ir, a popxl.Ir
-    (PopXL popxl.d2h_stream); ops.host_store fills it. Raises TypeError for a plexus.Ir."""
+    (PopXL popxl.d2h_stream); ops.host_store fills it. Named as PopXL names it: the open
+    name scopes and `name` (default a unique "d2h_stream") joined by '/'. Raises TypeError
+    for a plexus.Ir."""
     ir = context.current_ir()
     if not hasattr(ir, "stored_d2h_streams"):
         raise TypeError("popxl.d2h_stream needs a popxl.Ir (a plexus.Ir takes plexus.d2h_stream(t))")
-    return DeviceToHostStream(ir, shape, dtype, name or ir.unique_name("d2h_stream"))
+    return DeviceToHostStream(ir, shape, dtype, context.tensor_name(ir, name, "d2h_stream"))
 
 
 def host_store(d2h_stream, t):
