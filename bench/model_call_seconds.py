@@ -12,9 +12,11 @@ import poptorch
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    if sys.argv[1:2] in (["-h"], ["--help"]):
         print(__doc__)
-        sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
+        return
+    if len(sys.argv) < 3:
+        sys.exit(f"model_call_seconds.py: give OUT and the script to run\n\n{__doc__}")
     out, script = sys.argv[1], sys.argv[2]
     seconds = [0.0]
     call = poptorch.PoplarExecutor.__call__
