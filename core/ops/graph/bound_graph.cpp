@@ -18,11 +18,6 @@ void run_all(const std::vector<Kernel>& kernels) {
   for (const Kernel& k : kernels) k();
 }
 
-void BoundGraph::run() const {
-  run_all(constants);
-  run_all(kernels);
-}
-
 BodyPlan plan_body(const ir::Graph& graph, const ir::Subgraph& body, bool keep_all) {
   BodyPlan plan;
   plan.ops = body.ops;
@@ -38,12 +33,11 @@ BodyPlan plan_body(const ir::Graph& graph, const ir::Subgraph& body, bool keep_a
     it->second.last = std::max(it->second.last, position);
   };
   for (ir::TensorId in : body.inputs) touch(in, 0);
-  size_t op_scratch = 0;
   for (size_t k = 0; k < body.ops.size(); ++k) {
     const ir::Op& op = graph.op(body.ops[k]);
     for (ir::TensorId in : op.inputs) touch(in, static_cast<int64_t>(k) + 1);
     for (ir::TensorId out : op.outputs) touch(out, static_cast<int64_t>(k) + 1);
-    op_scratch = std::max(op_scratch, scratch_bytes(graph, op));
+    plan.op_scratch.push_back(scratch_bytes(graph, op));
   }
   for (ir::TensorId out : body.outputs) touch(out, end);
   std::vector<memory::BufferRequest> list;
@@ -52,18 +46,20 @@ BodyPlan plan_body(const ir::Graph& graph, const ir::Subgraph& body, bool keep_a
   size_t i = 0;
   for (const auto& [root, request] : requests) plan.offset[root] = mp.offsets[i++];
   plan.op_scratch_offset = memory::align_up(mp.arena_bytes);
-  plan.bytes = plan.op_scratch_offset + memory::align_up(op_scratch);
+  const size_t largest = plan.op_scratch.empty() ? 0 : *std::max_element(plan.op_scratch.begin(), plan.op_scratch.end());
+  plan.bytes = plan.op_scratch_offset + memory::align_up(largest);
   return plan;
 }
 
 namespace {
 
-/// The context an op of the bound graph is bound with: the caller's device, replica and
+/// The context op k of the bound graph is bound with: the caller's device, replica and
 /// collectives, the op's buffers in the plan.
-KernelContext inner_context(const KernelContext& ctx, const BoundGraph& b, const ir::Op& op) {
+KernelContext inner_context(const KernelContext& ctx, const BoundGraph& b, size_t k) {
+  const ir::Op& op = ctx.graph.op(b.plan.ops[k]);
   KernelContext inner{.graph = ctx.graph,
                       .op = op,
-                      .scratch = scratch_bytes(ctx.graph, op) > 0 ? b.base + b.plan.op_scratch_offset : nullptr,
+                      .scratch = b.plan.op_scratch[k] > 0 ? b.base + b.plan.op_scratch_offset : nullptr,
                       .max_threads = ctx.max_threads,
                       .replica = ctx.replica,
                       .replication_factor = ctx.replication_factor,
@@ -92,9 +88,8 @@ std::shared_ptr<const BoundGraph> bind_new(const KernelContext& ctx, ir::GraphId
     const ir::TensorInfo& t = ctx.graph.tensor(root);
     if (t.kind == ir::TensorKind::Constant) b->constants.push_back({t.data.data(), base + offset, t.data.size()});
   }
-  for (ir::OpId id : b->plan.ops) {
-    const ir::Op& op = ctx.graph.op(id);
-    if (Kernel kernel = kernel_def(op).kernel(inner_context(ctx, *b, op))) {
+  for (size_t k = 0; k < b->plan.ops.size(); ++k) {
+    if (Kernel kernel = kernel_def(ctx.graph.op(b->plan.ops[k])).kernel(inner_context(ctx, *b, k))) {
       b->kernels.push_back(std::move(kernel));  // empty: nothing to do (a view)
     }
   }

@@ -32,6 +32,7 @@ void run_all(const std::vector<Kernel>& kernels);
 /// the run); then the ops' shared scratch. `bytes` in all.
 struct BodyPlan {
   std::vector<ir::OpId> ops;
+  std::vector<size_t> op_scratch;          ///< per op of `ops`: its scratch bytes (ops::scratch_bytes)
   std::map<ir::TensorId, size_t> offset;  ///< storage root -> offset
   size_t op_scratch_offset = 0;
   size_t bytes = 0;
@@ -51,8 +52,6 @@ struct BoundGraph {
 
   /// The buffer of tensor t of the graph.
   std::byte* at(ir::TensorId t) const { return base + plan.offset.at(graph->storage_root(t)); }
-  /// Puts the constants in place and runs the kernels.
-  void run() const;
 };
 
 /// The graphs bound on one device (KernelContext::graph_bindings), each once per base:
